@@ -1,0 +1,453 @@
+package framework
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// Defaults Kubernetes charges a container that requests no CPU or memory,
+// used only where Kubernetes uses them (spreading scores), never for fit.
+const (
+	DefaultMilliCPURequest int64 = 100
+	DefaultMemoryRequest   int64 = 200 * 1024 * 1024
+)
+
+// Resource is a parsed ResourceList: the common resources as fields, the
+// rest in Scalar.
+type Resource struct {
+	MilliCPU         int64
+	Memory           int64
+	EphemeralStorage int64
+	// AllowedPodNumber is only meaningful for allocatable.
+	AllowedPodNumber int64
+	Scalar           map[string]int64
+}
+
+// NewResource parses a ResourceList.
+func NewResource(rl ResourceList) Resource {
+	var r Resource
+	r.Add(rl)
+	return r
+}
+
+// Add adds every quantity of rl.
+func (r *Resource) Add(rl ResourceList) {
+	for name, q := range rl {
+		r.AddNamed(name, q)
+	}
+}
+
+// AddNamed adds q of the named resource.
+func (r *Resource) AddNamed(name string, q int64) {
+	switch name {
+	case ResourceCPU:
+		r.MilliCPU += q
+	case ResourceMemory:
+		r.Memory += q
+	case ResourceEphemeralStorage:
+		r.EphemeralStorage += q
+	case ResourcePods:
+		r.AllowedPodNumber += q
+	default:
+		if r.Scalar == nil {
+			r.Scalar = make(map[string]int64, 1)
+		}
+		r.Scalar[name] += q
+	}
+}
+
+// Get returns the quantity of the named resource.
+func (r *Resource) Get(name string) int64 {
+	switch name {
+	case ResourceCPU:
+		return r.MilliCPU
+	case ResourceMemory:
+		return r.Memory
+	case ResourceEphemeralStorage:
+		return r.EphemeralStorage
+	case ResourcePods:
+		return r.AllowedPodNumber
+	default:
+		return r.Scalar[name]
+	}
+}
+
+// AddResource adds o to r.
+func (r *Resource) AddResource(o *Resource) {
+	r.MilliCPU += o.MilliCPU
+	r.Memory += o.Memory
+	r.EphemeralStorage += o.EphemeralStorage
+	r.AllowedPodNumber += o.AllowedPodNumber
+	for k, v := range o.Scalar {
+		if r.Scalar == nil {
+			r.Scalar = make(map[string]int64, len(o.Scalar))
+		}
+		r.Scalar[k] += v
+	}
+}
+
+// SubResource subtracts o from r.
+func (r *Resource) SubResource(o *Resource) {
+	r.MilliCPU -= o.MilliCPU
+	r.Memory -= o.Memory
+	r.EphemeralStorage -= o.EphemeralStorage
+	r.AllowedPodNumber -= o.AllowedPodNumber
+	for k, v := range o.Scalar {
+		if r.Scalar == nil {
+			r.Scalar = make(map[string]int64, len(o.Scalar))
+		}
+		r.Scalar[k] -= v
+	}
+}
+
+// setMax raises each quantity of r to at least o's.
+func (r *Resource) setMax(o *Resource) {
+	r.MilliCPU = max(r.MilliCPU, o.MilliCPU)
+	r.Memory = max(r.Memory, o.Memory)
+	r.EphemeralStorage = max(r.EphemeralStorage, o.EphemeralStorage)
+	r.AllowedPodNumber = max(r.AllowedPodNumber, o.AllowedPodNumber)
+	for k, v := range o.Scalar {
+		if r.Scalar == nil {
+			r.Scalar = make(map[string]int64, len(o.Scalar))
+		}
+		if v > r.Scalar[k] {
+			r.Scalar[k] = v
+		}
+	}
+}
+
+// Clone returns a deep copy.
+func (r *Resource) Clone() Resource {
+	c := *r
+	if r.Scalar != nil {
+		c.Scalar = make(map[string]int64, len(r.Scalar))
+		for k, v := range r.Scalar {
+			c.Scalar[k] = v
+		}
+	}
+	return c
+}
+
+// ToList renders r as a ResourceList, omitting zero quantities.
+func (r *Resource) ToList() ResourceList {
+	rl := ResourceList{}
+	for name, q := range map[string]int64{
+		ResourceCPU: r.MilliCPU, ResourceMemory: r.Memory,
+		ResourceEphemeralStorage: r.EphemeralStorage, ResourcePods: r.AllowedPodNumber,
+	} {
+		if q != 0 {
+			rl[name] = q
+		}
+	}
+	for k, v := range r.Scalar {
+		if v != 0 {
+			rl[k] = v
+		}
+	}
+	return rl
+}
+
+// PodRequests computes what a pod asks of a node, as Kubernetes does: per
+// resource the larger of the containers' sum and the largest init container
+// (init containers run one at a time before the others), plus overhead.
+// With nonZero, containers naming no CPU or memory are charged the defaults
+// above; Kubernetes does this only for scoring.
+func PodRequests(p *Pod, nonZero bool) Resource {
+	var sum Resource
+	for i := range p.Containers {
+		sum.AddResource(containerRequests(&p.Containers[i], nonZero))
+	}
+	for i := range p.InitContainers {
+		sum.setMax(containerRequests(&p.InitContainers[i], nonZero))
+	}
+	sum.Add(p.Overhead)
+	// "pods" is a node capacity, never a pod request.
+	sum.AllowedPodNumber = 0
+	return sum
+}
+
+func containerRequests(c *Container, nonZero bool) *Resource {
+	r := NewResource(c.Requests)
+	if nonZero {
+		if _, ok := c.Requests[ResourceCPU]; !ok {
+			r.MilliCPU = DefaultMilliCPURequest
+		}
+		if _, ok := c.Requests[ResourceMemory]; !ok {
+			r.Memory = DefaultMemoryRequest
+		}
+	}
+	return &r
+}
+
+// PodInfo is a pod with what every cycle needs of it computed once.
+type PodInfo struct {
+	Pod *Pod
+	// Requests is PodRequests(Pod, false): what fit checks.
+	Requests Resource
+	// NonZeroRequests is PodRequests(Pod, true): what spreading scores use.
+	NonZeroRequests Resource
+}
+
+// NewPodInfo precomputes a pod's requests.
+func NewPodInfo(p *Pod) *PodInfo {
+	return &PodInfo{Pod: p, Requests: PodRequests(p, false), NonZeroRequests: PodRequests(p, true)}
+}
+
+// ImageStateSummary is one image on a node, with how many nodes have it.
+type ImageStateSummary struct {
+	Size     int64
+	NumNodes int
+}
+
+// generation is a process-wide counter so any NodeInfo change gets a number
+// larger than every snapshot taken before it.
+var generation atomic.Int64
+
+// NextGeneration returns a fresh, strictly increasing generation number.
+func NextGeneration() int64 { return generation.Add(1) }
+
+// NodeInfo aggregates a node and the pods on it. Snapshots hold clones; only
+// the cache mutates the originals.
+type NodeInfo struct {
+	node *Node
+
+	Pods []*PodInfo
+	// PodsWithAffinity and PodsWithRequiredAntiAffinity are the subsets
+	// inter-pod affinity needs, kept so it need not scan every pod.
+	PodsWithAffinity             []*PodInfo
+	PodsWithRequiredAntiAffinity []*PodInfo
+
+	UsedPorts HostPortInfo
+	// Requested is the sum of the pods' Requests; NonZeroRequested of their
+	// NonZeroRequests.
+	Requested        Resource
+	NonZeroRequested Resource
+	Allocatable      Resource
+	// ImageStates maps each image name on the node to its size and spread.
+	ImageStates map[string]*ImageStateSummary
+
+	// Generation moves on every change, so snapshots copy only what moved.
+	Generation int64
+}
+
+// NewNodeInfo returns a NodeInfo holding the given pods and no node yet.
+func NewNodeInfo(pods ...*PodInfo) *NodeInfo {
+	ni := &NodeInfo{UsedPorts: HostPortInfo{}, ImageStates: map[string]*ImageStateSummary{}, Generation: NextGeneration()}
+	for _, p := range pods {
+		ni.AddPodInfo(p)
+	}
+	return ni
+}
+
+// Node returns the node, or nil while only its pods are known.
+func (n *NodeInfo) Node() *Node {
+	if n == nil {
+		return nil
+	}
+	return n.node
+}
+
+// SetNode sets the node and its allocatable.
+func (n *NodeInfo) SetNode(node *Node) {
+	n.node = node
+	n.Allocatable = NewResource(node.Allocatable)
+	n.Generation = NextGeneration()
+}
+
+// RemoveNode forgets the node but keeps its pods, which may still be
+// deleted later.
+func (n *NodeInfo) RemoveNode() {
+	n.node = nil
+	n.Generation = NextGeneration()
+}
+
+// HasAffinity reports whether the pod carries any inter-pod affinity term.
+func HasAffinity(p *Pod) bool {
+	a := p.Affinity
+	return a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)
+}
+
+// HasRequiredAntiAffinity reports whether the pod has hard anti-affinity.
+func HasRequiredAntiAffinity(p *Pod) bool {
+	a := p.Affinity
+	return a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.Required) > 0
+}
+
+// AddPodInfo charges a pod to the node.
+func (n *NodeInfo) AddPodInfo(pi *PodInfo) {
+	n.Pods = append(n.Pods, pi)
+	if HasAffinity(pi.Pod) {
+		n.PodsWithAffinity = append(n.PodsWithAffinity, pi)
+	}
+	if HasRequiredAntiAffinity(pi.Pod) {
+		n.PodsWithRequiredAntiAffinity = append(n.PodsWithRequiredAntiAffinity, pi)
+	}
+	n.update(pi, 1)
+}
+
+// RemovePod releases a pod (matched by namespace/name) from the node.
+func (n *NodeInfo) RemovePod(p *Pod) error {
+	key := p.Key()
+	for i, pi := range n.Pods {
+		if pi.Pod.Key() != key {
+			continue
+		}
+		n.Pods = removeAt(n.Pods, i)
+		n.PodsWithAffinity = removeKey(n.PodsWithAffinity, key)
+		n.PodsWithRequiredAntiAffinity = removeKey(n.PodsWithRequiredAntiAffinity, key)
+		n.update(pi, -1)
+		return nil
+	}
+	name := "<none>"
+	if n.node != nil {
+		name = n.node.Name
+	}
+	return fmt.Errorf("framework: pod %s not found on node %s", key, name)
+}
+
+func (n *NodeInfo) update(pi *PodInfo, sign int) {
+	if sign > 0 {
+		n.Requested.AddResource(&pi.Requests)
+		n.NonZeroRequested.AddResource(&pi.NonZeroRequests)
+	} else {
+		n.Requested.SubResource(&pi.Requests)
+		n.NonZeroRequested.SubResource(&pi.NonZeroRequests)
+	}
+	for _, c := range pi.Pod.Containers {
+		for _, port := range c.Ports {
+			if port.HostPort <= 0 {
+				continue
+			}
+			if sign > 0 {
+				n.UsedPorts.Add(port.HostIP, port.Protocol, port.HostPort)
+			} else {
+				n.UsedPorts.Remove(port.HostIP, port.Protocol, port.HostPort)
+			}
+		}
+	}
+	n.Generation = NextGeneration()
+}
+
+func removeAt(s []*PodInfo, i int) []*PodInfo {
+	last := len(s) - 1
+	s[i] = s[last]
+	s[last] = nil
+	return s[:last]
+}
+
+func removeKey(s []*PodInfo, key string) []*PodInfo {
+	for i, pi := range s {
+		if pi.Pod.Key() == key {
+			return removeAt(s, i)
+		}
+	}
+	return s
+}
+
+// Clone returns a copy that shares the immutable pods but none of the
+// mutable aggregates.
+func (n *NodeInfo) Clone() *NodeInfo {
+	c := &NodeInfo{
+		node:             n.node,
+		Pods:             append([]*PodInfo(nil), n.Pods...),
+		UsedPorts:        n.UsedPorts.Clone(),
+		Requested:        n.Requested.Clone(),
+		NonZeroRequested: n.NonZeroRequested.Clone(),
+		Allocatable:      n.Allocatable.Clone(),
+		ImageStates:      make(map[string]*ImageStateSummary, len(n.ImageStates)),
+		Generation:       n.Generation,
+	}
+	if len(n.PodsWithAffinity) > 0 {
+		c.PodsWithAffinity = append([]*PodInfo(nil), n.PodsWithAffinity...)
+	}
+	if len(n.PodsWithRequiredAntiAffinity) > 0 {
+		c.PodsWithRequiredAntiAffinity = append([]*PodInfo(nil), n.PodsWithRequiredAntiAffinity...)
+	}
+	for k, v := range n.ImageStates {
+		s := *v
+		c.ImageStates[k] = &s
+	}
+	return c
+}
+
+// wildcardIP is the address that conflicts with every other address.
+const wildcardIP = "0.0.0.0"
+
+// ProtocolPort is a protocol and port pair.
+type ProtocolPort struct {
+	Protocol Protocol
+	Port     int32
+}
+
+// HostPortInfo records host ports in use: ip -> set of protocol/port.
+type HostPortInfo map[string]map[ProtocolPort]struct{}
+
+func normalizePort(ip string, protocol Protocol) (string, Protocol) {
+	if ip == "" {
+		ip = wildcardIP
+	}
+	if protocol == "" {
+		protocol = ProtocolTCP
+	}
+	return ip, protocol
+}
+
+// Add records a port in use.
+func (h HostPortInfo) Add(ip string, protocol Protocol, port int32) {
+	ip, protocol = normalizePort(ip, protocol)
+	pp := ProtocolPort{Protocol: protocol, Port: port}
+	if h[ip] == nil {
+		h[ip] = map[ProtocolPort]struct{}{}
+	}
+	h[ip][pp] = struct{}{}
+}
+
+// Remove forgets a port.
+func (h HostPortInfo) Remove(ip string, protocol Protocol, port int32) {
+	ip, protocol = normalizePort(ip, protocol)
+	if m, ok := h[ip]; ok {
+		delete(m, ProtocolPort{Protocol: protocol, Port: port})
+		if len(m) == 0 {
+			delete(h, ip)
+		}
+	}
+}
+
+// CheckConflict reports whether the port clashes with one in use: the
+// wildcard address clashes with every address.
+func (h HostPortInfo) CheckConflict(ip string, protocol Protocol, port int32) bool {
+	if port <= 0 {
+		return false
+	}
+	ip, protocol = normalizePort(ip, protocol)
+	pp := ProtocolPort{Protocol: protocol, Port: port}
+	if ip == wildcardIP {
+		for _, m := range h {
+			if _, ok := m[pp]; ok {
+				return true
+			}
+		}
+		return false
+	}
+	for _, candidate := range []string{ip, wildcardIP} {
+		if m, ok := h[candidate]; ok {
+			if _, ok := m[pp]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Clone returns a deep copy.
+func (h HostPortInfo) Clone() HostPortInfo {
+	c := make(HostPortInfo, len(h))
+	for ip, m := range h {
+		cm := make(map[ProtocolPort]struct{}, len(m))
+		for k := range m {
+			cm[k] = struct{}{}
+		}
+		c[ip] = cm
+	}
+	return c
+}
