@@ -1,0 +1,152 @@
+package cache
+
+import (
+	"fmt"
+
+	"github.com/berth-io/berth/scheduler/framework"
+)
+
+// Snapshot is one shard loop's private, point-in-time copy of the cache,
+// refreshed by Cache.UpdateSnapshot at the start of each cycle. Only its
+// owner reads it, so it has no lock.
+//
+// List order: nodes grouped by zone (topology.kubernetes.io/region and
+// zone labels), zones interleaved, insertion order within a zone, as
+// kube-scheduler's node tree orders them. The order is stable between
+// updates that add or remove no node.
+type Snapshot struct {
+	nodeInfoMap  map[string]*framework.NodeInfo
+	nodeInfoList []*framework.NodeInfo
+	// havePodsWithAffinity and havePodsWithRequiredAntiAffinity are the
+	// nodes inter-pod affinity must look at.
+	havePodsWithAffinity             []*framework.NodeInfo
+	havePodsWithRequiredAntiAffinity []*framework.NodeInfo
+	generation                       int64
+	// treeVersion is the cache node tree's version nodeInfoList follows.
+	treeVersion uint64
+	// cloned counts NodeInfos copied by UpdateSnapshot, for tests.
+	cloned int
+}
+
+var (
+	_ framework.SharedLister   = (*Snapshot)(nil)
+	_ framework.NodeInfoLister = (*Snapshot)(nil)
+)
+
+// NewEmptySnapshot returns a snapshot for UpdateSnapshot to fill.
+func NewEmptySnapshot() *Snapshot {
+	return &Snapshot{nodeInfoMap: map[string]*framework.NodeInfo{}}
+}
+
+// NewSnapshot builds a snapshot directly from objects, for tests: pods are
+// charged to the node they name (pods naming no given node are ignored),
+// image states are counted over the given nodes, and List keeps the order of
+// nodes. Its generation is 0, so UpdateSnapshot would refresh it fully.
+func NewSnapshot(pods []*framework.Pod, nodes []*framework.Node) *Snapshot {
+	s := NewEmptySnapshot()
+	images := map[string]*framework.ImageStateSummary{}
+	s.nodeInfoList = make([]*framework.NodeInfo, 0, len(nodes))
+	for _, n := range nodes {
+		ni := framework.NewNodeInfo()
+		ni.SetNode(n)
+		for _, img := range n.Images {
+			for _, name := range img.Names {
+				if _, dup := ni.ImageStates[name]; dup {
+					continue
+				}
+				st, ok := images[name]
+				if !ok {
+					st = &framework.ImageStateSummary{Size: img.SizeBytes}
+					images[name] = st
+				}
+				st.NumNodes++
+				ni.ImageStates[name] = st
+			}
+		}
+		s.nodeInfoMap[n.Name] = ni
+		s.nodeInfoList = append(s.nodeInfoList, ni)
+	}
+	// Give each node its own copy of the image states, as the cache does.
+	for _, ni := range s.nodeInfoList {
+		for name, st := range ni.ImageStates {
+			c := *st
+			ni.ImageStates[name] = &c
+		}
+	}
+	for _, p := range pods {
+		if ni, ok := s.nodeInfoMap[p.NodeName]; ok && p.NodeName != "" && !p.Phase.Terminal() {
+			ni.AddPodInfo(framework.NewPodInfo(p))
+		}
+	}
+	s.rebuildAffinityLists()
+	return s
+}
+
+// NodeInfos returns the snapshot itself as the node lister.
+func (s *Snapshot) NodeInfos() framework.NodeInfoLister { return s }
+
+// List returns every node in the snapshot, in the order described on
+// Snapshot. The caller must not modify the slice.
+func (s *Snapshot) List() []*framework.NodeInfo { return s.nodeInfoList }
+
+// HavePodsWithAffinityList returns the nodes running a pod with any
+// inter-pod affinity or anti-affinity term.
+func (s *Snapshot) HavePodsWithAffinityList() []*framework.NodeInfo {
+	return s.havePodsWithAffinity
+}
+
+// HavePodsWithRequiredAntiAffinityList returns the nodes running a pod with
+// required anti-affinity.
+func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() []*framework.NodeInfo {
+	return s.havePodsWithRequiredAntiAffinity
+}
+
+// Get returns the named node; the error wraps ErrNodeNotFound.
+func (s *Snapshot) Get(name string) (*framework.NodeInfo, error) {
+	if ni, ok := s.nodeInfoMap[name]; ok && ni.Node() != nil {
+		return ni, nil
+	}
+	return nil, fmt.Errorf("%w: %s", ErrNodeNotFound, name)
+}
+
+// Generation is the newest cache change the snapshot reflects.
+func (s *Snapshot) Generation() int64 { return s.generation }
+
+// NumNodes returns how many nodes the snapshot holds.
+func (s *Snapshot) NumNodes() int { return len(s.nodeInfoList) }
+
+// rebuildLists orders the nodes by names (the cache's node tree order) and
+// recomputes the affinity sublists. Lists are allocated afresh: a previous
+// cycle may still hold the old ones.
+func (s *Snapshot) rebuildLists(names []string) {
+	s.nodeInfoList = make([]*framework.NodeInfo, 0, len(names))
+	for _, name := range names {
+		if ni := s.nodeInfoMap[name]; ni != nil {
+			s.nodeInfoList = append(s.nodeInfoList, ni)
+		}
+	}
+	s.rebuildAffinityLists()
+}
+
+func (s *Snapshot) rebuildAffinityLists() {
+	s.havePodsWithAffinity = nil
+	s.havePodsWithRequiredAntiAffinity = nil
+	for _, ni := range s.nodeInfoList {
+		if len(ni.PodsWithAffinity) > 0 {
+			s.havePodsWithAffinity = append(s.havePodsWithAffinity, ni)
+		}
+		if len(ni.PodsWithRequiredAntiAffinity) > 0 {
+			s.havePodsWithRequiredAntiAffinity = append(s.havePodsWithRequiredAntiAffinity, ni)
+		}
+	}
+}
+
+// reset empties the snapshot so the next update copies everything.
+func (s *Snapshot) reset() {
+	s.nodeInfoMap = map[string]*framework.NodeInfo{}
+	s.nodeInfoList = nil
+	s.havePodsWithAffinity = nil
+	s.havePodsWithRequiredAntiAffinity = nil
+	s.generation = 0
+	s.treeVersion = 0
+}

@@ -1,0 +1,156 @@
+package queue
+
+import "github.com/berth-io/berth/scheduler/framework"
+
+// inFlightTracker remembers, for pods popped and not yet handed back, the
+// cluster events that arrived during their attempt, as kube-scheduler's
+// in-flight events do. (The older moveRequestCycle approach would send a
+// failed pod to backoffQ after any event at all; with a bind event per
+// scheduled pod that is nearly always, so unschedulable pods would churn.)
+//
+// Events get consecutive sequence numbers; a pod remembers the last number
+// issued when it was popped and sees every later event. Pods are kept in a
+// list in pop order, so the events older than the oldest pod in flight can
+// be dropped in O(1) amortized when it ends; with nothing in flight no
+// event is kept at all.
+type inFlightTracker struct {
+	pods           map[string]*inFlightPod
+	oldest, newest *inFlightPod
+	events         []recordedEvent // consecutive seqs, ascending
+	lastSeq        uint64
+}
+
+type recordedEvent struct {
+	seq            uint64
+	event          framework.ClusterEvent
+	oldObj, newObj any
+}
+
+type inFlightPod struct {
+	key        string
+	startSeq   uint64
+	prev, next *inFlightPod
+	// popped is the version being scheduled; latest the newest version seen
+	// during the attempt, if any.
+	popped, latest *framework.Pod
+	specChanged    bool
+	activated      bool
+	deleted        bool
+}
+
+func newInFlightTracker() inFlightTracker {
+	return inFlightTracker{pods: map[string]*inFlightPod{}}
+}
+
+func (t *inFlightTracker) start(p *framework.Pod) {
+	key := p.Key()
+	if _, ok := t.pods[key]; ok {
+		return
+	}
+	f := &inFlightPod{key: key, startSeq: t.lastSeq, prev: t.newest, popped: p}
+	if t.newest != nil {
+		t.newest.next = f
+	} else {
+		t.oldest = f
+	}
+	t.newest = f
+	t.pods[key] = f
+}
+
+func (t *inFlightTracker) get(key string) *inFlightPod { return t.pods[key] }
+
+// end forgets a pod's attempt and drops the events no pod still in flight
+// can see.
+func (t *inFlightTracker) end(key string) {
+	f, ok := t.pods[key]
+	if !ok {
+		return
+	}
+	delete(t.pods, key)
+	if f.prev != nil {
+		f.prev.next = f.next
+	} else {
+		t.oldest = f.next
+	}
+	if f.next != nil {
+		f.next.prev = f.prev
+	} else {
+		t.newest = f.prev
+	}
+	t.trim()
+}
+
+// trim drops the events every pod in flight has already seen.
+func (t *inFlightTracker) trim() {
+	if t.oldest == nil {
+		clear(t.events)
+		t.events = t.events[:0]
+		return
+	}
+	keepAfter := t.oldest.startSeq
+	n := 0
+	for n < len(t.events) && t.events[n].seq <= keepAfter {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	clear(t.events[:n])
+	t.events = t.events[n:]
+}
+
+// eventsSince returns the events that arrived during f's attempt.
+func (t *inFlightTracker) eventsSince(f *inFlightPod) []recordedEvent {
+	if len(t.events) == 0 {
+		return nil
+	}
+	i := int(f.startSeq + 1 - t.events[0].seq)
+	if i < 0 {
+		i = 0
+	}
+	if i >= len(t.events) {
+		return nil
+	}
+	return t.events[i:]
+}
+
+// record remembers an event for the pods in flight, if any.
+func (t *inFlightTracker) record(event framework.ClusterEvent, oldObj, newObj any) {
+	if t.oldest == nil {
+		return
+	}
+	t.lastSeq++
+	t.events = append(t.events, recordedEvent{seq: t.lastSeq, event: event, oldObj: oldObj, newObj: newObj})
+}
+
+// update notes a new version of an in-flight pod and reports whether the
+// pod is in flight.
+func (t *inFlightTracker) update(key string, p *framework.Pod) bool {
+	f, ok := t.pods[key]
+	if !ok {
+		return false
+	}
+	base := f.popped
+	if f.latest != nil {
+		base = f.latest
+	}
+	if !sameSpec(base, p) {
+		f.specChanged = true
+	}
+	f.latest = p
+	return true
+}
+
+func (t *inFlightTracker) markDeleted(key string) {
+	if f, ok := t.pods[key]; ok {
+		f.deleted = true
+	}
+}
+
+func (t *inFlightTracker) markActivated(key string) bool {
+	f, ok := t.pods[key]
+	if ok {
+		f.activated = true
+	}
+	return ok
+}

@@ -1,0 +1,598 @@
+// Package queue is one shard's scheduling queue, after kube-scheduler's
+// PriorityQueue: pending pods wait in one of three pools.
+//
+//   - activeQ: pods ready to be tried, a heap ordered by the QueueSort less
+//     function; Pop takes the head.
+//   - backoffQ: pods that failed and wait out a per-pod exponential backoff
+//     (1s doubling to 10s by default), ordered by when it ends.
+//   - unschedulable: pods whose last attempt failed and which wait for a
+//     cluster event that may help them (or for the flush interval), plus pods
+//     held back by PreEnqueue (gated).
+//
+// A popped pod belongs to no pool until its attempt ends: the caller then
+// calls AddUnschedulableIfNotPresent (failed), Requeue (retry at once) or
+// Done (succeeded). Events that arrive meanwhile are remembered, as
+// kube-scheduler's "in-flight events", so that a pod failing because of
+// state an event has already changed is retried instead of parked.
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/berth-io/berth/scheduler/framework"
+)
+
+// ErrClosed is returned by Pop once the queue is closed.
+var ErrClosed = errors.New("queue: closed")
+
+// DefaultLess is kube-scheduler's PrioritySort: higher priority first, then
+// the pod queued earlier.
+func DefaultLess(a, b *framework.QueuedPodInfo) bool {
+	pa, pb := a.Pod.Priority, b.Pod.Priority
+	return pa > pb || (pa == pb && a.Timestamp.Before(b.Timestamp))
+}
+
+type pool uint8
+
+const (
+	poolActive pool = iota + 1
+	poolBackoff
+	poolUnschedulable
+)
+
+// entry is a pod in one of the pools.
+type entry struct {
+	qpi  *framework.QueuedPodInfo
+	pool pool
+	// index is the position in the pool's heap (active and backoff).
+	index int
+	// seq breaks ties in the heaps: equal pods leave in arrival order.
+	seq uint64
+	// backoffExpiry is when the pod may leave backoffQ.
+	backoffExpiry time.Time
+}
+
+// PriorityQueue holds the pending pods of one shard. It is safe for
+// concurrent use. Plugin callbacks (the less function, PreEnqueue, queueing
+// hints) run under its lock and must not call back into it.
+type PriorityQueue struct {
+	opts options
+	less framework.LessFunc
+	// interesting lists every registered event, to drop others early.
+	interesting []framework.ClusterEvent
+
+	mu      sync.Mutex
+	entries map[string]*entry // every pod in a pool, by key
+	active  entryHeap
+	backoff entryHeap
+	unsched map[string]*entry
+	seq     uint64
+	// inFlight tracks popped pods and the events seen since; see inflight.go.
+	inFlight inFlightTracker
+	// wake is closed (and cleared) when a pod enters activeQ or the queue
+	// closes; blocked Pops wait on it.
+	wake    chan struct{}
+	closed  bool
+	stop    chan struct{}
+	running sync.WaitGroup
+	scratch []move
+}
+
+type move struct {
+	e        *entry
+	strategy strategy
+}
+
+// New returns an empty queue ordering activeQ by less (DefaultLess if nil).
+func New(less framework.LessFunc, opts ...Option) *PriorityQueue {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if less == nil {
+		less = DefaultLess
+	}
+	q := &PriorityQueue{
+		opts:     o,
+		less:     less,
+		entries:  map[string]*entry{},
+		unsched:  map[string]*entry{},
+		inFlight: newInFlightTracker(),
+		stop:     make(chan struct{}),
+	}
+	q.active.less = func(a, b *entry) bool {
+		if less(a.qpi, b.qpi) {
+			return true
+		}
+		return !less(b.qpi, a.qpi) && a.seq < b.seq
+	}
+	q.backoff.less = func(a, b *entry) bool {
+		if !a.backoffExpiry.Equal(b.backoffExpiry) {
+			return a.backoffExpiry.Before(b.backoffExpiry)
+		}
+		return a.seq < b.seq
+	}
+	seen := map[framework.ClusterEvent]bool{}
+	for _, regs := range o.hints {
+		for _, r := range regs {
+			if !seen[r.Event] {
+				seen[r.Event] = true
+				q.interesting = append(q.interesting, r.Event)
+			}
+		}
+	}
+	return q
+}
+
+// Run starts the background flushers: every second, pods whose backoff
+// ended move to activeQ; every 30s (or the flush interval if shorter), pods
+// unschedulable for longer than the flush interval are retried. They stop
+// when ctx is done or the queue is closed. Call Run at most once.
+func (q *PriorityQueue) Run(ctx context.Context) {
+	period := min(unschedulableFlushPeriod, q.opts.unschedulableFlushInterval)
+	q.running.Add(1)
+	go func() {
+		defer q.running.Done()
+		lastUnschedFlush := q.opts.clock.Now()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-q.stop:
+				return
+			case now := <-q.opts.clock.After(backoffFlushPeriod):
+				q.flushBackoffCompleted()
+				if now.Sub(lastUnschedFlush) >= period {
+					q.flushUnschedulableLeftover()
+					lastUnschedFlush = now
+				}
+			}
+		}
+	}()
+}
+
+// Close wakes every blocked Pop with ErrClosed and stops Run's flushers,
+// waiting for them to exit.
+func (q *PriorityQueue) Close() {
+	q.mu.Lock()
+	if !q.closed {
+		q.closed = true
+		close(q.stop)
+		q.signal()
+	}
+	q.mu.Unlock()
+	q.running.Wait()
+}
+
+// signal wakes blocked Pops. Callers hold mu.
+func (q *PriorityQueue) signal() {
+	if q.wake != nil {
+		close(q.wake)
+		q.wake = nil
+	}
+}
+
+// Add queues a new pending pod. A pod already queued is updated instead; a
+// pod being scheduled is only noted, for when its attempt ends.
+func (q *PriorityQueue) Add(p *framework.Pod) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.updateLocked(p)
+}
+
+// Update records a new version of a pending pod. A status-only change (same
+// spec) replaces the stored pod in place, keeping its position and backoff.
+// A spec change re-sorts activeQ, and moves a pod out of the unschedulable
+// pool (to backoffQ while it backs off, else through PreEnqueue to
+// activeQ), since the change may be what it waited for. A pod not queued is
+// added. old is accepted for symmetry with watch events; the stored
+// version, not old, is compared with newPod.
+func (q *PriorityQueue) Update(old, newPod *framework.Pod) {
+	_ = old
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.updateLocked(newPod)
+}
+
+func (q *PriorityQueue) updateLocked(p *framework.Pod) {
+	key := p.Key()
+	if q.inFlight.update(key, p) {
+		return
+	}
+	e, ok := q.entries[key]
+	if !ok {
+		qpi := &framework.QueuedPodInfo{PodInfo: framework.NewPodInfo(p), Timestamp: q.opts.clock.Now()}
+		q.toActive(&entry{qpi: qpi})
+		return
+	}
+	specChanged := !sameSpec(e.qpi.Pod, p)
+	setPod(e.qpi, p, specChanged)
+	if !specChanged {
+		return
+	}
+	switch e.pool {
+	case poolActive:
+		q.active.fix(e.index)
+	case poolUnschedulable:
+		q.removeLocked(e)
+		q.toBackoffOrActive(e)
+	}
+}
+
+// setPod points qpi at a new version of its pod, recomputing requests only
+// when the spec changed.
+func setPod(qpi *framework.QueuedPodInfo, p *framework.Pod, specChanged bool) {
+	if specChanged {
+		qpi.PodInfo = framework.NewPodInfo(p)
+		return
+	}
+	pi := *qpi.PodInfo
+	pi.Pod = p
+	qpi.PodInfo = &pi
+}
+
+// sameSpec reports whether two versions of a pod differ only in status:
+// phase, node, nominated node, start time, status message, revision and the
+// store's record. (TestPodFieldsClassified makes a new Pod field pick a side.)
+func sameSpec(a, b *framework.Pod) bool {
+	if a == b {
+		return true
+	}
+	ca, cb := *a, *b
+	clearStatus(&ca)
+	clearStatus(&cb)
+	return reflect.DeepEqual(ca, cb)
+}
+
+func clearStatus(p *framework.Pod) {
+	p.NodeName, p.Phase, p.NominatedNodeName, p.StatusMessage = "", 0, "", ""
+	p.StartTime, p.Revision, p.Source = time.Time{}, 0, nil
+}
+
+// Delete drops a pod from whichever pool holds it. A pod being scheduled is
+// marked so its attempt's end does not queue it again.
+func (q *PriorityQueue) Delete(p *framework.Pod) {
+	key := p.Key()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.inFlight.markDeleted(key)
+	if e, ok := q.entries[key]; ok {
+		q.removeLocked(e)
+	}
+}
+
+// removeLocked takes an entry out of its pool.
+func (q *PriorityQueue) removeLocked(e *entry) {
+	switch e.pool {
+	case poolActive:
+		q.active.remove(e.index)
+	case poolBackoff:
+		q.backoff.remove(e.index)
+	case poolUnschedulable:
+		delete(q.unsched, e.qpi.Pod.Key())
+	}
+	delete(q.entries, e.qpi.Pod.Key())
+	e.pool = 0
+}
+
+// toActive puts a pod that is in no pool into activeQ if PreEnqueue lets it,
+// else parks it as gated.
+func (q *PriorityQueue) toActive(e *entry) {
+	if !q.passesGate(e.qpi) {
+		q.toUnschedulable(e)
+		return
+	}
+	q.seq++
+	e.seq, e.pool = q.seq, poolActive
+	q.entries[e.qpi.Pod.Key()] = e
+	q.active.push(e)
+	q.signal()
+}
+
+// toBackoffOrActive puts a pod that is in no pool into backoffQ while its
+// backoff lasts, else into activeQ.
+func (q *PriorityQueue) toBackoffOrActive(e *entry) {
+	expiry, backingOff := q.backoffExpiry(e.qpi)
+	if !backingOff {
+		q.toActive(e)
+		return
+	}
+	q.seq++
+	e.seq, e.pool, e.backoffExpiry = q.seq, poolBackoff, expiry
+	q.entries[e.qpi.Pod.Key()] = e
+	q.backoff.push(e)
+}
+
+func (q *PriorityQueue) toUnschedulable(e *entry) {
+	e.pool = poolUnschedulable
+	key := e.qpi.Pod.Key()
+	q.entries[key] = e
+	q.unsched[key] = e
+}
+
+// passesGate runs PreEnqueue and records its verdict on the pod.
+func (q *PriorityQueue) passesGate(qpi *framework.QueuedPodInfo) bool {
+	if q.opts.preEnqueue == nil {
+		return true
+	}
+	st := q.opts.preEnqueue(qpi.Pod)
+	if st.IsSuccess() {
+		if qpi.GatingPlugin != "" {
+			qpi.GatingPlugin, qpi.UnschedulablePlugins = "", nil
+		}
+		return true
+	}
+	plugin := st.Plugin()
+	if plugin == "" {
+		plugin = "PreEnqueue"
+	}
+	// The gating plugin is the pod's rejector, so the events it registered
+	// (and Update) get the pod re-checked.
+	qpi.GatingPlugin = plugin
+	qpi.UnschedulablePlugins = map[string]struct{}{plugin: {}}
+	return false
+}
+
+// BackoffDuration is how long a pod backs off after its attempts-th failed
+// attempt: the initial backoff doubled per further attempt, capped.
+func (q *PriorityQueue) BackoffDuration(attempts int) time.Duration {
+	d := q.opts.podInitialBackoff
+	for i := 1; i < attempts; i++ {
+		if d > q.opts.podMaxBackoff-d {
+			return q.opts.podMaxBackoff
+		}
+		d += d
+	}
+	return min(d, q.opts.podMaxBackoff)
+}
+
+// backoffExpiry says when the pod's backoff ends, counted from its last
+// failure (Timestamp), and whether it is still running. A pod never tried
+// does not back off.
+func (q *PriorityQueue) backoffExpiry(qpi *framework.QueuedPodInfo) (time.Time, bool) {
+	if qpi.Attempts == 0 {
+		return time.Time{}, false
+	}
+	expiry := qpi.Timestamp.Add(q.BackoffDuration(qpi.Attempts))
+	return expiry, expiry.After(q.opts.clock.Now())
+}
+
+// Pop removes and returns the head of activeQ, blocking while it is empty.
+// It returns ctx's error when ctx is done first, ErrClosed once the queue is
+// closed. The pod is in flight until its attempt ends (see package doc).
+func (q *PriorityQueue) Pop(ctx context.Context) (*framework.QueuedPodInfo, error) {
+	q.mu.Lock()
+	for q.active.len() == 0 {
+		if q.closed {
+			q.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			q.mu.Unlock()
+			return nil, err
+		}
+		if q.wake == nil {
+			q.wake = make(chan struct{})
+		}
+		wake := q.wake
+		q.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+		}
+		q.mu.Lock()
+	}
+	defer q.mu.Unlock()
+	e := q.active.pop()
+	qpi := e.qpi
+	delete(q.entries, qpi.Pod.Key())
+	qpi.Attempts++
+	if qpi.InitialAttemptTimestamp == nil {
+		now := q.opts.clock.Now()
+		qpi.InitialAttemptTimestamp = &now
+	}
+	q.inFlight.start(qpi.Pod)
+	return qpi, nil
+}
+
+// Done ends the attempt of a popped pod that will not come back to the
+// queue (it was scheduled). AddUnschedulableIfNotPresent and Requeue end the
+// attempt themselves. Calling Done for a pod not in flight is a no-op.
+func (q *PriorityQueue) Done(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.inFlight.end(key)
+}
+
+// AddUnschedulableIfNotPresent takes back a pod whose attempt failed, with
+// the plugins that rejected it in qpi.UnschedulablePlugins (and
+// PendingPlugins). It goes to:
+//   - backoffQ, if no plugin is named (an internal error: no event can be
+//     matched to it), if its own spec changed during the attempt, or if an
+//     event that arrived during the attempt may help it (per the queueing
+//     hints of its rejecting plugins);
+//   - activeQ, if such an event came from a Pending plugin's registration;
+//   - the unschedulable pool otherwise, until a relevant event or the flush.
+//
+// A pod deleted during its attempt is dropped. It is an error to hand back a
+// pod that is already queued.
+func (q *PriorityQueue) AddUnschedulableIfNotPresent(qpi *framework.QueuedPodInfo) error {
+	key := qpi.Pod.Key()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st := strategySkip
+	if f := q.inFlight.get(key); f != nil {
+		defer q.inFlight.end(key)
+		if f.deleted {
+			return nil
+		}
+		if f.latest != nil {
+			setPod(qpi, f.latest, f.specChanged)
+		}
+		if f.specChanged || f.activated {
+			st = strategyAfterBackoff
+		}
+		if st == strategySkip {
+			for _, ev := range q.inFlight.eventsSince(f) {
+				if s := q.worth(qpi, ev.event, ev.oldObj, ev.newObj); s > st {
+					if st = s; st == strategyImmediately {
+						break
+					}
+				}
+			}
+		}
+	}
+	if _, ok := q.entries[key]; ok {
+		return fmt.Errorf("queue: pod %s is already queued", key)
+	}
+	if len(qpi.UnschedulablePlugins) == 0 && len(qpi.PendingPlugins) == 0 {
+		st = max(st, strategyAfterBackoff)
+	}
+	qpi.Timestamp = q.opts.clock.Now()
+	e := &entry{qpi: qpi}
+	switch st {
+	case strategyImmediately:
+		q.toActive(e)
+	case strategyAfterBackoff:
+		q.toBackoffOrActive(e)
+	default:
+		q.toUnschedulable(e)
+	}
+	return nil
+}
+
+// Requeue takes back a popped pod to be retried at once, without backoff:
+// its placement was sound but lost a race (an assume conflict). It keeps its
+// Timestamp, so it returns to the front among equals.
+func (q *PriorityQueue) Requeue(qpi *framework.QueuedPodInfo) {
+	key := qpi.Pod.Key()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if f := q.inFlight.get(key); f != nil {
+		q.inFlight.end(key)
+		if f.deleted {
+			return
+		}
+		if f.latest != nil {
+			setPod(qpi, f.latest, f.specChanged)
+		}
+	}
+	if _, ok := q.entries[key]; ok {
+		return
+	}
+	q.toActive(&entry{qpi: qpi})
+}
+
+// MoveAllToActiveOrBackoffQueue retries the unschedulable pods the event
+// may help: those with a rejecting plugin that registered an event matching
+// it whose queueing hint says Queue (a nil hint means Queue; a hint error
+// counts as Queue so no pod is stranded), and those with no rejecting plugin
+// at all. A wildcard event moves every pod. preCheck, if set, must also
+// accept the pod. Moved pods go to backoffQ while backing off, else to
+// activeQ (through PreEnqueue); a Queue from a Pending plugin skips backoff.
+// The event is also remembered for pods being scheduled.
+func (q *PriorityQueue) MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, oldObj, newObj any, preCheck func(*framework.Pod) bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.isInteresting(event) {
+		return
+	}
+	q.inFlight.record(event, oldObj, newObj)
+	moves := q.scratch[:0]
+	for _, e := range q.unsched {
+		if preCheck != nil && !preCheck(e.qpi.Pod) {
+			continue
+		}
+		if s := q.worth(e.qpi, event, oldObj, newObj); s != strategySkip {
+			moves = append(moves, move{e, s})
+		}
+	}
+	q.applyMoves(moves)
+}
+
+// applyMoves takes the listed unschedulable pods out and requeues them.
+func (q *PriorityQueue) applyMoves(moves []move) {
+	for _, m := range moves {
+		q.removeLocked(m.e)
+		if m.strategy == strategyImmediately {
+			q.toActive(m.e)
+		} else {
+			q.toBackoffOrActive(m.e)
+		}
+	}
+	clear(moves)
+	q.scratch = moves[:0]
+}
+
+// Activate moves the named pods to activeQ at once, skipping backoff (still
+// through PreEnqueue). A pod being scheduled is marked so that, should its
+// attempt fail, it is retried rather than parked.
+func (q *PriorityQueue) Activate(keys ...string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, key := range keys {
+		if q.inFlight.markActivated(key) {
+			continue
+		}
+		e, ok := q.entries[key]
+		if !ok || e.pool == poolActive {
+			continue
+		}
+		q.removeLocked(e)
+		q.toActive(e)
+	}
+}
+
+// flushBackoffCompleted moves pods whose backoff ended to activeQ.
+func (q *PriorityQueue) flushBackoffCompleted() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.opts.clock.Now()
+	for {
+		e := q.backoff.peek()
+		if e == nil || e.backoffExpiry.After(now) {
+			return
+		}
+		q.removeLocked(e)
+		q.toActive(e)
+	}
+}
+
+// flushUnschedulableLeftover retries pods unschedulable for longer than the
+// flush interval; gated pods are re-checked by PreEnqueue.
+func (q *PriorityQueue) flushUnschedulableLeftover() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.opts.clock.Now()
+	moves := q.scratch[:0]
+	for _, e := range q.unsched {
+		if now.Sub(e.qpi.Timestamp) > q.opts.unschedulableFlushInterval {
+			moves = append(moves, move{e, strategyAfterBackoff})
+		}
+	}
+	q.applyMoves(moves)
+}
+
+// Len returns the sizes of activeQ, backoffQ and the unschedulable pool
+// (gated pods included).
+func (q *PriorityQueue) Len() (active, backoff, unschedulable int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.active.len(), q.backoff.len(), len(q.unsched)
+}
+
+// PendingPods returns every queued pod (not those being scheduled).
+func (q *PriorityQueue) PendingPods() []*framework.Pod {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]*framework.Pod, 0, len(q.entries))
+	for _, e := range q.entries {
+		out = append(out, e.qpi.Pod)
+	}
+	return out
+}
