@@ -1,0 +1,211 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+)
+
+// holdsNode tells whether a pod occupies its node in the binding stream's
+// sense: it has a node and is BOUND or RUNNING.
+func holdsNode(p *berthv1.Pod) bool {
+	if p == nil || p.NodeName == "" {
+		return false
+	}
+	switch p.GetStatus().GetPhase() {
+	case berthv1.PodPhase_POD_PHASE_BOUND, berthv1.PodPhase_POD_PHASE_RUNNING:
+		return true
+	}
+	return false
+}
+
+func bindingEvent(t berthv1.BindingEventType, p *berthv1.Pod, rev int64) *berthv1.BindingEvent {
+	return &berthv1.BindingEvent{
+		Type:      t,
+		Namespace: p.Namespace,
+		Name:      p.Name,
+		Uid:       p.Uid,
+		NodeName:  p.NodeName,
+		Revision:  rev,
+	}
+}
+
+// bindingEvents derives the binding events of one pod change (cur nil for a
+// delete): BOUND when the pod newly holds a node; UNBOUND when it no longer
+// holds the node it held (deleted, finished, or sent back to pending). A pod
+// that moves to another node or uid in one write yields UNBOUND of the old
+// binding then BOUND of the new, both at rev.
+func bindingEvents(prev, cur *berthv1.Pod, rev int64, emit func(*berthv1.BindingEvent) error) error {
+	prevHolds, curHolds := holdsNode(prev), holdsNode(cur)
+	if prevHolds && curHolds && prev.NodeName == cur.NodeName && prev.Uid == cur.Uid {
+		return nil
+	}
+	if prevHolds {
+		if err := emit(bindingEvent(berthv1.BindingEventType_BINDING_EVENT_TYPE_UNBOUND, prev, rev)); err != nil {
+			return err
+		}
+	}
+	if curHolds {
+		return emit(bindingEvent(berthv1.BindingEventType_BINDING_EVENT_TYPE_BOUND, cur, rev))
+	}
+	return nil
+}
+
+// sendError marks an error returned by the caller's send, to be returned as
+// is.
+type sendError struct{ err error }
+
+func (e sendError) Error() string { return e.err.Error() }
+
+// WatchBindings streams binding events to send, in revision order.
+//
+// fromRev 0: first a BOUND event for every pod currently bound (BOUND or
+// RUNNING with a node), in mod revision order, each carrying its pod's mod
+// revision; then live events after the listing's revision. fromRev R > 0:
+// exactly the events with revision > R, once and in order; a *CompactedError
+// if R is older than the compaction point (errors.Is ErrCompacted), and
+// ErrFutureRevision if R is beyond the current revision.
+//
+// It returns when ctx ends (ctx's error), when send fails (send's error), on
+// compaction (the watch fell behind and cannot be resumed), or with
+// ErrClosed. A lost stream is resumed after the last delivered revision.
+func (s *Store) WatchBindings(ctx context.Context, fromRev int64, send func(*berthv1.BindingEvent) error) error {
+	if fromRev < 0 {
+		return fmt.Errorf("%w: negative revision %d", ErrInvalidArgument, fromRev)
+	}
+	// after is the revision of the last delivered event; events at or below
+	// it are skipped.
+	after := fromRev
+	// Watching from R itself (not R+1) makes a resume fail on compaction
+	// exactly when a range read at R would: when R < the compact revision.
+	watchFrom := fromRev
+	if fromRev == 0 {
+		var err error
+		if after, err = s.sendBound(ctx, send); err != nil {
+			return err
+		}
+		watchFrom = after + 1
+	} else {
+		cur, err := s.CurrentRevision(ctx)
+		if err != nil {
+			return err
+		}
+		if fromRev > cur {
+			return fmt.Errorf("%w: %d > current %d", ErrFutureRevision, fromRev, cur)
+		}
+	}
+	bo := newBackoff()
+	for {
+		delivered := after
+		err := s.watchBindingsFrom(ctx, watchFrom, &after, send)
+		var se sendError
+		switch {
+		case errors.As(err, &se):
+			return se.err
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case s.isClosed():
+			return ErrClosed
+		case errors.Is(err, ErrCompacted):
+			return err
+		}
+		s.log.Warn("store: binding watch lost, resuming", zap.Int64("after", after), zap.Error(err))
+		if after != delivered {
+			bo.reset()
+		}
+		if err := bo.wait(ctx); err != nil {
+			return err
+		}
+		watchFrom = after + 1
+	}
+}
+
+// sendBound sends a BOUND event for every pod holding a node at one revision,
+// in mod revision order, and returns that revision.
+func (s *Store) sendBound(ctx context.Context, send func(*berthv1.BindingEvent) error) (int64, error) {
+	type boundPod struct {
+		pod *berthv1.Pod
+		key string
+		rev int64
+	}
+	var bound []boundPod
+	rev, err := s.rangeAt(ctx, "list bindings", s.keys.pods, clientv3.GetPrefixRangeEnd(s.keys.pods), 0,
+		func(kv *mvccpb.KeyValue) {
+			p, err := decodePod(kv.Value)
+			if err != nil {
+				s.log.Warn("store: skipping undecodable pod", zap.ByteString("key", kv.Key), zap.Error(err))
+				return
+			}
+			if holdsNode(p) {
+				bound = append(bound, boundPod{pod: p, key: string(kv.Key), rev: kv.ModRevision})
+			}
+		})
+	if err != nil {
+		return 0, err
+	}
+	slices.SortFunc(bound, func(a, b boundPod) int {
+		return cmp.Or(cmp.Compare(a.rev, b.rev), cmp.Compare(a.key, b.key))
+	})
+	for _, b := range bound {
+		if err := send(bindingEvent(berthv1.BindingEventType_BINDING_EVENT_TYPE_BOUND, b.pod, b.rev)); err != nil {
+			return 0, err
+		}
+	}
+	return rev, nil
+}
+
+// watchBindingsFrom follows one etcd watch from revision from, delivering
+// events above *after and advancing it.
+func (s *Store) watchBindingsFrom(ctx context.Context, from int64, after *int64, send func(*berthv1.BindingEvent) error) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), s.keys.pods,
+		clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithPrevKV())
+	emit := func(ev *berthv1.BindingEvent) error {
+		if err := send(ev); err != nil {
+			return sendError{err}
+		}
+		return nil
+	}
+	for resp := range wch {
+		if resp.CompactRevision != 0 {
+			return &CompactedError{CompactRevision: resp.CompactRevision}
+		}
+		if err := resp.Err(); err != nil {
+			return fmt.Errorf("store: binding watch: %w", err)
+		}
+		s.metrics.watchEvent("bindings", len(resp.Events))
+		// One Txn's events share a revision and arrive in one response, so
+		// the threshold moves per response, not per event.
+		seen := *after
+		for _, ev := range resp.Events {
+			rev := ev.Kv.ModRevision
+			if rev <= seen {
+				continue
+			}
+			var prev, cur *berthv1.Pod
+			if ev.PrevKv != nil {
+				prev, _ = decodePod(ev.PrevKv.Value)
+			}
+			if ev.Type == clientv3.EventTypePut {
+				var err error
+				if cur, err = decodePod(ev.Kv.Value); err != nil {
+					s.log.Warn("store: skipping undecodable pod", zap.ByteString("key", ev.Kv.Key), zap.Error(err))
+				}
+			}
+			if err := bindingEvents(prev, cur, rev, emit); err != nil {
+				return err
+			}
+			*after = rev
+		}
+	}
+	return errWatchClosed
+}

@@ -1,0 +1,428 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// errCompareFailed settles a unit whose compares did not hold; the unit's
+// result carries the current value of its keys so the writer can say why
+// (already exists, identical resubmission, changed since read, absent).
+var errCompareFailed = errors.New("store: compare failed")
+
+// commitUnit is one writer's all-or-nothing change: it applies only if all of
+// its compares hold. Every compare and op names a single key.
+type commitUnit struct {
+	cmps []clientv3.Cmp
+	ops  []clientv3.Op
+	// ctx is the writer's; a unit whose writer gave up before the unit was
+	// sent is dropped rather than written.
+	ctx context.Context
+	// readValues asks for the keys' values (not only their revisions) when
+	// the unit's compares fail, for writers that judge the current value.
+	readValues bool
+
+	// Set by the committer.
+	keys  []string // distinct keys of cmps and ops
+	bytes int      // rough request size
+	done  chan struct{}
+	res   commitResult
+}
+
+// commitResult is how a unit was settled.
+type commitResult struct {
+	// rev is the revision of the Txn that applied the unit.
+	rev int64
+	// err is nil, errCompareFailed, or why the unit was not applied (wrapping
+	// ErrUnavailable when etcd did not answer: the unit may then have landed).
+	err error
+	// current holds, after errCompareFailed, each of the unit's keys at the
+	// revision the compare failed (nil for an absent key), with its value
+	// only if the unit asked for readValues.
+	current []*mvccpb.KeyValue
+}
+
+// currentKV returns the value of key recorded with errCompareFailed.
+func (u *commitUnit) currentKV(key string) *mvccpb.KeyValue {
+	for i, k := range u.keys {
+		if k == key && i < len(u.res.current) {
+			return u.res.current[i]
+		}
+	}
+	return nil
+}
+
+// committer is the group committer: many writers' units share one etcd Txn
+// so that one fsync serves them all.
+//
+// Each of `workers` goroutines takes the oldest waiting units that fit in one
+// Txn (at most maxOps compares, ops and keys, about maxBytes) and sends
+// If(all compares) Then(all ops) Else(get every key). While one Txn is in
+// flight the others' units accumulate, so batches grow with load without any
+// linger. When a Txn's compares fail, the Else reads tell which units broke
+// them; those are settled and the rest are resent.
+//
+// A key is in at most one in-flight Txn at a time: a unit that touches a key
+// already taken waits for the next batch. So two writers racing on one key
+// never both succeed, and etcd never sees a duplicate key in one Txn.
+type committer struct {
+	kv       clientv3.KV
+	maxOps   int
+	maxBytes int
+	timeout  time.Duration
+	metrics  *Metrics
+
+	mu       sync.Mutex
+	cond     *sync.Cond          // signalled when units arrive, keys are released, or on close
+	queue    []*commitUnit       // waiting, oldest first
+	inflight map[string]struct{} // keys of units being committed
+	closed   bool
+
+	wg sync.WaitGroup
+
+	// txns and unitsSent count Txns sent and the units they carried, for
+	// the average batch size (benchmarks, debugging).
+	txns, unitsSent atomic.Int64
+}
+
+func newCommitter(kv clientv3.KV, workers, maxOps, maxBytes int, timeout time.Duration, m *Metrics) *committer {
+	c := &committer{
+		kv:       kv,
+		maxOps:   maxOps,
+		maxBytes: maxBytes,
+		timeout:  timeout,
+		metrics:  m,
+		inflight: make(map[string]struct{}),
+	}
+	c.cond = sync.NewCond(&c.mu)
+	c.wg.Add(workers)
+	for range workers {
+		go c.run()
+	}
+	return c
+}
+
+// submit queues units; wait on each for its result. After close it fails
+// with ErrClosed and queues nothing.
+func (c *committer) submit(units ...*commitUnit) error {
+	for _, u := range units {
+		u.prepare()
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.queue = append(c.queue, units...)
+	c.mu.Unlock()
+	c.cond.Broadcast()
+	return nil
+}
+
+// wait returns the unit's result, or ctx's error if ctx ends first (the unit
+// is then dropped if not yet sent, and its outcome is unknown if it was).
+func (c *committer) wait(ctx context.Context, u *commitUnit) commitResult {
+	select {
+	case <-u.done:
+		return u.res
+	case <-ctx.Done():
+		return commitResult{err: ctx.Err()}
+	}
+}
+
+// close stops accepting units and returns once every queued and in-flight
+// unit has been settled.
+func (c *committer) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.cond.Broadcast()
+	c.wg.Wait()
+}
+
+func (u *commitUnit) prepare() {
+	u.done = make(chan struct{})
+	u.keys = u.keys[:0]
+	u.bytes = 0
+	add := func(k []byte) {
+		for _, seen := range u.keys {
+			if seen == string(k) {
+				return
+			}
+		}
+		u.keys = append(u.keys, string(k))
+	}
+	for i := range u.cmps {
+		k := u.cmps[i].KeyBytes()
+		add(k)
+		if u.cmps[i].GetCompare().Target == pb.Compare_VALUE {
+			u.readValues = true
+		}
+		u.bytes += len(k) + len(u.cmps[i].ValueBytes()) + 16
+	}
+	for _, op := range u.ops {
+		add(op.KeyBytes())
+		u.bytes += len(op.KeyBytes()) + len(op.ValueBytes()) + 16
+	}
+}
+
+func (u *commitUnit) finish(res commitResult) {
+	u.res = res
+	close(u.done)
+}
+
+func (c *committer) run() {
+	defer c.wg.Done()
+	for {
+		batch, ok := c.next()
+		if !ok {
+			return
+		}
+		c.commit(batch)
+		c.release(batch)
+	}
+}
+
+// next blocks until it can take a batch, or returns false once closed and
+// drained.
+func (c *committer) next() ([]*commitUnit, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		if len(c.queue) == 0 {
+			if c.closed {
+				return nil, false
+			}
+			c.cond.Wait()
+			continue
+		}
+		if batch := c.takeLocked(); len(batch) > 0 {
+			return batch, true
+		}
+		if len(c.queue) > 0 {
+			// Everything waiting touches a key in flight; a release wakes us.
+			c.cond.Wait()
+		}
+	}
+}
+
+// takeLocked removes from the queue the oldest units that fit in one Txn and
+// touch no key in flight, and marks their keys in flight.
+func (c *committer) takeLocked() []*commitUnit {
+	var (
+		batch                   []*commitUnit
+		passed                  []*commitUnit // skipped for a key in flight; keep their order
+		ncmps, nops, nkeys, nby int
+	)
+	q := c.queue
+	i := 0
+	for ; i < len(q); i++ {
+		u := q[i]
+		if u.ctx.Err() != nil {
+			q[i] = nil
+			u.finish(commitResult{err: u.ctx.Err()})
+			c.metrics.unitsDone(resultAbandoned, 1)
+			continue
+		}
+		if c.touchesInflightLocked(u) {
+			q[i] = nil
+			passed = append(passed, u)
+			continue
+		}
+		if len(batch) > 0 && (ncmps+len(u.cmps) > c.maxOps || nops+len(u.ops) > c.maxOps ||
+			nkeys+len(u.keys) > c.maxOps || nby+u.bytes > c.maxBytes) {
+			break
+		}
+		q[i] = nil
+		batch = append(batch, u)
+		ncmps += len(u.cmps)
+		nops += len(u.ops)
+		nkeys += len(u.keys)
+		nby += u.bytes
+		for _, k := range u.keys {
+			c.inflight[k] = struct{}{}
+		}
+	}
+	rest := q[i:]
+	switch {
+	case len(passed) > 0:
+		c.queue = append(passed, rest...)
+	case len(rest) == 0:
+		c.queue = q[:0]
+	default:
+		c.queue = rest
+	}
+	return batch
+}
+
+func (c *committer) touchesInflightLocked(u *commitUnit) bool {
+	for _, k := range u.keys {
+		if _, ok := c.inflight[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *committer) release(batch []*commitUnit) {
+	c.mu.Lock()
+	for _, u := range batch {
+		for _, k := range u.keys {
+			delete(c.inflight, k)
+		}
+	}
+	waiting := len(c.queue) > 0
+	c.mu.Unlock()
+	if waiting {
+		c.cond.Broadcast()
+	}
+}
+
+// commit settles every unit of batch, resending the units whose compares
+// held after a Txn failed because of others'.
+func (c *committer) commit(batch []*commitUnit) {
+	pending := batch
+	for len(pending) > 0 {
+		var cmps []clientv3.Cmp
+		var ops, gets []clientv3.Op
+		for _, u := range pending {
+			cmps = append(cmps, u.cmps...)
+			ops = append(ops, u.ops...)
+			for _, k := range u.keys {
+				if u.readValues {
+					gets = append(gets, clientv3.OpGet(k))
+				} else {
+					gets = append(gets, clientv3.OpGet(k, clientv3.WithKeysOnly()))
+				}
+			}
+		}
+		c.txns.Add(1)
+		c.unitsSent.Add(int64(len(pending)))
+		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+		start := time.Now()
+		resp, err := c.kv.Txn(ctx).If(cmps...).Then(ops...).Else(gets...).Commit()
+		cancel()
+		c.metrics.observeTxn(time.Since(start), len(pending))
+		if err != nil {
+			result := resultError
+			if isUnavailable(err) {
+				err = fmt.Errorf("%w: txn: %w", ErrUnavailable, err)
+				result = resultUnavailable
+			} else {
+				err = fmt.Errorf("store: txn: %w", err)
+			}
+			for _, u := range pending {
+				u.finish(commitResult{err: err})
+			}
+			c.metrics.unitsDone(result, len(pending))
+			return
+		}
+		if resp.Succeeded {
+			for _, u := range pending {
+				u.finish(commitResult{rev: resp.Header.Revision})
+			}
+			c.metrics.unitsDone(resultCommitted, len(pending))
+			return
+		}
+		c.metrics.txnConflict()
+		pending = c.settleFailed(pending, resp)
+	}
+}
+
+// settleFailed finishes the units whose compares fail against the values the
+// Else branch read, and returns the others, to be resent. The Else reads ran
+// at the same revision as the compares, so at least one unit fails; if local
+// evaluation disagrees with etcd, everything is failed rather than looping.
+func (c *committer) settleFailed(pending []*commitUnit, resp *clientv3.TxnResponse) []*commitUnit {
+	current := make(map[string]*mvccpb.KeyValue, len(resp.Responses))
+	for _, r := range resp.Responses {
+		for _, kv := range r.GetResponseRange().GetKvs() {
+			current[string(kv.Key)] = kv
+		}
+	}
+	var retry []*commitUnit
+	failed := 0
+	for _, u := range pending {
+		holds := true
+		for i := range u.cmps {
+			if !cmpHolds(&u.cmps[i], current[string(u.cmps[i].KeyBytes())]) {
+				holds = false
+				break
+			}
+		}
+		if holds {
+			if u.ctx.Err() != nil {
+				u.finish(commitResult{err: u.ctx.Err()})
+				c.metrics.unitsDone(resultAbandoned, 1)
+				continue
+			}
+			retry = append(retry, u)
+			continue
+		}
+		cur := make([]*mvccpb.KeyValue, len(u.keys))
+		for i, k := range u.keys {
+			cur[i] = current[k]
+		}
+		u.finish(commitResult{err: errCompareFailed, rev: resp.Header.Revision, current: cur})
+		failed++
+	}
+	c.metrics.unitsDone(resultCompareFailed, failed)
+	if failed == 0 && len(retry) > 0 {
+		err := fmt.Errorf("store: txn compares failed but none fails locally (revision %d)", resp.Header.Revision)
+		for _, u := range retry {
+			u.finish(commitResult{err: err})
+		}
+		c.metrics.unitsDone(resultError, len(retry))
+		return nil
+	}
+	return retry
+}
+
+// cmpHolds evaluates one compare against the key's value the way etcd does:
+// an absent key has zero version and revisions, and never matches a value
+// compare.
+func cmpHolds(c *clientv3.Cmp, kv *mvccpb.KeyValue) bool {
+	pc := c.GetCompare()
+	if kv == nil {
+		if pc.Target == pb.Compare_VALUE {
+			return false
+		}
+		kv = &mvccpb.KeyValue{}
+	}
+	var r int
+	switch pc.Target {
+	case pb.Compare_VERSION:
+		r = cmp.Compare(kv.Version, pc.GetVersion())
+	case pb.Compare_CREATE:
+		r = cmp.Compare(kv.CreateRevision, pc.GetCreateRevision())
+	case pb.Compare_MOD:
+		r = cmp.Compare(kv.ModRevision, pc.GetModRevision())
+	case pb.Compare_VALUE:
+		r = bytes.Compare(kv.Value, pc.GetValue())
+	case pb.Compare_LEASE:
+		r = cmp.Compare(kv.Lease, pc.GetLease())
+	default:
+		return false
+	}
+	switch pc.Result {
+	case pb.Compare_EQUAL:
+		return r == 0
+	case pb.Compare_NOT_EQUAL:
+		return r != 0
+	case pb.Compare_GREATER:
+		return r > 0
+	case pb.Compare_LESS:
+		return r < 0
+	}
+	return false
+}

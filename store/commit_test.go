@@ -1,0 +1,430 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+)
+
+// recordingKV records the keys each Txn writes, can hold Txns at Commit
+// until released, and checks that no key is in two Txns in flight at once.
+type recordingKV struct {
+	clientv3.KV
+	hold chan struct{} // while open (not closed), Commit waits on it
+
+	mu        sync.Mutex
+	txns      [][]string
+	active    map[string]int
+	overlaps  []string
+	inCommit  int
+	commitsIn chan struct{} // receives once per Commit entered
+}
+
+func newRecordingKV(kv clientv3.KV, held bool) *recordingKV {
+	r := &recordingKV{KV: kv, hold: make(chan struct{}), active: map[string]int{}, commitsIn: make(chan struct{}, 1024)}
+	if !held {
+		close(r.hold)
+	}
+	return r
+}
+
+func (r *recordingKV) release() { close(r.hold) }
+
+func (r *recordingKV) Txn(ctx context.Context) clientv3.Txn {
+	return &recordingTxn{Txn: r.KV.Txn(ctx), kv: r}
+}
+
+func (r *recordingKV) sent() [][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]string(nil), r.txns...)
+}
+
+type recordingTxn struct {
+	clientv3.Txn
+	kv   *recordingKV
+	keys []string
+}
+
+func (t *recordingTxn) If(c ...clientv3.Cmp) clientv3.Txn  { t.Txn = t.Txn.If(c...); return t }
+func (t *recordingTxn) Else(o ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(o...); return t }
+func (t *recordingTxn) Then(ops ...clientv3.Op) clientv3.Txn {
+	for _, op := range ops {
+		t.keys = append(t.keys, string(op.KeyBytes()))
+	}
+	t.Txn = t.Txn.Then(ops...)
+	return t
+}
+
+func (t *recordingTxn) Commit() (*clientv3.TxnResponse, error) {
+	r := t.kv
+	r.mu.Lock()
+	r.txns = append(r.txns, t.keys)
+	for _, k := range t.keys {
+		if r.active[k] > 0 {
+			r.overlaps = append(r.overlaps, k)
+		}
+		r.active[k]++
+	}
+	r.mu.Unlock()
+	r.commitsIn <- struct{}{}
+	<-r.hold
+	resp, err := t.Txn.Commit()
+	r.mu.Lock()
+	for _, k := range t.keys {
+		r.active[k]--
+	}
+	r.mu.Unlock()
+	return resp, err
+}
+
+func (c *committer) queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue)
+}
+
+func putUnit(ctx context.Context, key, val string) *commitUnit {
+	return &commitUnit{ctx: ctx, ops: []clientv3.Op{clientv3.OpPut(key, val)}}
+}
+
+func createUnit(ctx context.Context, key, val string) *commitUnit {
+	return &commitUnit{
+		ctx:        ctx,
+		cmps:       []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
+		ops:        []clientv3.Op{clientv3.OpPut(key, val)},
+		readValues: true,
+	}
+}
+
+// keyPrefix is unique to one run of one test.
+func keyPrefix(t *testing.T) string {
+	p, _ := keyPrefixes.LoadOrStore(t, fmt.Sprintf("/committer-test/%s/%d/", t.Name(), prefixSeq.Add(1)))
+	return p.(string)
+}
+
+var keyPrefixes sync.Map // *testing.T -> string
+
+// stalled starts a committer whose first Txn (one put) is held at Commit, so
+// that units submitted next wait in the queue.
+func stalled(t *testing.T, workers, maxOps int) (*committer, *recordingKV) {
+	t.Helper()
+	s := openStore(t, sharedEtcd(t))
+	rec := newRecordingKV(s.Client().KV, true)
+	c := newCommitter(rec, workers, maxOps, defaultMaxTxnBytes, 5*time.Second, nil)
+	t.Cleanup(func() {
+		select {
+		case <-rec.hold:
+		default:
+			rec.release()
+		}
+		c.close()
+	})
+	if err := c.submit(putUnit(testCtx(t), keyPrefix(t)+"first", "v")); err != nil {
+		t.Fatal(err)
+	}
+	<-rec.commitsIn
+	return c, rec
+}
+
+func TestCommitterBatchesWhileATxnIsInFlight(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		maxOps    int
+		units     int
+		wantSizes []int
+	}{
+		{name: "all in one", maxOps: 1024, units: 50, wantSizes: []int{1, 50}},
+		{name: "split at max ops", maxOps: 8, units: 20, wantSizes: []int{1, 8, 8, 4}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, rec := stalled(t, 1, tt.maxOps)
+			ctx := testCtx(t)
+			var units []*commitUnit
+			for i := range tt.units {
+				units = append(units, putUnit(ctx, fmt.Sprintf("%sk%03d", keyPrefix(t), i), "v"))
+			}
+			if err := c.submit(units...); err != nil {
+				t.Fatal(err)
+			}
+			rec.release()
+			var lastRev int64
+			for i, u := range units {
+				res := c.wait(ctx, u)
+				if res.err != nil || res.rev < lastRev {
+					t.Fatalf("unit %d: rev %d (previous %d) err %v", i, res.rev, lastRev, res.err)
+				}
+				lastRev = res.rev
+			}
+			var sizes []int
+			for _, keys := range rec.sent() {
+				sizes = append(sizes, len(keys))
+			}
+			if diff := cmp.Diff(tt.wantSizes, sizes); diff != "" {
+				t.Errorf("Txn sizes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCommitterSameKeyGoesToALaterBatch(t *testing.T) {
+	c, rec := stalled(t, 1, 1024)
+	ctx := testCtx(t)
+	p := keyPrefix(t)
+	a1 := createUnit(ctx, p+"a", "one")
+	a2 := createUnit(ctx, p+"a", "two")
+	b := createUnit(ctx, p+"b", "b")
+	if err := c.submit(a1, a2, b); err != nil {
+		t.Fatal(err)
+	}
+	rec.release()
+	r1, r2, rb := c.wait(ctx, a1), c.wait(ctx, a2), c.wait(ctx, b)
+	if r1.err != nil || rb.err != nil {
+		t.Fatalf("a1 %v, b %v", r1.err, rb.err)
+	}
+	if r2.err != errCompareFailed {
+		t.Fatalf("second create of a: %v, want compare failure", r2.err)
+	}
+	if kv := a2.currentKV(p + "a"); kv == nil || string(kv.Value) != "one" || kv.CreateRevision != r1.rev {
+		t.Errorf("second create sees %v, want the first's value at revision %d", kv, r1.rev)
+	}
+	want := [][]string{{p + "first"}, {p + "a", p + "b"}, {p + "a"}}
+	if diff := cmp.Diff(want, rec.sent()); diff != "" {
+		t.Errorf("Txns (-want +got):\n%s", diff)
+	}
+}
+
+func TestCommitterFailedCompareSettlesOnlyTheOffender(t *testing.T) {
+	c, rec := stalled(t, 1, 1024)
+	ctx := testCtx(t)
+	p := keyPrefix(t)
+	if _, err := rec.KV.Put(ctx, p+"taken", "old"); err != nil {
+		t.Fatal(err)
+	}
+	var units []*commitUnit
+	for i := range 10 {
+		key := fmt.Sprintf("%sfree-%d", p, i)
+		if i == 4 {
+			key = p + "taken"
+		}
+		units = append(units, createUnit(ctx, key, "new"))
+	}
+	if err := c.submit(units...); err != nil {
+		t.Fatal(err)
+	}
+	rec.release()
+	for i, u := range units {
+		res := c.wait(ctx, u)
+		if i == 4 {
+			if res.err != errCompareFailed || string(u.currentKV(p+"taken").Value) != "old" {
+				t.Errorf("taken: %v", res.err)
+			}
+			continue
+		}
+		if res.err != nil {
+			t.Errorf("unit %d: %v", i, res.err)
+		}
+	}
+	// first, the failed batch of 10, then the 9 resent.
+	var sizes []int
+	for _, keys := range rec.sent() {
+		sizes = append(sizes, len(keys))
+	}
+	if diff := cmp.Diff([]int{1, 10, 9}, sizes); diff != "" {
+		t.Errorf("Txn sizes (-want +got):\n%s", diff)
+	}
+}
+
+func TestCommitterDropsUnitsWhoseWriterLeft(t *testing.T) {
+	c, rec := stalled(t, 1, 1024)
+	ctx := testCtx(t)
+	p := keyPrefix(t)
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	dropped := putUnit(gone, p+"dropped", "v")
+	kept := putUnit(ctx, p+"kept", "v")
+	if err := c.submit(dropped, kept); err != nil {
+		t.Fatal(err)
+	}
+	rec.release()
+	if res := c.wait(ctx, kept); res.err != nil {
+		t.Fatal(res.err)
+	}
+	<-dropped.done
+	if dropped.res.err != context.Canceled {
+		t.Errorf("dropped unit: %v", dropped.res.err)
+	}
+	resp, err := rec.KV.Get(ctx, p+"dropped")
+	if err != nil || len(resp.Kvs) != 0 {
+		t.Errorf("dropped unit was written: %v %v", resp, err)
+	}
+}
+
+func TestCommitterNeverHasAKeyInTwoTxns(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	rec := newRecordingKV(s.Client().KV, false)
+	c := newCommitter(rec, 4, 16, defaultMaxTxnBytes, 5*time.Second, nil)
+	defer c.close()
+	ctx := testCtx(t)
+	p := keyPrefix(t)
+	const writers, perWriter, keys = 16, 20, 5
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*perWriter)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range perWriter {
+				u := putUnit(ctx, fmt.Sprintf("%sk%d", p, (w+i)%keys), fmt.Sprint(w, i))
+				if err := c.submit(u); err != nil {
+					errs <- err
+					return
+				}
+				if res := c.wait(ctx, u); res.err != nil {
+					errs <- res.err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.overlaps) > 0 {
+		t.Errorf("keys in two Txns at once: %v", rec.overlaps)
+	}
+	for _, txn := range rec.txns {
+		seen := map[string]bool{}
+		for _, k := range txn {
+			if seen[k] {
+				t.Errorf("key %s twice in one Txn %v", k, txn)
+			}
+			seen[k] = true
+		}
+	}
+}
+
+func TestCmpHoldsMatchesEtcd(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	ctx := testCtx(t)
+	key := keyPrefix(t) + "k"
+	absent := keyPrefix(t) + "absent"
+	put, err := s.Client().Put(ctx, key, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := put.Header.Revision
+	cmps := []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(key), "=", rev),
+		clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(absent), "=", 0),
+		clientv3.Compare(clientv3.ModRevision(key), ">", rev-1),
+		clientv3.Compare(clientv3.ModRevision(key), "<", rev),
+		clientv3.Compare(clientv3.ModRevision(absent), "=", 0),
+		clientv3.Compare(clientv3.Version(key), "!=", 1),
+		clientv3.Compare(clientv3.Value(key), "=", "b"),
+		clientv3.Compare(clientv3.Value(key), ">", "a"),
+		clientv3.Compare(clientv3.Value(absent), "=", ""),
+		clientv3.Compare(clientv3.Value(absent), "!=", "x"),
+		clientv3.Compare(clientv3.LeaseValue(key), "=", clientv3.NoLease),
+	}
+	kvs := map[string]*mvccpb.KeyValue{}
+	for _, k := range []string{key, absent} {
+		resp, err := s.Client().Get(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) > 0 {
+			kvs[k] = resp.Kvs[0]
+		}
+	}
+	for i, c := range cmps {
+		resp, err := s.Client().Txn(ctx).If(c).Commit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cmpHolds(&cmps[i], kvs[string(c.KeyBytes())]); got != resp.Succeeded {
+			t.Errorf("compare %d (%v): local %v, etcd %v", i, c, got, resp.Succeeded)
+		}
+	}
+}
+
+func TestCloseFlushesQueuedWrites(t *testing.T) {
+	e := sharedEtcd(t)
+	s := openStore(t, e)
+	// Hold the Txns so that writes pile up in the queue before Close.
+	s.committer.close()
+	rec := newRecordingKV(s.Client().KV, true)
+	s.committer = newCommitter(rec, 2, 16, defaultMaxTxnBytes, 5*time.Second, nil)
+
+	ctx := testCtx(t)
+	const writers = 40
+	results := make([]CreateResult, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			results[w] = s.CreatePods(ctx, []*berthv1.Pod{pendingPod("ns", fmt.Sprintf("p%d", w), "")})[0]
+		})
+	}
+	// Two Txns held in flight, the rest queued.
+	<-rec.commitsIn
+	<-rec.commitsIn
+	eventually(t, "writes queued", func() bool {
+		s.committer.mu.Lock()
+		defer s.committer.mu.Unlock()
+		n := len(s.committer.queue)
+		for range s.committer.inflight {
+			n++
+		}
+		return n == writers
+	})
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	eventually(t, "close to stop accepting", func() bool {
+		s.committer.mu.Lock()
+		defer s.committer.mu.Unlock()
+		return s.committer.closed
+	})
+	rec.release()
+	wg.Wait()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	for w, r := range results {
+		if r.Err != nil {
+			t.Errorf("writer %d: %v", w, r.Err)
+		}
+	}
+	if r := s.CreatePods(ctx, []*berthv1.Pod{pendingPod("ns", "late", "")})[0]; errIs(r.Err, ErrClosed) != "" {
+		t.Errorf("write after close: %s", errIs(r.Err, ErrClosed))
+	}
+	if _, err := s.PutNode(ctx, &berthv1.Node{Name: "late"}); errIs(err, ErrClosed) != "" {
+		t.Errorf("put node after close: %s", errIs(err, ErrClosed))
+	}
+
+	// Everything acknowledged is in etcd.
+	s2 := openStore(t, e, func(c *Config) { c.Prefix = s.cfg.Prefix })
+	pods, _, err := s2.ListPods(ctx, PodFilter{}, 100, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != writers {
+		t.Errorf("%d pods stored, want %d", len(pods), writers)
+	}
+	for _, p := range pods {
+		if !strings.HasPrefix(p.Name, "p") || !proto.Equal(p.Status, &berthv1.PodStatus{Phase: berthv1.PodPhase_POD_PHASE_PENDING}) {
+			t.Errorf("unexpected pod %v", p)
+		}
+	}
+}

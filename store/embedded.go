@@ -1,0 +1,189 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+// EmbeddedConfig configures an in-process, single-member etcd.
+type EmbeddedConfig struct {
+	// Dir holds etcd's data (WAL and database); required. Restarting on the
+	// same Dir keeps the data.
+	Dir string
+	// ClientAddr is the host:port clients connect to; default
+	// "127.0.0.1:0", where port 0 picks a free port (see Endpoints).
+	ClientAddr string
+	// Logger receives etcd's own logs at warn level and above; default none.
+	Logger *zap.Logger
+	// MaxTxnOps is the server's limit on ops per Txn; default 1024, so that
+	// group commits carry many writes. Pass the same to Config.MaxTxnOps.
+	MaxTxnOps uint
+	// MaxRequestBytes is the server's request size limit; default 8 MiB.
+	MaxRequestBytes uint
+	// QuotaBackendBytes is the database size at which etcd refuses writes;
+	// default 4 GiB.
+	QuotaBackendBytes int64
+	// AutoCompactionRetention keeps this much history for watches to resume
+	// from: a duration ("5m", "1h") compacts periodically, a plain integer
+	// ("100000") keeps that many revisions. Default "5m": at the target write
+	// rates this bounds the database while leaving minutes for a subscriber
+	// to reconnect and resume.
+	AutoCompactionRetention string
+}
+
+// Embedded defaults.
+const (
+	defaultEmbeddedClientAddr   = "127.0.0.1:0"
+	defaultEmbeddedMaxTxnOps    = 1024
+	defaultEmbeddedMaxRequest   = 8 << 20
+	defaultEmbeddedQuota        = 4 << 30
+	defaultEmbeddedRetention    = "5m"
+	defaultEmbeddedStartTimeout = 60 * time.Second
+	embeddedMemberName          = "berth"
+)
+
+func (c EmbeddedConfig) withDefaults() EmbeddedConfig {
+	if c.ClientAddr == "" {
+		c.ClientAddr = defaultEmbeddedClientAddr
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.MaxTxnOps == 0 {
+		c.MaxTxnOps = defaultEmbeddedMaxTxnOps
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = defaultEmbeddedMaxRequest
+	}
+	if c.QuotaBackendBytes == 0 {
+		c.QuotaBackendBytes = defaultEmbeddedQuota
+	}
+	if c.AutoCompactionRetention == "" {
+		c.AutoCompactionRetention = defaultEmbeddedRetention
+	}
+	return c
+}
+
+// Embedded is a running in-process etcd.
+type Embedded struct {
+	etcd      *embed.Etcd
+	endpoints []string
+	closeOnce sync.Once
+}
+
+// StartEmbedded starts a single-member etcd in cfg.Dir and waits until it
+// serves (or ctx ends, or a minute passes without a deadline). On failure
+// nothing is left running. The peer URL is on a free loopback port.
+func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Dir == "" {
+		return nil, fmt.Errorf("%w: embedded etcd needs a data dir", ErrInvalidArgument)
+	}
+	host, port, err := net.SplitHostPort(cfg.ClientAddr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: client address %q: %w", ErrInvalidArgument, cfg.ClientAddr, err)
+	}
+	mode, retention := compactionMode(cfg.AutoCompactionRetention)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultEmbeddedStartTimeout)
+		defer cancel()
+	}
+	// Free ports are found by binding and releasing, so another process can
+	// take one in between; then etcd fails to listen and we try other ports.
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		clientPort, peerPort := port, "0"
+		if clientPort == "0" {
+			if clientPort, err = freePort(host); err != nil {
+				return nil, err
+			}
+		}
+		if peerPort, err = freePort("127.0.0.1"); err != nil {
+			return nil, err
+		}
+		ec := embed.NewConfig()
+		ec.Name = embeddedMemberName
+		ec.Dir = cfg.Dir
+		clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort(host, clientPort)}
+		peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", peerPort)}
+		ec.ListenClientUrls = []url.URL{clientURL}
+		ec.AdvertiseClientUrls = []url.URL{clientURL}
+		ec.ListenPeerUrls = []url.URL{peerURL}
+		ec.AdvertisePeerUrls = []url.URL{peerURL}
+		ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+		ec.MaxTxnOps = cfg.MaxTxnOps
+		ec.MaxRequestBytes = cfg.MaxRequestBytes
+		ec.QuotaBackendBytes = cfg.QuotaBackendBytes
+		ec.AutoCompactionMode = mode
+		ec.AutoCompactionRetention = retention
+		ec.LogLevel = "warn"
+		ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(cfg.Logger.Named("etcd").WithOptions(zap.IncreaseLevel(zap.WarnLevel)))
+
+		e, err := startAndWait(ctx, ec)
+		if err == nil {
+			return &Embedded{etcd: e, endpoints: []string{clientURL.String()}}, nil
+		}
+		if attempt == attempts || !errors.Is(err, syscall.EADDRINUSE) || ctx.Err() != nil {
+			return nil, fmt.Errorf("store: start embedded etcd: %w", err)
+		}
+	}
+}
+
+func startAndWait(ctx context.Context, ec *embed.Config) (*embed.Etcd, error) {
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, err // StartEtcd cleans up after itself
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+		return e, nil
+	case err := <-e.Err():
+		e.Close()
+		return nil, err
+	case <-e.Server.StopNotify():
+		e.Close()
+		return nil, errors.New("etcd stopped while starting")
+	case <-ctx.Done():
+		e.Close()
+		return nil, ctx.Err()
+	}
+}
+
+// compactionMode maps a retention to etcd's mode: durations are periodic,
+// plain integers count revisions.
+func compactionMode(retention string) (mode, value string) {
+	if _, err := strconv.ParseInt(strings.TrimSpace(retention), 10, 64); err == nil {
+		return embed.CompactorModeRevision, retention
+	}
+	return embed.CompactorModePeriodic, retention
+}
+
+func freePort(host string) (string, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", fmt.Errorf("store: find a free port on %s: %w", host, err)
+	}
+	defer l.Close()
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	return port, err
+}
+
+// Endpoints are the client URLs to pass to Config.Endpoints.
+func (e *Embedded) Endpoints() []string { return e.endpoints }
+
+// Close stops the server: it ends client requests (waiting up to the
+// request timeout for open streams such as watches), stops raft and closes
+// the listeners and the database. Later calls do nothing.
+func (e *Embedded) Close() { e.closeOnce.Do(e.etcd.Close) }

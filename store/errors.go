@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Sentinel errors. Callers test them with errors.Is; the store wraps them
+// with detail.
+var (
+	ErrNotFound        = errors.New("store: not found")
+	ErrAlreadyExists   = errors.New("store: already exists")
+	ErrConflict        = errors.New("store: conflict")
+	ErrCompacted       = errors.New("store: revision compacted")
+	ErrFutureRevision  = errors.New("store: revision is in the future")
+	ErrUnavailable     = errors.New("store: unavailable")
+	ErrClosed          = errors.New("store: closed")
+	ErrInvalidArgument = errors.New("store: invalid argument")
+)
+
+// CompactedError reports that the requested revision is older than the
+// compaction point, so the events after it can no longer be replayed: the
+// caller must re-list. errors.Is(err, ErrCompacted) holds.
+type CompactedError struct {
+	// CompactRevision is the oldest revision still readable.
+	CompactRevision int64
+}
+
+func (e *CompactedError) Error() string {
+	return fmt.Sprintf("store: revision compacted (oldest available revision %d)", e.CompactRevision)
+}
+
+// Is makes errors.Is(err, ErrCompacted) true.
+func (e *CompactedError) Is(target error) bool { return target == ErrCompacted }
+
+// isUnavailable tells whether err means etcd could not answer in time: it is
+// down, unreachable, leaderless, overloaded, or our deadline passed.
+func isUnavailable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var code codes.Code
+	var etcdErr rpctypes.EtcdError
+	if errors.As(err, &etcdErr) {
+		code = etcdErr.Code()
+	} else if st, ok := status.FromError(err); ok {
+		code = st.Code()
+	} else {
+		return false
+	}
+	switch code {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted:
+		return true
+	}
+	return false
+}
+
+// callError turns an etcd client error into a store error. parent is the
+// caller's own context: its cancellation is reported as such, while expiry of
+// the store's own (earlier) deadline means etcd did not answer in time.
+func (s *Store) callError(parent context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if s.isClosed() {
+		return fmt.Errorf("%w: %s", ErrClosed, op)
+	}
+	if perr := parent.Err(); perr != nil && errors.Is(perr, context.Canceled) {
+		return fmt.Errorf("store: %s: %w", op, perr)
+	}
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		return fmt.Errorf("%w: %s", ErrCompacted, op)
+	}
+	if errors.Is(err, rpctypes.ErrFutureRev) {
+		return fmt.Errorf("%w: %s", ErrFutureRevision, op)
+	}
+	if isUnavailable(err) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}

@@ -1,0 +1,88 @@
+package store
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// DefaultPrefix is the root of Berth's keys when Config.Prefix is empty.
+const DefaultPrefix = "/berth"
+
+// keyspace builds the etcd keys under one prefix:
+//
+//	{prefix}/v1/nodes/{name}
+//	{prefix}/v1/pods/{namespace}/{name}
+//
+// Nodes sort before pods, and nothing else planned (alloc/, assume/,
+// replicas/, shards/) sorts between them, so one range watch covers exactly
+// the two kinds of object a replica caches, in one global order.
+type keyspace struct {
+	nodes string // "{prefix}/v1/nodes/"
+	pods  string // "{prefix}/v1/pods/"
+}
+
+func newKeyspace(prefix string) keyspace {
+	prefix = strings.TrimRight(prefix, "/")
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return keyspace{
+		nodes: prefix + "/v1/nodes/",
+		pods:  prefix + "/v1/pods/",
+	}
+}
+
+func (k keyspace) node(name string) string { return k.nodes + name }
+
+func (k keyspace) pod(namespace, name string) string { return k.pods + namespace + "/" + name }
+
+// podNamespace is the prefix of every pod key in one namespace.
+func (k keyspace) podNamespace(namespace string) string { return k.pods + namespace + "/" }
+
+// cachedRange is [start, end) holding every node and pod key and nothing else.
+func (k keyspace) cachedRange() (start, end string) {
+	return k.nodes, clientv3.GetPrefixRangeEnd(k.pods)
+}
+
+// isNode and isPod tell what a key under cachedRange holds.
+func (k keyspace) isNode(key string) bool { return strings.HasPrefix(key, k.nodes) }
+func (k keyspace) isPod(key string) bool  { return strings.HasPrefix(key, k.pods) }
+
+// nodeName returns the node name in a node key.
+func (k keyspace) nodeName(key string) string { return strings.TrimPrefix(key, k.nodes) }
+
+// podName splits a pod key into namespace and name.
+func (k keyspace) podName(key string) (namespace, name string) {
+	namespace, name, _ = strings.Cut(strings.TrimPrefix(key, k.pods), "/")
+	return namespace, name
+}
+
+// validName rejects names that would break the key layout.
+func validName(what, name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty %s", ErrInvalidArgument, what)
+	}
+	if strings.ContainsRune(name, '/') {
+		return fmt.Errorf("%w: %s %q contains '/'", ErrInvalidArgument, what, name)
+	}
+	return nil
+}
+
+// encodePageToken makes the opaque continuation token for a list: the last
+// key returned. The next page starts just after it.
+func encodePageToken(lastKey string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(lastKey))
+}
+
+// decodePageToken returns the key the next page starts at (exclusive of the
+// token's own key). The token must belong to the listed range.
+func decodePageToken(token, rangePrefix string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || !strings.HasPrefix(string(b), rangePrefix) {
+		return "", fmt.Errorf("%w: bad page token", ErrInvalidArgument)
+	}
+	return string(b) + "\x00", nil
+}

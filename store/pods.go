@@ -1,0 +1,378 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+)
+
+// CreateResult is the outcome of creating one pod.
+type CreateResult struct {
+	// Pod is the pod as stored: the new one, or for an identical resubmission
+	// the one stored earlier.
+	Pod *berthv1.Pod
+	// Revision is the pod's create revision.
+	Revision int64
+	// Err is nil, ErrAlreadyExists (a different pod has the name),
+	// ErrInvalidArgument, ErrUnavailable or ErrClosed.
+	Err error
+}
+
+// PodUpdate is a new value for a pod, derived from the value the writer read
+// at ExpectedModRevision.
+type PodUpdate struct {
+	Pod                 *berthv1.Pod
+	ExpectedModRevision int64
+}
+
+// UpdateResult is the outcome of one PodUpdate.
+type UpdateResult struct {
+	// Revision is the revision that wrote the update.
+	Revision int64
+	// Err is nil, ErrConflict (the pod changed or was deleted since it was
+	// read), ErrInvalidArgument, ErrUnavailable or ErrClosed.
+	Err error
+}
+
+// PodFilter selects pods in ListPods; zero fields match everything.
+type PodFilter struct {
+	Namespace string
+	Phase     berthv1.PodPhase
+	NodeName  string
+}
+
+func (f PodFilter) matches(p *berthv1.Pod) bool {
+	if f.Phase != berthv1.PodPhase_POD_PHASE_UNSPECIFIED && p.GetStatus().GetPhase() != f.Phase {
+		return false
+	}
+	return f.NodeName == "" || p.NodeName == f.NodeName
+}
+
+// PodRecord is a pod with the revision that last wrote it.
+type PodRecord struct {
+	Pod         *berthv1.Pod
+	ModRevision int64
+}
+
+func validatePodKey(p *berthv1.Pod) error {
+	if p == nil {
+		return fmt.Errorf("%w: nil pod", ErrInvalidArgument)
+	}
+	if err := validName("pod namespace", p.Namespace); err != nil {
+		return err
+	}
+	return validName("pod name", p.Name)
+}
+
+// CreatePods stores new pods, all group committed together with other
+// writers'. It does not modify the pods passed in. Missing fields are filled
+// in the stored copy: a uid (random) when empty, and phase PENDING, or BOUND
+// when node_name is set, when the status has no phase.
+//
+// Per pod, in order: the pod is created (Revision is its create revision);
+// or a pod with the same name exists and is identical (same spec ignoring
+// status, ignoring uid when the request's uid is empty and node_name when the
+// request's node_name is empty), and the STORED pod and its create revision
+// are returned; or it differs, and Err is ErrAlreadyExists. Two concurrent
+// submissions of one new pod: exactly one creates it.
+func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateResult {
+	out := make([]CreateResult, len(pods))
+	units := make([]*commitUnit, 0, len(pods))
+	index := make([]int, 0, len(pods))        // units[j] creates pods[index[j]]
+	stored := make([]*berthv1.Pod, len(pods)) // the value written per pod
+	for i, p := range pods {
+		if err := validatePodKey(p); err != nil {
+			out[i].Err = err
+			continue
+		}
+		sp := withCreateDefaults(p)
+		val, err := marshalOpts.Marshal(sp)
+		if err != nil {
+			out[i].Err = fmt.Errorf("store: encode pod: %w", err)
+			continue
+		}
+		key := s.keys.pod(p.Namespace, p.Name)
+		stored[i] = sp
+		index = append(index, i)
+		units = append(units, &commitUnit{
+			cmps:       []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
+			ops:        []clientv3.Op{clientv3.OpPut(key, string(val))},
+			readValues: true, // to tell an identical resubmission from a rival
+		})
+	}
+	if len(units) == 0 {
+		return out
+	}
+	results, err := s.commitMany(ctx, units)
+	if err != nil {
+		for _, i := range index {
+			out[i].Err = fmt.Errorf("%w: create pod", err)
+		}
+		return out
+	}
+	for j, res := range results {
+		i := index[j]
+		switch res.err {
+		case nil:
+			out[i] = CreateResult{Pod: stored[i], Revision: res.rev}
+		case errCompareFailed:
+			out[i] = s.existingPod(pods[i], units[j].currentKV(s.keys.pod(pods[i].Namespace, pods[i].Name)))
+		default:
+			out[i].Err = s.commitError(ctx, "create pod", res.err)
+		}
+	}
+	return out
+}
+
+// existingPod decides a create that found the name taken.
+func (s *Store) existingPod(req *berthv1.Pod, kv *mvccpb.KeyValue) CreateResult {
+	if kv == nil {
+		// The key was present when compared and absent when read: both happen
+		// at one revision, so this cannot occur; be safe anyway.
+		return CreateResult{Err: fmt.Errorf("%w: pod %s/%s changed during create", ErrConflict, req.Namespace, req.Name)}
+	}
+	existing, err := decodePod(kv.Value)
+	if err != nil {
+		return CreateResult{Err: err}
+	}
+	if !sameSpec(req, existing) {
+		return CreateResult{Err: fmt.Errorf("%w: pod %s/%s", ErrAlreadyExists, req.Namespace, req.Name)}
+	}
+	return CreateResult{Pod: existing, Revision: kv.CreateRevision}
+}
+
+// withCreateDefaults returns p, or a copy with a uid and a phase filled in.
+func withCreateDefaults(p *berthv1.Pod) *berthv1.Pod {
+	if p.Uid != "" && p.GetStatus().GetPhase() != berthv1.PodPhase_POD_PHASE_UNSPECIFIED {
+		return p
+	}
+	c := proto.Clone(p).(*berthv1.Pod)
+	if c.Uid == "" {
+		c.Uid = uuid.NewString()
+	}
+	if c.Status == nil {
+		c.Status = &berthv1.PodStatus{}
+	}
+	if c.Status.Phase == berthv1.PodPhase_POD_PHASE_UNSPECIFIED {
+		c.Status.Phase = berthv1.PodPhase_POD_PHASE_PENDING
+		if c.NodeName != "" {
+			c.Status.Phase = berthv1.PodPhase_POD_PHASE_BOUND
+		}
+	}
+	return c
+}
+
+// sameSpec tells whether a resubmitted pod matches the stored one: status is
+// ignored, and so are uid and node_name when the request leaves them empty.
+func sameSpec(req, stored *berthv1.Pod) bool {
+	a := proto.Clone(req).(*berthv1.Pod)
+	b := proto.Clone(stored).(*berthv1.Pod)
+	a.Status, b.Status = nil, nil
+	if a.Uid == "" {
+		b.Uid = ""
+	}
+	if a.NodeName == "" {
+		b.NodeName = ""
+	}
+	return proto.Equal(a, b)
+}
+
+// DeletePod removes a pod. uid "" deletes whatever pod has the name;
+// otherwise the stored pod's uid must equal it, else ErrConflict (a newer
+// incarnation took the name). ErrNotFound if there is no such pod.
+func (s *Store) DeletePod(ctx context.Context, namespace, name, uid string) (int64, error) {
+	if err := validatePodKey(&berthv1.Pod{Namespace: namespace, Name: name}); err != nil {
+		return 0, err
+	}
+	key := s.keys.pod(namespace, name)
+	kv, err := s.getKV(ctx, "delete pod", key)
+	if err != nil {
+		return 0, err
+	}
+	// Compare-and-delete on the mod revision read; a change in between is
+	// seen in the failed Txn's read, and judged again.
+	const attempts = 8
+	for range attempts {
+		if kv == nil {
+			return 0, fmt.Errorf("%w: pod %s/%s", ErrNotFound, namespace, name)
+		}
+		if uid != "" {
+			p, err := decodePod(kv.Value)
+			if err != nil {
+				return 0, err
+			}
+			if p.Uid != uid {
+				return 0, fmt.Errorf("%w: pod %s/%s has uid %s, not %s", ErrConflict, namespace, name, p.Uid, uid)
+			}
+		}
+		u := &commitUnit{
+			cmps:       []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)},
+			ops:        []clientv3.Op{clientv3.OpDelete(key)},
+			readValues: uid != "", // to check the new value's uid
+		}
+		res, err := s.commitOne(ctx, "delete pod", u)
+		if err != nil {
+			return 0, err
+		}
+		if res.err == nil {
+			return res.rev, nil
+		}
+		kv = u.currentKV(key)
+	}
+	return 0, fmt.Errorf("%w: pod %s/%s keeps changing", ErrConflict, namespace, name)
+}
+
+// GetPod reads one pod and the revision that last wrote it; ErrNotFound if
+// it does not exist.
+func (s *Store) GetPod(ctx context.Context, namespace, name string) (*berthv1.Pod, int64, error) {
+	if err := validatePodKey(&berthv1.Pod{Namespace: namespace, Name: name}); err != nil {
+		return nil, 0, err
+	}
+	kv, err := s.getKV(ctx, "get pod", s.keys.pod(namespace, name))
+	if err != nil {
+		return nil, 0, err
+	}
+	if kv == nil {
+		return nil, 0, fmt.Errorf("%w: pod %s/%s", ErrNotFound, namespace, name)
+	}
+	p, err := decodePod(kv.Value)
+	if err != nil {
+		return nil, 0, err
+	}
+	return p, kv.ModRevision, nil
+}
+
+func (s *Store) getKV(ctx context.Context, op, key string) (*mvccpb.KeyValue, error) {
+	cctx, cancel := s.bound(ctx)
+	defer cancel()
+	resp, err := s.client.Get(cctx, key)
+	if err != nil {
+		return nil, s.callError(ctx, op, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, nil
+	}
+	return resp.Kvs[0], nil
+}
+
+// ListPods returns up to pageSize pods matching f in namespace/name order,
+// starting after pageToken (empty for the first page), and the token of the
+// next page (empty when no key is left). Filters apply while scanning: the
+// range is read in chunks, all at the first chunk's revision, until the page
+// is full or the keys end; a page may hold fewer pods than pageSize (even
+// none) only when it is the last.
+func (s *Store) ListPods(ctx context.Context, f PodFilter, pageSize int, pageToken string) ([]*berthv1.Pod, string, error) {
+	pageSize = pageSizeOrDefault(pageSize)
+	rangePrefix := s.keys.pods
+	if f.Namespace != "" {
+		if err := validName("pod namespace", f.Namespace); err != nil {
+			return nil, "", err
+		}
+		rangePrefix = s.keys.podNamespace(f.Namespace)
+	}
+	start := rangePrefix
+	if pageToken != "" {
+		var err error
+		if start, err = decodePageToken(pageToken, rangePrefix); err != nil {
+			return nil, "", err
+		}
+	}
+	end := clientv3.GetPrefixRangeEnd(rangePrefix)
+	chunk := pageSize
+	if f.Phase != berthv1.PodPhase_POD_PHASE_UNSPECIFIED || f.NodeName != "" {
+		chunk = max(pageSize, s.chunk)
+	}
+
+	cctx, cancel := s.bound(ctx)
+	defer cancel()
+	var pods []*berthv1.Pod
+	var rev int64
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(chunk))}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := s.client.Get(cctx, start, opts...)
+		if err != nil {
+			return nil, "", s.callError(ctx, "list pods", err)
+		}
+		rev = resp.Header.Revision
+		for i, kv := range resp.Kvs {
+			p, err := decodePod(kv.Value)
+			if err != nil {
+				return nil, "", err
+			}
+			if !f.matches(p) {
+				continue
+			}
+			pods = append(pods, p)
+			if len(pods) == pageSize {
+				next := ""
+				if i < len(resp.Kvs)-1 || resp.More {
+					next = encodePageToken(string(kv.Key))
+				}
+				return pods, next, nil
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return pods, "", nil
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// UpdatePods writes new pod values, each only if the pod's mod revision
+// still equals its ExpectedModRevision (an ExpectedModRevision of 0 means the
+// pod must not exist). The updates are group committed, many in one Txn;
+// each succeeds or fails on its own.
+func (s *Store) UpdatePods(ctx context.Context, updates []PodUpdate) []UpdateResult {
+	out := make([]UpdateResult, len(updates))
+	units := make([]*commitUnit, 0, len(updates))
+	index := make([]int, 0, len(updates))
+	for i, up := range updates {
+		if err := validatePodKey(up.Pod); err != nil {
+			out[i].Err = err
+			continue
+		}
+		val, err := marshalOpts.Marshal(up.Pod)
+		if err != nil {
+			out[i].Err = fmt.Errorf("store: encode pod: %w", err)
+			continue
+		}
+		key := s.keys.pod(up.Pod.Namespace, up.Pod.Name)
+		index = append(index, i)
+		units = append(units, &commitUnit{
+			cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", up.ExpectedModRevision)},
+			ops:  []clientv3.Op{clientv3.OpPut(key, string(val))},
+		})
+	}
+	if len(units) == 0 {
+		return out
+	}
+	results, err := s.commitMany(ctx, units)
+	if err != nil {
+		for _, i := range index {
+			out[i].Err = fmt.Errorf("%w: update pod", err)
+		}
+		return out
+	}
+	for j, res := range results {
+		i := index[j]
+		switch res.err {
+		case nil:
+			out[i].Revision = res.rev
+		case errCompareFailed:
+			p := updates[i].Pod
+			out[i].Err = fmt.Errorf("%w: pod %s/%s changed since revision %d", ErrConflict, p.Namespace, p.Name, updates[i].ExpectedModRevision)
+		default:
+			out[i].Err = s.commitError(ctx, "update pod", res.err)
+		}
+	}
+	return out
+}

@@ -1,0 +1,240 @@
+// Package store is Berth's etcd layer: the keyspace, group-committed writes,
+// paged lists, and the watches that feed replicas' caches and binding
+// subscribers.
+//
+// Every write goes through one group committer (commit.go), so many
+// concurrent callers share one etcd Txn and one fsync; a write returns only
+// after etcd acknowledged it. Values are deterministic protobuf encodings of
+// the berth.v1 messages.
+package store
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+)
+
+// Config configures Open. Zero fields take the defaults given on each.
+type Config struct {
+	// Endpoints of the etcd cluster, e.g. "http://127.0.0.1:2379".
+	Endpoints []string
+	// Prefix roots every key; default "/berth".
+	Prefix string
+	// DialTimeout bounds connecting; default 5s.
+	DialTimeout time.Duration
+	// RequestTimeout bounds every etcd call (and each group-committed Txn);
+	// default 5s. A caller's deadline, less a small margin, shortens it.
+	RequestTimeout time.Duration
+	// TLS for the etcd connection; nil for plain TCP.
+	TLS *tls.Config
+	// Username and Password for etcd authentication; empty for none.
+	Username, Password string
+	// MaxTxnOps caps the compares, the ops and the keys of one Txn. It must
+	// not exceed the server's --max-txn-ops: default 128, etcd's default; the
+	// embedded server is started with 1024.
+	MaxTxnOps int
+	// MaxTxnBytes caps the approximate size of one Txn; default 1 MiB, under
+	// etcd's default --max-request-bytes of 1.5 MiB.
+	MaxTxnBytes int
+	// CommitWorkers is how many Txns may be in flight at once; default 4.
+	CommitWorkers int
+	// Logger for the store and the etcd client; default none.
+	Logger *zap.Logger
+	// Metrics, optional.
+	Metrics *Metrics
+}
+
+// Defaults.
+const (
+	defaultTimeout     = 5 * time.Second
+	defaultMaxTxnOps   = 128
+	defaultMaxTxnBytes = 1 << 20
+	defaultWorkers     = 4
+	// deadlineMargin is kept free before a caller's deadline so that the
+	// caller can still answer (Unavailable) in time.
+	deadlineMargin = 100 * time.Millisecond
+)
+
+func (c Config) withDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = defaultTimeout
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = defaultTimeout
+	}
+	if c.MaxTxnOps <= 0 {
+		c.MaxTxnOps = defaultMaxTxnOps
+	}
+	if c.MaxTxnBytes <= 0 {
+		c.MaxTxnBytes = defaultMaxTxnBytes
+	}
+	if c.CommitWorkers <= 0 {
+		c.CommitWorkers = defaultWorkers
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return c
+}
+
+// Store reads and writes Berth's objects in etcd. It is safe for concurrent
+// use.
+type Store struct {
+	cfg       Config
+	keys      keyspace
+	client    *clientv3.Client
+	committer *committer
+	log       *zap.Logger
+	metrics   *Metrics
+	closed    atomic.Bool
+	// chunk is how many keys one range request of a scan reads; a field so
+	// tests can force multi-chunk scans.
+	chunk int
+}
+
+var marshalOpts = proto.MarshalOptions{Deterministic: true}
+
+// Open connects to etcd and checks that it answers (bounded like every call:
+// by ctx and RequestTimeout), failing with ErrUnavailable if it does not. The
+// etcd client reconnects by itself later, so a Store outlives etcd restarts.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	cfg = cfg.withDefaults()
+	if len(cfg.Endpoints) == 0 {
+		return nil, fmt.Errorf("%w: no etcd endpoints", ErrInvalidArgument)
+	}
+	clientLog := cfg.Logger.Named("etcd-client").WithOptions(zap.IncreaseLevel(zap.WarnLevel))
+	sendLimit := 2 << 20 // clientv3's default
+	if cfg.MaxTxnBytes+(512<<10) > sendLimit {
+		sendLimit = cfg.MaxTxnBytes + 512<<10
+	}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:            cfg.Endpoints,
+		DialTimeout:          cfg.DialTimeout,
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: 3 * time.Second,
+		TLS:                  cfg.TLS,
+		Username:             cfg.Username,
+		Password:             cfg.Password,
+		Logger:               clientLog,
+		MaxCallSendMsgSize:   sendLimit,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: connect: %w", ErrUnavailable, err)
+	}
+	s := &Store{
+		cfg:     cfg,
+		keys:    newKeyspace(cfg.Prefix),
+		client:  client,
+		log:     cfg.Logger,
+		metrics: cfg.Metrics,
+		chunk:   scanChunk,
+	}
+	if _, err := s.CurrentRevision(ctx); err != nil {
+		client.Close()
+		return nil, err
+	}
+	s.committer = newCommitter(client.KV, cfg.CommitWorkers, cfg.MaxTxnOps, cfg.MaxTxnBytes, cfg.RequestTimeout, cfg.Metrics)
+	return s, nil
+}
+
+// Close stops accepting writes, waits until every queued and in-flight write
+// has been committed or failed, then closes the etcd client, which ends any
+// Sync or WatchBindings with ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.committer.close()
+	return s.client.Close()
+}
+
+func (s *Store) isClosed() bool { return s.closed.Load() }
+
+// Client is the underlying etcd client, for the few callers that need etcd
+// itself (sessions, leases, tests).
+func (s *Store) Client() *clientv3.Client { return s.client }
+
+// bound derives the context for one etcd call: the caller's deadline less a
+// margin (so the caller can still report Unavailable in time), and never more
+// than RequestTimeout.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	timeout := s.cfg.RequestTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		margin := deadlineMargin
+		if left < 2*margin {
+			margin = left / 2
+		}
+		if left-margin < timeout {
+			timeout = left - margin
+		}
+	}
+	return context.WithTimeout(ctx, timeout)
+}
+
+// commitOne submits one unit and waits for it.
+func (s *Store) commitOne(ctx context.Context, op string, u *commitUnit) (commitResult, error) {
+	cctx, cancel := s.bound(ctx)
+	defer cancel()
+	u.ctx = cctx
+	if err := s.committer.submit(u); err != nil {
+		return commitResult{}, fmt.Errorf("%w: %s", ErrClosed, op)
+	}
+	res := s.committer.wait(cctx, u)
+	if res.err != nil && res.err != errCompareFailed {
+		return res, s.commitError(ctx, op, res.err)
+	}
+	return res, nil
+}
+
+// commitMany submits units together and waits for all of them.
+func (s *Store) commitMany(ctx context.Context, units []*commitUnit) ([]commitResult, error) {
+	cctx, cancel := s.bound(ctx)
+	defer cancel()
+	for _, u := range units {
+		u.ctx = cctx
+	}
+	if err := s.committer.submit(units...); err != nil {
+		return nil, err
+	}
+	out := make([]commitResult, len(units))
+	for i, u := range units {
+		out[i] = s.committer.wait(cctx, u)
+	}
+	return out, nil
+}
+
+// commitError maps a unit's failure (other than errCompareFailed) for op.
+func (s *Store) commitError(parent context.Context, op string, err error) error {
+	if err == ErrClosed {
+		return fmt.Errorf("%w: %s", ErrClosed, op)
+	}
+	if err == context.DeadlineExceeded || err == context.Canceled {
+		if perr := parent.Err(); perr == context.Canceled {
+			return fmt.Errorf("store: %s: %w", op, perr)
+		}
+		return fmt.Errorf("%w: %s: no answer from etcd in time, outcome unknown", ErrUnavailable, op)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// CurrentRevision returns etcd's current revision.
+func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+	cctx, cancel := s.bound(ctx)
+	defer cancel()
+	// A read of one key that never exists is the cheapest way to a header.
+	resp, err := s.client.Get(cctx, s.keys.nodes)
+	if err != nil {
+		return 0, s.callError(ctx, "current revision", err)
+	}
+	return resp.Header.Revision, nil
+}

@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+)
+
+// SyncHandler receives a replica's view of nodes and pods from Sync. Calls
+// come from one goroutine, in revision order. Reset means "replace
+// everything you hold with this"; it comes first, and again whenever Sync had
+// to list anew.
+type SyncHandler interface {
+	Reset(nodes []*berthv1.Node, pods []PodRecord, rev int64)
+	NodePut(n *berthv1.Node, rev int64)
+	NodeDeleted(name string, rev int64)
+	// PodPut reports a created or changed pod; prev is nil on creation.
+	PodPut(p PodRecord, prev *berthv1.Pod)
+	// PodDeleted reports a removed pod with its last value (or, if etcd
+	// could not supply it, only its namespace and name) and the revision of
+	// the delete.
+	PodDeleted(prev *berthv1.Pod, rev int64)
+}
+
+// scanChunk is how many keys one range request of a scan (a full listing,
+// a filtered page) reads.
+const scanChunk = 1000
+
+// errWatchClosed reports a watch channel that closed while its context was
+// still live.
+var errWatchClosed = errors.New("store: watch closed")
+
+// Sync feeds h: it lists every node and pod at one revision R, calls Reset,
+// then watches both from R+1 and delivers each change in order. When the
+// watch fails (compacted past, stream lost) it lists again and calls Reset
+// again. It blocks until ctx ends (returning ctx's error) or the store is
+// closed (ErrClosed).
+func (s *Store) Sync(ctx context.Context, h SyncHandler) error {
+	bo := newBackoff()
+	for {
+		listed, err := s.syncOnce(ctx, h)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if s.isClosed() {
+			return ErrClosed
+		}
+		s.metrics.relist()
+		s.log.Warn("store sync: listing again", zap.Error(err))
+		if listed {
+			bo.reset()
+		}
+		if listed && errors.Is(err, ErrCompacted) {
+			continue // fell behind: list again at once
+		}
+		if err := bo.wait(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// syncOnce lists, resets h and follows the watch until it fails. listed
+// tells whether Reset was called.
+func (s *Store) syncOnce(ctx context.Context, h SyncHandler) (listed bool, err error) {
+	var nodes []*berthv1.Node
+	var pods []PodRecord
+	rev, err := s.rangeAt(ctx, "sync list nodes", s.keys.nodes, clientv3.GetPrefixRangeEnd(s.keys.nodes), 0,
+		func(kv *mvccpb.KeyValue) {
+			if n, err := decodeNode(kv.Value); err == nil {
+				nodes = append(nodes, n)
+			} else {
+				s.log.Warn("store sync: skipping undecodable node", zap.ByteString("key", kv.Key), zap.Error(err))
+			}
+		})
+	if err != nil {
+		return false, err
+	}
+	_, err = s.rangeAt(ctx, "sync list pods", s.keys.pods, clientv3.GetPrefixRangeEnd(s.keys.pods), rev,
+		func(kv *mvccpb.KeyValue) {
+			if p, err := decodePod(kv.Value); err == nil {
+				pods = append(pods, PodRecord{Pod: p, ModRevision: kv.ModRevision})
+			} else {
+				s.log.Warn("store sync: skipping undecodable pod", zap.ByteString("key", kv.Key), zap.Error(err))
+			}
+		})
+	if err != nil {
+		return false, err
+	}
+	h.Reset(nodes, pods, rev)
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start, end := s.keys.cachedRange()
+	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), start,
+		clientv3.WithRange(end), clientv3.WithRev(rev+1), clientv3.WithPrevKV())
+	for resp := range wch {
+		if resp.CompactRevision != 0 {
+			return true, &CompactedError{CompactRevision: resp.CompactRevision}
+		}
+		if err := resp.Err(); err != nil {
+			return true, fmt.Errorf("store: sync watch: %w", err)
+		}
+		s.metrics.watchEvent("sync", len(resp.Events))
+		for _, ev := range resp.Events {
+			s.deliver(h, ev)
+		}
+	}
+	return true, errWatchClosed
+}
+
+func (s *Store) deliver(h SyncHandler, ev *clientv3.Event) {
+	key := string(ev.Kv.Key)
+	rev := ev.Kv.ModRevision
+	switch {
+	case s.keys.isNode(key):
+		if ev.Type == clientv3.EventTypeDelete {
+			h.NodeDeleted(s.keys.nodeName(key), rev)
+			return
+		}
+		n, err := decodeNode(ev.Kv.Value)
+		if err != nil {
+			s.log.Warn("store sync: skipping undecodable node", zap.String("key", key), zap.Error(err))
+			return
+		}
+		h.NodePut(n, rev)
+	case s.keys.isPod(key):
+		var prev *berthv1.Pod
+		if ev.PrevKv != nil {
+			prev, _ = decodePod(ev.PrevKv.Value)
+		}
+		if ev.Type == clientv3.EventTypeDelete {
+			if prev == nil {
+				ns, name := s.keys.podName(key)
+				prev = &berthv1.Pod{Namespace: ns, Name: name}
+			}
+			h.PodDeleted(prev, rev)
+			return
+		}
+		p, err := decodePod(ev.Kv.Value)
+		if err != nil {
+			s.log.Warn("store sync: skipping undecodable pod", zap.String("key", key), zap.Error(err))
+			return
+		}
+		h.PodPut(PodRecord{Pod: p, ModRevision: rev}, prev)
+	}
+}
+
+// rangeAt reads every key in [start, end) in chunks, all at revision rev (0:
+// the current revision, which it returns), calling fn for each in key order.
+// Each chunk has its own RequestTimeout, so large listings are not cut short.
+func (s *Store) rangeAt(ctx context.Context, op, start, end string, rev int64, fn func(*mvccpb.KeyValue)) (int64, error) {
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(s.chunk))}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		cctx, cancel := s.bound(ctx)
+		resp, err := s.client.Get(cctx, start, opts...)
+		cancel()
+		if err != nil {
+			return 0, s.callError(ctx, op, err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			fn(kv)
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return rev, nil
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// backoff spaces out retries against an etcd that keeps failing.
+type backoff struct{ next time.Duration }
+
+const (
+	backoffMin = 50 * time.Millisecond
+	backoffMax = 5 * time.Second
+)
+
+func newBackoff() *backoff { return &backoff{next: backoffMin} }
+
+func (b *backoff) reset() { b.next = backoffMin }
+
+// wait sleeps for the current delay (or until ctx ends) and doubles it.
+func (b *backoff) wait(ctx context.Context) error {
+	t := time.NewTimer(b.next)
+	defer t.Stop()
+	b.next = min(2*b.next, backoffMax)
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
