@@ -42,10 +42,13 @@ type EmbeddedConfig struct {
 	AutoCompactionRetention string
 }
 
+// EmbeddedMaxTxnOps is the embedded server's Txn size limit; clients of it
+// should pass the same as Config.MaxTxnOps so group commits can use it.
+const EmbeddedMaxTxnOps = 1024
+
 // Embedded defaults.
 const (
 	defaultEmbeddedClientAddr   = "127.0.0.1:0"
-	defaultEmbeddedMaxTxnOps    = 1024
 	defaultEmbeddedMaxRequest   = 8 << 20
 	defaultEmbeddedQuota        = 4 << 30
 	defaultEmbeddedRetention    = "5m"
@@ -61,7 +64,7 @@ func (c EmbeddedConfig) withDefaults() EmbeddedConfig {
 		c.Logger = zap.NewNop()
 	}
 	if c.MaxTxnOps == 0 {
-		c.MaxTxnOps = defaultEmbeddedMaxTxnOps
+		c.MaxTxnOps = EmbeddedMaxTxnOps
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = defaultEmbeddedMaxRequest

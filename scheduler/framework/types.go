@@ -279,6 +279,9 @@ type Pod struct {
 	SchedulingGates           []string
 	PreemptionPolicy          PreemptionPolicy
 	PodGroup                  string
+	// StatusMessage is the last recorded status message, so an unchanged
+	// diagnosis is not written again on every retry.
+	StatusMessage string
 
 	// Revision is the store revision of the record this pod was read from.
 	// Commits compare it, so a decision about a stale pod never lands.
