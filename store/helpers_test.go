@@ -76,7 +76,7 @@ func openStore(t testing.TB, e *Embedded, adjust ...func(*Config)) *Store {
 	cfg := Config{
 		Endpoints: e.Endpoints(),
 		Prefix:    fmt.Sprintf("/test/%s/%d", strings.ReplaceAll(t.Name(), "/", "_"), prefixSeq.Add(1)),
-		MaxTxnOps: defaultEmbeddedMaxTxnOps,
+		MaxTxnOps: EmbeddedMaxTxnOps,
 	}
 	for _, f := range adjust {
 		f(&cfg)
