@@ -1,0 +1,307 @@
+// Package algorithm is one scheduling cycle after the snapshot is up to
+// date, as kube-scheduler's schedulePod: PreFilter, Filter over a rotating
+// window of nodes with early exit, PreScore, Score, and host selection.
+package algorithm
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/berth-io/berth/scheduler/framework"
+	"github.com/berth-io/berth/scheduler/framework/runtime"
+)
+
+const (
+	// minFeasibleNodesToFind: below this many nodes every node is filtered,
+	// and at least this many feasible nodes are looked for.
+	minFeasibleNodesToFind = 100
+	// minFeasibleNodesPercentageToFind is the floor of the adaptive
+	// percentage.
+	minFeasibleNodesPercentageToFind = 5
+)
+
+// Result is where a pod should go.
+type Result struct {
+	SuggestedHost string
+	// EvaluatedNodes counts the nodes filtered (feasible or not).
+	EvaluatedNodes int
+	// FeasibleNodes counts the feasible nodes found (and scored).
+	FeasibleNodes int
+}
+
+// nodeResult is one node's filter outcome, by position in the window.
+type nodeResult struct {
+	status *framework.Status
+	state  uint8
+}
+
+const (
+	unvisited uint8 = iota
+	feasible
+	rejected
+)
+
+// Scheduler runs scheduling cycles for one shard. It keeps the rotating
+// start of the filter window, the random source for ties and reusable
+// buffers, so it is not safe for concurrent use: call Schedule and Explain
+// from the shard's loop only.
+type Scheduler struct {
+	percentage int32
+	// nextStartNodeIndex is where the next filter window starts, so over
+	// successive cycles every node gets examined.
+	nextStartNodeIndex int
+	pcg                *rand.PCG
+	rng                *rand.Rand
+
+	results  []nodeResult
+	feasible []*framework.NodeInfo
+	scores   framework.NodeScores
+}
+
+// Option configures New.
+type Option func(*Scheduler)
+
+// WithRandSeed seeds the tie-break source, for reproducible tests.
+func WithRandSeed(seed1, seed2 uint64) Option {
+	return func(s *Scheduler) { s.pcg.Seed(seed1, seed2) }
+}
+
+// New returns a Scheduler filtering percentageOfNodesToScore percent of
+// the nodes per cycle (0: kube's adaptive default).
+func New(percentageOfNodesToScore int32, opts ...Option) *Scheduler {
+	now := uint64(time.Now().UnixNano())
+	s := &Scheduler{percentage: percentageOfNodesToScore, pcg: rand.NewPCG(now, now>>1^0x9e3779b97f4a7c15)}
+	for _, o := range opts {
+		o(s)
+	}
+	s.rng = rand.New(s.pcg)
+	return s
+}
+
+// Schedule finds a node for pod using fwk, whose snapshot must already be
+// updated. It returns a *framework.FitError when no node fits,
+// framework.ErrNoNodesAvailable when there are no nodes, and other errors
+// for plugin failures.
+func (s *Scheduler) Schedule(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo) (Result, error) {
+	nodes := fwk.SnapshotSharedLister().NodeInfos().List()
+	if len(nodes) == 0 {
+		return Result{}, framework.ErrNoNodesAvailable
+	}
+	feasibleNodes, diag, err := s.findNodesThatFitPod(ctx, fwk, state, pod, nodes)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(feasibleNodes) == 0 {
+		return Result{}, &framework.FitError{Pod: pod.Pod, NumAllNodes: len(nodes), Diagnosis: diag}
+	}
+	evaluated := len(feasibleNodes) + diag.NodeToStatus.Len()
+	if len(feasibleNodes) == 1 {
+		return Result{SuggestedHost: feasibleNodes[0].Node().Name, EvaluatedNodes: evaluated, FeasibleNodes: 1}, nil
+	}
+	totals, err := s.prioritize(ctx, fwk, state, pod, feasibleNodes, &s.scores)
+	if err != nil {
+		return Result{}, err
+	}
+	best := selectHost(totals, s.rng)
+	return Result{SuggestedHost: feasibleNodes[best].Node().Name, EvaluatedNodes: evaluated, FeasibleNodes: len(feasibleNodes)}, nil
+}
+
+// findNodesThatFitPod runs PreFilter, tries the nominated node, then
+// filters a window of the (possibly narrowed) nodes.
+func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, all []*framework.NodeInfo) ([]*framework.NodeInfo, framework.Diagnosis, error) {
+	diag := framework.Diagnosis{NodeToStatus: framework.NewNodeToStatus()}
+	preRes, st, withNodes := fwk.RunPreFilterPlugins(ctx, state, pod)
+	diag.UnschedulablePlugins = withNodes
+	if !st.IsSuccess() {
+		if !st.IsRejected() {
+			return nil, diag, st.AsError()
+		}
+		// Every node gets the same status, for preemption.
+		diag.NodeToStatus.SetAbsentNodesStatus(st)
+		diag.PreFilterMsg = st.Message()
+		diag.AddPluginStatus(st)
+		return nil, diag, nil
+	}
+
+	// A node nominated by an earlier preemption is likely the only one with
+	// room: try it first.
+	if nominated := pod.Pod.NominatedNodeName; nominated != "" {
+		if ni, err := fwk.SnapshotSharedLister().NodeInfos().Get(nominated); err == nil {
+			st := fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
+			if st.IsSuccess() {
+				return []*framework.NodeInfo{ni}, diag, nil
+			}
+			if st.IsRejected() {
+				diag.NodeToStatus.Set(nominated, st)
+				diag.AddPluginStatus(st)
+			}
+		}
+	}
+
+	candidates := narrow(fwk, all, preRes, withNodes, &diag)
+	found, err := s.findNodesThatPassFilters(ctx, fwk, state, pod, &diag, candidates)
+	// Advance even on error, so every node keeps its turn.
+	processed := len(found) + diag.NodeToStatus.Len()
+	s.nextStartNodeIndex = (s.nextStartNodeIndex + processed) % len(all)
+	if err != nil {
+		return nil, diag, err
+	}
+	return found, diag, nil
+}
+
+// narrow applies a PreFilterResult: only the named nodes that exist, in
+// name order; the others count as absent with kube's status.
+func narrow(fwk *runtime.Framework, all []*framework.NodeInfo, preRes *framework.PreFilterResult, withNodes map[string]struct{}, diag *framework.Diagnosis) []*framework.NodeInfo {
+	if preRes.AllNodes() {
+		return all
+	}
+	names := runtime.SortedNames(preRes.NodeNames)
+	out := make([]*framework.NodeInfo, 0, len(names))
+	lister := fwk.SnapshotSharedLister().NodeInfos()
+	for _, n := range names {
+		if ni, err := lister.Get(n); err == nil {
+			out = append(out, ni)
+		}
+	}
+	diag.NodeToStatus.SetAbsentNodesStatus(framework.NewStatus(framework.UnschedulableAndUnresolvable,
+		fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", runtime.SortedNames(withNodes))))
+	return out
+}
+
+// numFeasibleNodesToFind is kube's adaptive window: every node below 100
+// nodes; otherwise percentage% (adaptive: 50 - nodes/125, at least 5),
+// but at least 100.
+func (s *Scheduler) numFeasibleNodesToFind(override *int32, numAllNodes int) int {
+	if numAllNodes < minFeasibleNodesToFind {
+		return numAllNodes
+	}
+	pct := int(s.percentage)
+	if override != nil {
+		pct = int(*override)
+	}
+	if pct == 0 {
+		pct = max(50-numAllNodes/125, minFeasibleNodesPercentageToFind)
+	}
+	n := numAllNodes * pct / 100
+	if n < minFeasibleNodesToFind {
+		return minFeasibleNodesToFind
+	}
+	return min(n, numAllNodes)
+}
+
+// findNodesThatPassFilters filters nodes starting at nextStartNodeIndex
+// and stops once enough feasible nodes are found. Feasible nodes come back
+// in window order; rejections go to diag.
+func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, diag *framework.Diagnosis, nodes []*framework.NodeInfo) ([]*framework.NodeInfo, error) {
+	n := len(nodes)
+	if n == 0 {
+		return nil, nil
+	}
+	numToFind := s.numFeasibleNodesToFind(fwk.PercentageOfNodesToScore(), n)
+	if !fwk.HasScorePlugins() {
+		// Without scoring any feasible node is as good as another.
+		numToFind = 1
+	}
+	start := s.nextStartNodeIndex
+	s.feasible = s.feasible[:0]
+	if !fwk.HasFilterPlugins() {
+		for i := range numToFind {
+			s.feasible = append(s.feasible, nodes[(start+i)%n])
+		}
+		return s.feasible, nil
+	}
+
+	if cap(s.results) < n {
+		s.results = make([]nodeResult, n)
+	}
+	results := s.results[:n]
+	var found atomic.Int64
+	// filtered is one past the furthest window position filtered, so the
+	// walk below stays within what was touched.
+	var filtered atomic.Int64
+	var firstErr atomic.Pointer[framework.Status]
+	limit := int64(numToFind)
+	// Workers claim chunks in window order and finish every chunk they
+	// claim, so the nodes filtered always include a prefix of the window
+	// holding the first numToFind feasible nodes. Keeping exactly that
+	// prefix makes the outcome independent of the parallelism.
+	fwk.Parallelizer().UntilStopped(ctx, n, func(i int) bool {
+		if firstErr.Load() != nil {
+			return true
+		}
+		for end := int64(i + 1); ; {
+			if cur := filtered.Load(); cur >= end || filtered.CompareAndSwap(cur, end) {
+				break
+			}
+		}
+		st := fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodes[(start+i)%n])
+		switch {
+		case st.IsSuccess():
+			results[i].state = feasible
+			return found.Add(1) >= limit
+		case st.Code() == framework.Error:
+			firstErr.CompareAndSwap(nil, st)
+			return true
+		default:
+			results[i] = nodeResult{status: st, state: rejected}
+			return false
+		}
+	})
+	for i := range results[:filtered.Load()] {
+		r := &results[i]
+		if len(s.feasible) < numToFind {
+			switch r.state {
+			case feasible:
+				s.feasible = append(s.feasible, nodes[(start+i)%n])
+			case rejected:
+				diag.NodeToStatus.Set(nodes[(start+i)%n].Node().Name, r.status)
+				diag.AddPluginStatus(r.status)
+			}
+		}
+		*r = nodeResult{}
+	}
+	if st := firstErr.Load(); st != nil {
+		return s.feasible, st.AsError()
+	}
+	return s.feasible, nil
+}
+
+// prioritize runs PreScore and Score and returns the weighted totals, in
+// the order of nodes. Without Score plugins every node scores 1.
+func (s *Scheduler) prioritize(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo, out *framework.NodeScores) ([]int64, error) {
+	if !fwk.HasScorePlugins() {
+		out.Reset(0, nodes)
+		for i := range out.Totals {
+			out.Totals[i] = 1
+		}
+		return out.Totals, nil
+	}
+	if st := fwk.RunPreScorePlugins(ctx, state, pod, nodes); !st.IsSuccess() {
+		return nil, st.AsError()
+	}
+	if st := fwk.RunScorePlugins(ctx, state, pod, nodes, out); !st.IsSuccess() {
+		return nil, st.AsError()
+	}
+	return out.Totals, nil
+}
+
+// selectHost returns the index of the highest total; ties are broken
+// uniformly at random by reservoir sampling, one draw per tie met.
+func selectHost(totals []int64, rng *rand.Rand) int {
+	best, ties := 0, 1
+	for i := 1; i < len(totals); i++ {
+		switch {
+		case totals[i] > totals[best]:
+			best, ties = i, 1
+		case totals[i] == totals[best]:
+			ties++
+			if rng.IntN(ties) == 0 {
+				best = i
+			}
+		}
+	}
+	return best
+}

@@ -1,0 +1,158 @@
+// Package balancedallocation favours nodes whose resources would be used
+// evenly after placing the pod.
+package balancedallocation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/berth-io/berth/scheduler/framework"
+	"github.com/berth-io/berth/scheduler/plugins/helper"
+	"github.com/berth-io/berth/scheduler/plugins/names"
+)
+
+// Name is the plugin's name.
+const Name = names.NodeResourcesBalancedAllocation
+
+const preScoreStateKey framework.StateKey = "PreScore" + Name
+
+// Args configures the plugin. The zero value is kube's default: cpu and
+// memory, weight 1 (weights are accepted but, as in kube, unused).
+type Args struct {
+	Resources []helper.ResourceSpec
+}
+
+// BalancedAllocation scores (1 - standard deviation of the used
+// fractions) * 100, with requests counted as declared (no defaults).
+// Kube: pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go.
+type BalancedAllocation struct {
+	resources []helper.ResourceSpec
+}
+
+var (
+	_ framework.PreScorePlugin = (*BalancedAllocation)(nil)
+	_ framework.ScorePlugin    = (*BalancedAllocation)(nil)
+)
+
+// New builds the plugin from *Args, Args or nil (defaults).
+func New(_ context.Context, args any, _ framework.Handle) (framework.Plugin, error) {
+	var a Args
+	switch v := args.(type) {
+	case nil:
+	case *Args:
+		if v != nil {
+			a = *v
+		}
+	case Args:
+		a = v
+	default:
+		return nil, fmt.Errorf("%s: want args of type *Args, got %T", Name, args)
+	}
+	if len(a.Resources) == 0 {
+		a.Resources = helper.DefaultResources()
+	}
+	seen := map[string]bool{}
+	var errs []error
+	for _, r := range a.Resources {
+		if r.Weight != 0 && (r.Weight < 1 || r.Weight > 100) {
+			errs = append(errs, fmt.Errorf("resources: weight of %q is %d, not in [1, 100]", r.Name, r.Weight))
+		}
+		if seen[r.Name] {
+			errs = append(errs, fmt.Errorf("resources: %q listed twice", r.Name))
+		}
+		seen[r.Name] = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return &BalancedAllocation{resources: append([]helper.ResourceSpec(nil), a.Resources...)}, nil
+}
+
+// Name implements framework.Plugin.
+func (*BalancedAllocation) Name() string { return Name }
+
+type preScoreState struct {
+	podRequests []int64
+}
+
+func (s *preScoreState) Clone() framework.StateData { return s }
+
+// PreScore implements framework.PreScorePlugin. A pod requesting none of
+// the resources is skipped: otherwise every such pod would crowd onto the
+// same "most balanced" node (kube issue 129138).
+func (ba *BalancedAllocation) PreScore(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, _ []*framework.NodeInfo) *framework.Status {
+	reqs := helper.PodRequests(pod, ba.resources, true, nil)
+	if isBestEffort(reqs) {
+		return framework.NewStatus(framework.Skip)
+	}
+	state.Write(preScoreStateKey, &preScoreState{podRequests: reqs})
+	return nil
+}
+
+func isBestEffort(reqs []int64) bool {
+	for _, r := range reqs {
+		if r != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+const maxInlineResources = 8
+
+// Score implements framework.ScorePlugin.
+func (ba *BalancedAllocation) Score(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, nodeInfo *framework.NodeInfo) (int64, *framework.Status) {
+	s, err := framework.ReadState[*preScoreState](state, preScoreStateKey)
+	var reqs []int64
+	if err == nil {
+		reqs = s.podRequests
+	} else {
+		// As kube: without PreScore, compute here, and give best-effort
+		// pods 0.
+		reqs = helper.PodRequests(pod, ba.resources, true, nil)
+		if isBestEffort(reqs) {
+			return 0, nil
+		}
+	}
+	var buf [maxInlineResources]float64
+	fractions := buf[:0]
+	if len(ba.resources) > maxInlineResources {
+		fractions = make([]float64, 0, len(ba.resources))
+	}
+	for i, r := range ba.resources {
+		alloc, req := helper.AllocatableRequested(nodeInfo, r.Name, reqs[i], true)
+		if alloc == 0 {
+			continue
+		}
+		fractions = append(fractions, min(float64(req)/float64(alloc), 1))
+	}
+	return balancedScore(fractions), nil
+}
+
+// balancedScore is int64((1 - std) * 100), truncated; std of two
+// fractions is |f1-f2|/2, of more the population standard deviation, of
+// fewer 0.
+func balancedScore(fractions []float64) int64 {
+	var std float64
+	switch n := len(fractions); {
+	case n == 2:
+		std = math.Abs((fractions[0] - fractions[1]) / 2)
+	case n > 2:
+		var total float64
+		for _, f := range fractions {
+			total += f
+		}
+		mean := total / float64(n)
+		var sum float64
+		for _, f := range fractions {
+			sum += (f - mean) * (f - mean)
+		}
+		std = math.Sqrt(sum / float64(n))
+	}
+	return int64((1 - std) * float64(framework.MaxNodeScore))
+}
+
+// ScoreExtensions implements framework.ScorePlugin: scores are final.
+func (*BalancedAllocation) ScoreExtensions() framework.ScoreExtensions { return nil }

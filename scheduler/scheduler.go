@@ -1,0 +1,311 @@
+// Package scheduler runs Berth's scheduling core: one shared cache, and S
+// shards, each with its own queue, snapshot and loop. It knows nothing of
+// gRPC or etcd; events come in through the methods below and decisions go
+// out through a Committer.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"runtime"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/berth-io/berth/scheduler/cache"
+	"github.com/berth-io/berth/scheduler/framework"
+	fwruntime "github.com/berth-io/berth/scheduler/framework/runtime"
+	"github.com/berth-io/berth/scheduler/plugins"
+)
+
+// ErrConflict is what a Committer returns (wrapped) when the pod changed or
+// vanished since the revision the decision was based on. The watch will
+// bring the new state, so the pod is not retried from the stale copy.
+var ErrConflict = errors.New("scheduler: pod changed since it was read")
+
+// Committer makes decisions durable. Bind must return only once the
+// binding is stored; it is called from many goroutines at once, which lets
+// an implementation share one storage write among many bindings.
+type Committer interface {
+	framework.Binder
+	// RecordUnschedulable stores why the pod found no node. Best effort: a
+	// lost write only delays the message a user sees.
+	RecordUnschedulable(ctx context.Context, pod *framework.Pod, fitErr *framework.FitError) error
+}
+
+// Config configures a Scheduler. Zero fields take the defaults noted.
+type Config struct {
+	// Shards is the number of shard loops; default GOMAXPROCS.
+	Shards int
+	// PercentageOfNodesToScore: 0 means kube-scheduler's adaptive default.
+	PercentageOfNodesToScore int32
+	// Profiles by scheduler name; default one kube-scheduler default
+	// profile named DefaultProfileName.
+	Profiles []*fwruntime.Profile
+	// Registry of plugins; default plugins.NewInTreeRegistry().
+	Registry framework.Registry
+	// Parallelism of Filter and Score within one cycle; default 1, since
+	// the shards already keep every core busy.
+	Parallelism int
+	// BindTimeout bounds one binding cycle; default 30s.
+	BindTimeout time.Duration
+	Logger      *zap.Logger
+	Metrics     *Metrics
+}
+
+// DefaultProfileName is the profile pods with no scheduler_name use.
+const DefaultProfileName = "default-scheduler"
+
+// Scheduler is one replica's scheduling core.
+type Scheduler struct {
+	cfg       Config
+	logger    *zap.Logger
+	metrics   *Metrics
+	committer Committer
+	cache     *cache.Cache
+	shards    []*shard
+
+	// mu guards nodes, the latest node objects (old values for events).
+	mu    sync.Mutex
+	nodes map[string]*framework.Node
+
+	// binding counts binding cycles and status writes in flight, so Stop
+	// can wait for them.
+	binding sync.WaitGroup
+}
+
+// New builds a Scheduler; Run starts it.
+func New(ctx context.Context, cfg Config, committer Committer) (*Scheduler, error) {
+	if cfg.Shards <= 0 {
+		cfg.Shards = runtime.GOMAXPROCS(0)
+	}
+	if cfg.Parallelism <= 0 {
+		cfg.Parallelism = 1
+	}
+	if cfg.BindTimeout <= 0 {
+		cfg.BindTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = plugins.NewInTreeRegistry()
+	}
+	if len(cfg.Profiles) == 0 {
+		p := fwruntime.DefaultProfile()
+		p.SchedulerName = DefaultProfileName
+		cfg.Profiles = []*fwruntime.Profile{p}
+	}
+	s := &Scheduler{
+		cfg:       cfg,
+		logger:    cfg.Logger,
+		metrics:   cfg.Metrics,
+		committer: committer,
+		cache:     cache.New(),
+		nodes:     map[string]*framework.Node{},
+	}
+	for i := 0; i < cfg.Shards; i++ {
+		sh, err := newShard(ctx, s, i)
+		if err != nil {
+			return nil, fmt.Errorf("scheduler: shard %d: %w", i, err)
+		}
+		s.shards = append(s.shards, sh)
+	}
+	return s, nil
+}
+
+// Run runs every shard loop until ctx ends, then waits for binding cycles
+// already started to finish, so no commit is abandoned halfway.
+func (s *Scheduler) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, sh := range s.shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sh.run(ctx)
+		}()
+	}
+	wg.Wait()
+	s.binding.Wait()
+}
+
+// shardFor maps a pod to its shard. Members of a pod group share a shard so
+// one loop sees the whole gang.
+func (s *Scheduler) shardFor(p *framework.Pod) *shard {
+	key := p.Key()
+	if p.PodGroup != "" {
+		key = p.Namespace + "/" + p.PodGroup + "/group"
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return s.shards[h.Sum32()%uint32(len(s.shards))]
+}
+
+// NodeInfo returns a copy of what the cache knows of a node.
+func (s *Scheduler) NodeInfo(name string) (*framework.NodeInfo, bool) {
+	return s.cache.NodeInfo(name)
+}
+
+// UpsertNode adds or replaces a node and wakes the pods it may help.
+func (s *Scheduler) UpsertNode(n *framework.Node) {
+	s.mu.Lock()
+	old := s.nodes[n.Name]
+	s.nodes[n.Name] = n
+	s.mu.Unlock()
+	s.cache.AddNode(n)
+	ev := framework.ClusterEvent{Resource: framework.EventResourceNode, ActionType: framework.ActionAdd, Label: "NodeAdd"}
+	if old != nil {
+		ev = framework.ClusterEvent{Resource: framework.EventResourceNode, ActionType: nodeChange(old, n), Label: "NodeUpdate"}
+		if ev.ActionType == 0 {
+			return
+		}
+	}
+	s.metrics.event(ev.Label)
+	s.broadcast(ev, old, n)
+}
+
+// nodeChange classifies a node update so only the pods whose failing
+// plugins care about it are retried.
+func nodeChange(old, n *framework.Node) framework.ActionType {
+	var a framework.ActionType
+	if !equalResources(old.Allocatable, n.Allocatable) {
+		a |= framework.ActionUpdateNodeAllocatable
+	}
+	if !equalStrings(old.Labels, n.Labels) {
+		a |= framework.ActionUpdateNodeLabel
+	}
+	if !equalTaints(old.Taints, n.Taints) || old.Unschedulable != n.Unschedulable {
+		a |= framework.ActionUpdateNodeTaint
+	}
+	if len(old.Images) != len(n.Images) {
+		a |= framework.ActionUpdateNodeCondition
+	}
+	return a
+}
+
+// DeleteNode forgets a node. Pods bound to it stay charged until deleted.
+func (s *Scheduler) DeleteNode(name string) {
+	s.mu.Lock()
+	old := s.nodes[name]
+	delete(s.nodes, name)
+	s.mu.Unlock()
+	s.cache.RemoveNode(name)
+	ev := framework.ClusterEvent{Resource: framework.EventResourceNode, ActionType: framework.ActionDelete, Label: "NodeDelete"}
+	s.metrics.event(ev.Label)
+	s.broadcast(ev, old, nil)
+}
+
+// UpsertPod applies the latest stored state of a pod.
+func (s *Scheduler) UpsertPod(p *framework.Pod) {
+	switch {
+	case p.Phase.Terminal():
+		s.DeletePod(p)
+	case p.NodeName != "":
+		s.podBound(p)
+	default:
+		s.shardFor(p).upsertPending(p)
+	}
+}
+
+// podBound records a pod placed on a node: confirms our own assumption or
+// charges a pod bound elsewhere (another replica, or declared running).
+func (s *Scheduler) podBound(p *framework.Pod) {
+	s.shardFor(p).forgetPending(p)
+	if old, ok := s.cache.GetPod(p.Key()); ok && !s.cache.IsAssumed(p.Key()) {
+		if err := s.cache.UpdatePod(old, p); err != nil {
+			s.logger.Warn("cache update of bound pod failed", zap.String("pod", p.Key()), zap.Error(err))
+		}
+		return
+	}
+	if err := s.cache.AddPod(p); err != nil {
+		s.logger.Warn("cache add of bound pod failed", zap.String("pod", p.Key()), zap.Error(err))
+	}
+	s.metrics.event("PodBound")
+}
+
+// DeletePod removes a pod, from the queue or from its node, and wakes the
+// pods its room may help.
+func (s *Scheduler) DeletePod(p *framework.Pod) {
+	s.shardFor(p).forgetPending(p)
+	cached, ok := s.cache.GetPod(p.Key())
+	if !ok || (p.UID != "" && cached.UID != p.UID) {
+		return
+	}
+	if err := s.cache.RemovePod(cached); err != nil {
+		s.logger.Warn("cache remove failed", zap.String("pod", p.Key()), zap.Error(err))
+		return
+	}
+	ev := framework.ClusterEvent{Resource: framework.EventResourceAssigned, ActionType: framework.ActionDelete, Label: "AssignedPodDelete"}
+	s.metrics.event(ev.Label)
+	s.broadcast(ev, cached, nil)
+}
+
+// Reset replaces everything the scheduler knows with a fresh listing, as
+// after a restart or a watch that fell behind compaction.
+func (s *Scheduler) Reset(nodes []*framework.Node, pods []*framework.Pod) {
+	s.mu.Lock()
+	stale := s.nodes
+	s.nodes = map[string]*framework.Node{}
+	s.mu.Unlock()
+	live := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		live[n.Name] = true
+	}
+	for name := range stale {
+		if !live[name] {
+			s.DeleteNode(name)
+		}
+	}
+	for _, n := range nodes {
+		s.UpsertNode(n)
+	}
+	for _, p := range pods {
+		s.UpsertPod(p)
+	}
+	s.logger.Info("scheduler state loaded", zap.Int("nodes", len(nodes)), zap.Int("pods", len(pods)))
+}
+
+func (s *Scheduler) broadcast(ev framework.ClusterEvent, oldObj, newObj any) {
+	for _, sh := range s.shards {
+		sh.queue.MoveAllToActiveOrBackoffQueue(ev, oldObj, newObj, nil)
+	}
+}
+
+func equalResources(a, b framework.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func equalStrings(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func equalTaints(a, b []framework.Taint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,316 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/berth-io/berth/scheduler/algorithm"
+	"github.com/berth-io/berth/scheduler/cache"
+	"github.com/berth-io/berth/scheduler/framework"
+	fwruntime "github.com/berth-io/berth/scheduler/framework/runtime"
+	"github.com/berth-io/berth/scheduler/queue"
+)
+
+// shard is one scheduling loop with its own queue and snapshot. Pods are
+// spread over shards by hash, so shards never schedule the same pod; they
+// share only the cache, whose AssumePod re-check settles races for room.
+type shard struct {
+	id         int
+	s          *Scheduler
+	queue      *queue.PriorityQueue
+	snapshot   *cache.Snapshot
+	algo       *algorithm.Scheduler
+	frameworks map[string]*fwruntime.Framework
+
+	// mu guards pending and inFlight. Lock order: mu, then the queue's lock.
+	mu sync.Mutex
+	// pending holds the latest stored record of every unbound pod of this
+	// shard: the truth the queue is derived from.
+	pending map[string]*framework.Pod
+	// inFlight holds pods popped and not yet settled (scheduling or binding).
+	inFlight map[string]*framework.Pod
+}
+
+func newShard(ctx context.Context, s *Scheduler, id int) (*shard, error) {
+	sh := &shard{
+		id:         id,
+		s:          s,
+		snapshot:   cache.NewEmptySnapshot(),
+		algo:       algorithm.New(s.cfg.PercentageOfNodesToScore),
+		frameworks: map[string]*fwruntime.Framework{},
+		pending:    map[string]*framework.Pod{},
+		inFlight:   map[string]*framework.Pod{},
+	}
+	var first *fwruntime.Framework
+	for _, prof := range s.cfg.Profiles {
+		fwk, err := fwruntime.NewFramework(ctx, s.cfg.Registry, prof,
+			fwruntime.WithSnapshotSharedLister(sh.snapshot),
+			fwruntime.WithBinder(s.committer),
+			fwruntime.WithParallelism(s.cfg.Parallelism),
+		)
+		if err != nil {
+			return nil, err
+		}
+		if first == nil {
+			first = fwk
+		}
+		sh.frameworks[prof.SchedulerName] = fwk
+	}
+	sh.queue = queue.New(first.QueueSortFunc(),
+		queue.WithQueueingHints(first.EventsToRegister()),
+		queue.WithPreEnqueue(first.PreEnqueueCheck),
+	)
+	return sh, nil
+}
+
+func (sh *shard) frameworkFor(p *framework.Pod) *fwruntime.Framework {
+	name := p.SchedulerName
+	if name == "" {
+		name = DefaultProfileName
+	}
+	return sh.frameworks[name]
+}
+
+// upsertPending records the latest state of an unbound pod and queues it,
+// unless it is being scheduled right now: then the attempt's end decides.
+func (sh *shard) upsertPending(p *framework.Pod) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	old := sh.pending[p.Key()]
+	sh.pending[p.Key()] = p
+	if _, busy := sh.inFlight[p.Key()]; busy {
+		return
+	}
+	if old == nil {
+		sh.queue.Add(p)
+		return
+	}
+	sh.queue.Update(old, p)
+}
+
+// forgetPending drops a pod that was deleted or bound.
+func (sh *shard) forgetPending(p *framework.Pod) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	old, ok := sh.pending[p.Key()]
+	if !ok {
+		return
+	}
+	delete(sh.pending, p.Key())
+	if _, busy := sh.inFlight[p.Key()]; !busy {
+		sh.queue.Delete(old)
+	}
+}
+
+func (sh *shard) run(ctx context.Context) {
+	go sh.queue.Run(ctx)
+	stop := context.AfterFunc(ctx, sh.queue.Close)
+	defer stop()
+	for {
+		qpi, err := sh.queue.Pop(ctx)
+		if err != nil {
+			return
+		}
+		sh.scheduleOne(ctx, qpi)
+	}
+}
+
+// scheduleOne runs the scheduling cycle for one pod and, if a node was
+// found, starts its binding cycle without waiting for the commit: the loop
+// moves on while many commits share storage writes.
+func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) {
+	pod := qpi.Pod
+	key := pod.Key()
+	sh.mu.Lock()
+	if latest, ok := sh.pending[key]; !ok || latest.UID != pod.UID {
+		// Deleted or replaced while queued.
+		sh.mu.Unlock()
+		sh.queue.Done(key)
+		return
+	} else if latest != pod {
+		qpi.PodInfo = withPod(qpi.PodInfo, latest)
+		pod = latest
+	}
+	sh.inFlight[key] = pod
+	sh.mu.Unlock()
+
+	start := time.Now()
+	fwk := sh.frameworkFor(pod)
+	if fwk == nil {
+		sh.failed(ctx, qpi, &framework.FitError{Pod: pod, Diagnosis: framework.Diagnosis{
+			PreFilterMsg: "no scheduling profile named " + pod.SchedulerName,
+		}})
+		sh.s.metrics.attempt("unschedulable", time.Since(start).Seconds())
+		return
+	}
+	if err := sh.s.cache.UpdateSnapshot(sh.snapshot); err != nil {
+		sh.s.logger.Error("snapshot update failed", zap.Error(err))
+		sh.retryLater(qpi)
+		return
+	}
+	state := framework.NewCycleState()
+	result, err := sh.algo.Schedule(ctx, fwk, state, qpi.PodInfo)
+	if err != nil {
+		var fitErr *framework.FitError
+		if errors.As(err, &fitErr) {
+			sh.s.metrics.attempt("unschedulable", time.Since(start).Seconds())
+			sh.failed(ctx, qpi, fitErr)
+			return
+		}
+		sh.s.metrics.attempt("error", time.Since(start).Seconds())
+		sh.s.logger.Error("scheduling attempt failed", zap.String("pod", key), zap.Error(err))
+		sh.retryLater(qpi)
+		return
+	}
+
+	assumed := *pod
+	assumed.NodeName = result.SuggestedHost
+	assumedInfo := withPod(qpi.PodInfo, &assumed)
+	if err := sh.s.cache.AssumePod(assumedInfo); err != nil {
+		// Another shard filled the node after our snapshot: try again now,
+		// against a fresher snapshot, with no backoff.
+		sh.s.metrics.conflict()
+		sh.settle(key, func() { sh.queue.Requeue(qpi) })
+		return
+	}
+	if st := fwk.RunReservePluginsReserve(ctx, state, &assumed, result.SuggestedHost); !st.IsSuccess() {
+		fwk.RunReservePluginsUnreserve(ctx, state, &assumed, result.SuggestedHost)
+		sh.forget(&assumed)
+		sh.s.metrics.attempt("error", time.Since(start).Seconds())
+		sh.retryLater(qpi)
+		return
+	}
+	if st := fwk.RunPermitPlugins(ctx, state, &assumed, result.SuggestedHost); !st.IsSuccess() && !st.IsWait() {
+		fwk.RunReservePluginsUnreserve(ctx, state, &assumed, result.SuggestedHost)
+		sh.forget(&assumed)
+		sh.s.metrics.attempt("unschedulable", time.Since(start).Seconds())
+		sh.retryLater(qpi)
+		return
+	}
+	sh.s.metrics.attempt("scheduled", time.Since(start).Seconds())
+
+	sh.s.binding.Add(1)
+	go func() {
+		defer sh.s.binding.Done()
+		sh.bind(fwk, state, qpi, &assumed)
+	}()
+}
+
+// bind runs the binding cycle. It uses its own context: a shutdown must
+// not abandon a commit halfway, and Run waits for these to end.
+func (sh *shard) bind(fwk *fwruntime.Framework, state *framework.CycleState, qpi *framework.QueuedPodInfo, assumed *framework.Pod) {
+	ctx, cancel := context.WithTimeout(context.Background(), sh.s.cfg.BindTimeout)
+	defer cancel()
+	start := time.Now()
+	node := assumed.NodeName
+	st := fwk.WaitOnPermit(ctx, assumed)
+	if st.IsSuccess() {
+		st = fwk.RunPreBindPlugins(ctx, state, assumed, node)
+	}
+	if st.IsSuccess() {
+		st = fwk.RunBindPlugins(ctx, state, assumed, node)
+	}
+	if !st.IsSuccess() {
+		fwk.RunReservePluginsUnreserve(ctx, state, assumed, node)
+		sh.forget(assumed)
+		if errors.Is(st.AsError(), ErrConflict) {
+			// The stored pod changed under us; the watch brings its new
+			// state, and settle queues that if it is still pending.
+			sh.s.metrics.bindError("conflict")
+			sh.settle(assumed.Key(), nil)
+			return
+		}
+		sh.s.metrics.bindError("error")
+		sh.s.logger.Warn("binding failed", zap.String("pod", assumed.Key()), zap.String("node", node), zap.Error(st.AsError()))
+		sh.retryLater(qpi)
+		return
+	}
+	if err := sh.s.cache.FinishBinding(assumed); err != nil {
+		sh.s.logger.Warn("finish binding", zap.String("pod", assumed.Key()), zap.Error(err))
+	}
+	fwk.RunPostBindPlugins(ctx, state, assumed, node)
+	e2e := time.Since(qpi.Timestamp)
+	if qpi.InitialAttemptTimestamp != nil {
+		e2e = time.Since(*qpi.InitialAttemptTimestamp)
+	}
+	sh.s.metrics.bound(time.Since(start).Seconds(), e2e.Seconds())
+	sh.settle(assumed.Key(), nil)
+}
+
+func (sh *shard) forget(assumed *framework.Pod) {
+	if err := sh.s.cache.ForgetPod(assumed); err != nil {
+		sh.s.logger.Warn("forget assumed pod", zap.String("pod", assumed.Key()), zap.Error(err))
+	}
+}
+
+// failed parks a pod that fits nowhere and records why, once per distinct
+// diagnosis.
+func (sh *shard) failed(ctx context.Context, qpi *framework.QueuedPodInfo, fitErr *framework.FitError) {
+	qpi.UnschedulablePlugins = fitErr.Diagnosis.UnschedulablePlugins
+	qpi.PendingPlugins = fitErr.Diagnosis.PendingPlugins
+	pod := qpi.Pod
+	if msg := fitErr.Error(); msg != pod.StatusMessage || pod.Phase != framework.PodUnschedulable {
+		sh.s.binding.Add(1)
+		go func() {
+			defer sh.s.binding.Done()
+			wctx, cancel := context.WithTimeout(context.Background(), sh.s.cfg.BindTimeout)
+			defer cancel()
+			if err := sh.s.committer.RecordUnschedulable(wctx, pod, fitErr); err != nil {
+				sh.s.metrics.statusWrite("error")
+				return
+			}
+			sh.s.metrics.statusWrite("ok")
+		}()
+	}
+	sh.settle(pod.Key(), func() {
+		if err := sh.queue.AddUnschedulableIfNotPresent(qpi); err != nil {
+			sh.s.logger.Warn("requeue unschedulable pod", zap.String("pod", pod.Key()), zap.Error(err))
+		}
+	})
+}
+
+// retryLater sends a pod that failed for a transient reason to backoff.
+func (sh *shard) retryLater(qpi *framework.QueuedPodInfo) {
+	qpi.UnschedulablePlugins = nil
+	qpi.PendingPlugins = nil
+	sh.settle(qpi.Pod.Key(), func() {
+		if err := sh.queue.AddUnschedulableIfNotPresent(qpi); err != nil {
+			sh.s.logger.Warn("requeue pod", zap.String("pod", qpi.Pod.Key()), zap.Error(err))
+		}
+	})
+}
+
+// settle ends a pod's attempt. If the stored pod changed meanwhile (deleted,
+// replaced, or a newer record), that newer truth wins over requeue; a pod
+// neither pending nor bound any more is simply dropped.
+func (sh *shard) settle(key string, requeue func()) {
+	sh.mu.Lock()
+	attempted := sh.inFlight[key]
+	delete(sh.inFlight, key)
+	latest, pending := sh.pending[key]
+	switch {
+	case !pending:
+		// Bound (by this attempt or otherwise) or deleted.
+	case attempted == nil || latest.UID != attempted.UID:
+		sh.queue.Add(latest)
+	case requeue != nil:
+		requeue()
+	case latest != attempted:
+		// A bind conflict whose cause the watch already delivered.
+		sh.queue.Add(latest)
+	}
+	sh.mu.Unlock()
+	sh.queue.Done(key)
+}
+
+// withPod returns a copy of pi describing p, keeping the precomputed parts:
+// only the pod's node or stored revision differ.
+func withPod(pi *framework.PodInfo, p *framework.Pod) *framework.PodInfo {
+	c := *pi
+	c.Pod = p
+	return &c
+}
