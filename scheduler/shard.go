@@ -229,7 +229,8 @@ func (sh *shard) bind(fwk *fwruntime.Framework, state *framework.CycleState, qpi
 		sh.retryLater(qpi)
 		return
 	}
-	if err := sh.s.cache.FinishBinding(assumed); err != nil {
+	// The watch may already have confirmed the binding: not an error.
+	if err := sh.s.cache.FinishBinding(assumed); err != nil && !errors.Is(err, cache.ErrNotAssumed) {
 		sh.s.logger.Warn("finish binding", zap.String("pod", assumed.Key()), zap.Error(err))
 	}
 	fwk.RunPostBindPlugins(ctx, state, assumed, node)

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// readFile opens path, or stdin for "-".
+func readFile(path string, stdin io.Reader) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(path)
+}
+
+// decodeMessages reads messages of one type from JSON or YAML. The input
+// may hold one object, a list of objects, several YAML documents, or a
+// stream of JSON values (e.g. one object per line); lists and single objects
+// mix freely. Field names are the proto JSON names (lowerCamel, or the
+// original snake_case), enums their proto names, as protojson accepts them.
+func decodeMessages[T proto.Message](data []byte, newMsg func() T) ([]T, error) {
+	var docs []any
+	var err error
+	if looksLikeJSON(data) {
+		docs, err = jsonDocuments(data)
+	} else {
+		docs, err = yamlDocuments(data)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	for i, doc := range docs {
+		items := []any{doc}
+		if list, ok := doc.([]any); ok {
+			items = list
+		}
+		for j, item := range items {
+			raw, err := json.Marshal(item)
+			if err != nil {
+				return nil, fmt.Errorf("document %d, item %d: %w", i+1, j+1, err)
+			}
+			m := newMsg()
+			if err := protojson.Unmarshal(raw, m); err != nil {
+				return nil, fmt.Errorf("document %d, item %d: %w", i+1, j+1, err)
+			}
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no objects found")
+	}
+	return out, nil
+}
+
+// looksLikeJSON is true when the input starts with '{' or '['. Such input is
+// read as JSON because YAML rejects some valid JSON (tab indentation).
+func looksLikeJSON(data []byte) bool {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	return len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[')
+}
+
+func jsonDocuments(data []byte) ([]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // keep int64 values exact
+	var docs []any
+	for {
+		var v any
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", len(docs)+1, err)
+		}
+		docs = append(docs, v)
+	}
+}
+
+func yamlDocuments(data []byte) ([]any, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []any
+	for n := 1; ; n++ {
+		var v any
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", n, err)
+		}
+		if v == nil {
+			continue // an empty document, e.g. a trailing "---"
+		}
+		docs = append(docs, jsonCompatible(v))
+	}
+}
+
+// jsonCompatible rewrites what YAML decodes into values encoding/json can
+// marshal: mappings with non-string keys (such as a label "1: x") become
+// string-keyed.
+func jsonCompatible(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = jsonCompatible(e)
+		}
+	case map[any]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[fmt.Sprint(k)] = jsonCompatible(e)
+		}
+		return m
+	case []any:
+		for i, e := range v {
+			v[i] = jsonCompatible(e)
+		}
+	}
+	return v
+}

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+)
+
+// nodeSpecFlags are the flags that describe a node for "node add".
+type nodeSpecFlags struct {
+	cpu, memory, ephemeralStorage, pods string
+	labels, taints, resources           listFlag
+	unschedulable                       bool
+}
+
+// nodeSpecFlagNames are the flags that conflict with -f.
+var nodeSpecFlagNames = []string{"cpu", "memory", "ephemeral-storage", "pods", "label", "taint", "resource", "unschedulable"}
+
+func (f *nodeSpecFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.cpu, "cpu", "", "allocatable cpu: cores (\"4\") or millicores (\"3500m\")")
+	fs.StringVar(&f.memory, "memory", "", "allocatable memory, e.g. 8Gi")
+	fs.StringVar(&f.ephemeralStorage, "ephemeral-storage", "", "allocatable ephemeral storage, e.g. 100Gi")
+	fs.StringVar(&f.pods, "pods", "110", "most pods the node runs")
+	fs.Var(&f.labels, "label", "label `key=value` (repeatable)")
+	fs.Var(&f.taints, "taint", "taint `key=value:Effect` or key:Effect, Effect one of NoSchedule, PreferNoSchedule, NoExecute (repeatable)")
+	fs.Var(&f.resources, "resource", "extended resource `name=quantity`, e.g. example.com/gpu=2 (repeatable)")
+	fs.BoolVar(&f.unschedulable, "unschedulable", false, "place no new pods on the node (cordon)")
+}
+
+// build turns the flags into the node to store.
+func (f *nodeSpecFlags) build(name string) (*berthv1.Node, error) {
+	n := &berthv1.Node{Name: name, Unschedulable: f.unschedulable, Allocatable: map[string]int64{}}
+	for _, q := range []struct{ resource, value string }{
+		{"cpu", f.cpu}, {"memory", f.memory}, {"ephemeral-storage", f.ephemeralStorage}, {"pods", f.pods},
+	} {
+		if q.value == "" {
+			continue
+		}
+		v, err := parseQuantity(q.resource, q.value)
+		if err != nil {
+			return nil, usageError{err.Error()}
+		}
+		n.Allocatable[q.resource] = v
+	}
+	if err := parseResources(f.resources, n.Allocatable); err != nil {
+		return nil, usageError{err.Error()}
+	}
+	labels, err := parseKeyValues("label", f.labels)
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	n.Labels = labels
+	for _, s := range f.taints {
+		t, err := parseTaint(s)
+		if err != nil {
+			return nil, usageError{err.Error()}
+		}
+		n.Taints = append(n.Taints, t)
+	}
+	return n, nil
+}
+
+func (c *cli) nodeAdd(fs *flag.FlagSet) runFunc {
+	var spec nodeSpecFlags
+	spec.register(fs)
+	file := fs.String("f", "", "read nodes from `FILE`: a YAML or JSON berth.v1.Node, a list, or several YAML documents (- for stdin)")
+	return func(ctx context.Context, args []string) error {
+		p, err := c.printer()
+		if err != nil {
+			return err
+		}
+		var nodes []*berthv1.Node
+		if *file != "" {
+			if err := wantArgs(args); err != nil {
+				return err
+			}
+			if err := conflictsWithFile(fs, nodeSpecFlagNames); err != nil {
+				return err
+			}
+			data, err := readFile(*file, c.stdin)
+			if err != nil {
+				return err
+			}
+			if nodes, err = decodeMessages(data, func() *berthv1.Node { return new(berthv1.Node) }); err != nil {
+				return fmt.Errorf("%s: %w", *file, err)
+			}
+		} else {
+			if err := wantArgs(args, "NAME"); err != nil {
+				return err
+			}
+			n, err := spec.build(args[0])
+			if err != nil {
+				return err
+			}
+			nodes = []*berthv1.Node{n}
+		}
+
+		client, err := c.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		var done []*berthv1.UpsertNodeResponse
+		var upsertErr error
+		for i, n := range nodes {
+			stored, rev, err := client.UpsertNode(ctx, n)
+			if err != nil {
+				upsertErr = err
+				if len(nodes) > 1 { // say which one failed
+					upsertErr = fmt.Errorf("node %d of %d (%q): %w", i+1, len(nodes), n.GetName(), err)
+				}
+				break
+			}
+			if !p.structured() {
+				fmt.Fprintf(c.stdout, "node/%s upserted (revision %d)\n", stored.GetName(), rev)
+			}
+			done = append(done, &berthv1.UpsertNodeResponse{Node: stored, Revision: rev})
+		}
+		if p.structured() && len(done) > 0 {
+			if len(nodes) == 1 {
+				err = p.object(done[0])
+			} else {
+				err = list(p, done)
+			}
+		}
+		if upsertErr != nil {
+			return upsertErr
+		}
+		return err
+	}
+}
+
+// conflictsWithFile rejects spec flags given together with -f.
+func conflictsWithFile(fs *flag.FlagSet, specFlags []string) error {
+	set := setFlags(fs)
+	for _, name := range specFlags {
+		if set[name] {
+			return usageErrorf("--%s cannot be used with -f", name)
+		}
+	}
+	return nil
+}
+
+func (c *cli) nodeList(fs *flag.FlagSet) runFunc {
+	limit := fs.Int("limit", 0, "show at most `N` nodes, 0 for all")
+	return func(ctx context.Context, args []string) error {
+		p, err := c.printer()
+		if err != nil {
+			return err
+		}
+		if err := wantArgs(args); err != nil {
+			return err
+		}
+		client, err := c.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		var nodes []*berthv1.Node
+		for n, err := range client.AllNodes(ctx) {
+			if err != nil {
+				return err
+			}
+			nodes = append(nodes, n)
+			if *limit > 0 && len(nodes) == *limit {
+				break
+			}
+		}
+		if p.structured() {
+			return list(p, nodes)
+		}
+		return nodeTable(c.stdout, nodes)
+	}
+}
+
+func (c *cli) nodeGet(fs *flag.FlagSet) runFunc {
+	return func(ctx context.Context, args []string) error {
+		p, err := c.printer()
+		if err != nil {
+			return err
+		}
+		if err := wantArgs(args, "NAME"); err != nil {
+			return err
+		}
+		client, err := c.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		node, usage, err := client.GetNode(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		if p.structured() {
+			// The response, not just the node, so the usage is kept.
+			return p.object(&berthv1.GetNodeResponse{Node: node, Usage: usage})
+		}
+		return nodeDetail(c.stdout, node, usage)
+	}
+}
+
+func (c *cli) nodeDelete(fs *flag.FlagSet) runFunc {
+	return func(ctx context.Context, args []string) error {
+		p, err := c.printer()
+		if err != nil {
+			return err
+		}
+		if err := wantArgs(args, "NAME"); err != nil {
+			return err
+		}
+		client, err := c.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		rev, err := client.DeleteNode(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		if p.structured() {
+			return p.object(&berthv1.DeleteNodeResponse{Revision: rev})
+		}
+		fmt.Fprintf(c.stdout, "node/%s deleted (revision %d)\n", args[0], rev)
+		return nil
+	}
+}

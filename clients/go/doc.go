@@ -1,0 +1,13 @@
+// Package berth is the Go client of the Berth scheduling service.
+//
+// A Client wraps one gRPC connection and offers typed methods with plain Go
+// signatures for the node and pod APIs, iterators that page through lists,
+// and WatchBindings, a watch that survives server restarts without losing or
+// repeating events. The generated clients remain reachable through
+// ClusterService, PodService and SchedulerService for anything else.
+//
+// Unary calls that fail with Unavailable or ResourceExhausted are retried
+// with exponential backoff and jitter (5 attempts by default). Every Berth
+// write is idempotent, so a retry after a lost response cannot apply a change
+// twice: see the method comments for what a retried call can report.
+package berth

@@ -1,0 +1,53 @@
+// Command berth is the Berth scheduling service (berth serve) and its
+// tools (berth bench).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `berth: a gRPC scheduling service with kube-scheduler semantics
+
+Usage:
+  berth serve [flags]   run a replica (embedded etcd unless --etcd-endpoints)
+  berth bench [flags]   measure end-to-end scheduling throughput
+  berth help            show this text
+
+Run "berth <command> -h" for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serve(ctx, args[1:], stderr)
+	case "bench":
+		err = bench(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "berth: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "berth %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/berth-io/berth/server"
+)
+
+// serveFlags binds the replica's flags to a server.Config.
+func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string, endpoints *string) {
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "gRPC listen address")
+	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "127.0.0.1:7071", `Prometheus /metrics listen address ("-" disables)`)
+	fs.StringVar(&cfg.DataDir, "data-dir", "./berth-data", "embedded etcd data directory")
+	fs.StringVar(endpoints, "etcd-endpoints", "", "comma-separated external etcd endpoints (instead of the embedded etcd)")
+	fs.StringVar(&cfg.Store.Prefix, "etcd-prefix", "/berth", "etcd key prefix")
+	fs.DurationVar(&cfg.Store.RequestTimeout, "etcd-request-timeout", 5*time.Second, "bound on each etcd request")
+	fs.IntVar(&cfg.Scheduler.Shards, "shard-loops", 0, "scheduling loops (0: one per CPU)")
+	fs.Func("percentage-of-nodes-to-score", "share of nodes to find feasible before scoring, 1-100 (default: kube-scheduler's adaptive rule)", func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 0 || n > 100 {
+			return fmt.Errorf("want 0-100, got %q", v)
+		}
+		cfg.Scheduler.PercentageOfNodesToScore = int32(n)
+		return nil
+	})
+	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+func serve(ctx context.Context, args []string, stderr io.Writer) error {
+	var cfg server.Config
+	var logLevel, endpoints string
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	serveFlags(fs, &cfg, &logLevel, &endpoints)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return errors.New("unexpected arguments: " + strings.Join(fs.Args(), " "))
+	}
+	if endpoints != "" {
+		cfg.EtcdEndpoints = strings.Split(endpoints, ",")
+	}
+	logger, err := newLogger(logLevel)
+	if err != nil {
+		return err
+	}
+	defer logger.Sync() //nolint:errcheck // stderr sync errors are not actionable
+	cfg.Logger = logger
+	srv, err := server.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return srv.Stop()
+}
+
+func newLogger(level string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(lvl)
+	zc.Sampling = nil
+	return zc.Build()
+}

@@ -1,0 +1,256 @@
+package server
+
+import (
+	"maps"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/scheduler/framework"
+)
+
+// This file is the one place where wire types become core types. The core
+// never sees protobuf; the server never reaches into the core's pods.
+
+var taintEffects = map[berthv1.TaintEffect]framework.TaintEffect{
+	berthv1.TaintEffect_TAINT_EFFECT_NO_SCHEDULE:        framework.TaintEffectNoSchedule,
+	berthv1.TaintEffect_TAINT_EFFECT_PREFER_NO_SCHEDULE: framework.TaintEffectPreferNoSchedule,
+	berthv1.TaintEffect_TAINT_EFFECT_NO_EXECUTE:         framework.TaintEffectNoExecute,
+}
+
+var podPhases = map[berthv1.PodPhase]framework.PodPhase{
+	berthv1.PodPhase_POD_PHASE_PENDING:       framework.PodPending,
+	berthv1.PodPhase_POD_PHASE_BOUND:         framework.PodBound,
+	berthv1.PodPhase_POD_PHASE_UNSCHEDULABLE: framework.PodUnschedulable,
+	berthv1.PodPhase_POD_PHASE_RUNNING:       framework.PodRunning,
+	berthv1.PodPhase_POD_PHASE_SUCCEEDED:     framework.PodSucceeded,
+	berthv1.PodPhase_POD_PHASE_FAILED:        framework.PodFailed,
+}
+
+var protocols = map[berthv1.Protocol]framework.Protocol{
+	berthv1.Protocol_PROTOCOL_UNSPECIFIED: framework.ProtocolTCP,
+	berthv1.Protocol_PROTOCOL_TCP:         framework.ProtocolTCP,
+	berthv1.Protocol_PROTOCOL_UDP:         framework.ProtocolUDP,
+	berthv1.Protocol_PROTOCOL_SCTP:        framework.ProtocolSCTP,
+}
+
+var labelOps = map[berthv1.LabelSelectorOperator]framework.LabelSelectorOperator{
+	berthv1.LabelSelectorOperator_LABEL_SELECTOR_OPERATOR_IN:             framework.LabelSelectorOpIn,
+	berthv1.LabelSelectorOperator_LABEL_SELECTOR_OPERATOR_NOT_IN:         framework.LabelSelectorOpNotIn,
+	berthv1.LabelSelectorOperator_LABEL_SELECTOR_OPERATOR_EXISTS:         framework.LabelSelectorOpExists,
+	berthv1.LabelSelectorOperator_LABEL_SELECTOR_OPERATOR_DOES_NOT_EXIST: framework.LabelSelectorOpDoesNotExist,
+}
+
+var nodeOps = map[berthv1.NodeSelectorOperator]framework.NodeSelectorOperator{
+	berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_IN:             framework.NodeSelectorOpIn,
+	berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_NOT_IN:         framework.NodeSelectorOpNotIn,
+	berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_EXISTS:         framework.NodeSelectorOpExists,
+	berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_DOES_NOT_EXIST: framework.NodeSelectorOpDoesNotExist,
+	berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_GT:             framework.NodeSelectorOpGt,
+	berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_LT:             framework.NodeSelectorOpLt,
+}
+
+var inclusionPolicies = map[berthv1.NodeInclusionPolicy]framework.NodeInclusionPolicy{
+	berthv1.NodeInclusionPolicy_NODE_INCLUSION_POLICY_HONOR:  framework.NodeInclusionPolicyHonor,
+	berthv1.NodeInclusionPolicy_NODE_INCLUSION_POLICY_IGNORE: framework.NodeInclusionPolicyIgnore,
+}
+
+// DefaultMaxPods is the pod capacity of a node whose allocatable omits
+// "pods", as a kubelet would default it.
+const DefaultMaxPods = 110
+
+// nodeToCore converts a validated wire node.
+func nodeToCore(n *berthv1.Node) *framework.Node {
+	alloc := framework.ResourceList(n.GetAllocatable())
+	if _, ok := alloc[framework.ResourcePods]; !ok {
+		// A node that does not say how many pods it takes gets the
+		// kubelet's default rather than room for none.
+		alloc = maps.Clone(alloc)
+		if alloc == nil {
+			alloc = framework.ResourceList{}
+		}
+		alloc[framework.ResourcePods] = DefaultMaxPods
+	}
+	out := &framework.Node{
+		Name:          n.GetName(),
+		Allocatable:   alloc,
+		Labels:        n.GetLabels(),
+		Unschedulable: n.GetUnschedulable(),
+	}
+	for _, t := range n.GetTaints() {
+		out.Taints = append(out.Taints, framework.Taint{Key: t.GetKey(), Value: t.GetValue(), Effect: taintEffects[t.GetEffect()]})
+	}
+	for _, img := range n.GetImages() {
+		out.Images = append(out.Images, framework.ContainerImage{Names: img.GetNames(), SizeBytes: img.GetSizeBytes()})
+	}
+	return out
+}
+
+// podToCore converts a stored wire pod read at modRevision. The wire pod is
+// kept as the core pod's Source so decisions can be written back without a
+// read.
+func podToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
+	out := &framework.Pod{
+		Namespace:         p.GetNamespace(),
+		Name:              p.GetName(),
+		UID:               p.GetUid(),
+		Labels:            p.GetLabels(),
+		Priority:          p.GetPriority(),
+		Containers:        containersToCore(p.GetContainers()),
+		InitContainers:    containersToCore(p.GetInitContainers()),
+		Overhead:          framework.ResourceList(p.GetOverhead()),
+		NodeName:          p.GetNodeName(),
+		SchedulerName:     p.GetSchedulerName(),
+		Phase:             podPhases[p.GetStatus().GetPhase()],
+		NominatedNodeName: p.GetStatus().GetNominatedNodeName(),
+		NodeSelector:      p.GetNodeSelector(),
+		Affinity:          affinityToCore(p.GetAffinity()),
+		SchedulingGates:   p.GetSchedulingGates(),
+		PreemptionPolicy:  framework.PreemptLowerPriority,
+		PodGroup:          p.GetPodGroup(),
+		StatusMessage:     p.GetStatus().GetMessage(),
+		Revision:          modRevision,
+		Source:            p,
+	}
+	if out.Phase == 0 {
+		out.Phase = framework.PodPending
+	}
+	if ts := p.GetStatus().GetStartTime(); ts != nil {
+		out.StartTime = ts.AsTime()
+	}
+	if p.GetPreemptionPolicy() == berthv1.PreemptionPolicy_PREEMPTION_POLICY_NEVER {
+		out.PreemptionPolicy = framework.PreemptNever
+	}
+	for _, t := range p.GetTolerations() {
+		tol := framework.Toleration{Key: t.GetKey(), Operator: framework.TolerationOpEqual, Value: t.GetValue(), Effect: taintEffects[t.GetEffect()]}
+		if t.GetOperator() == berthv1.TolerationOperator_TOLERATION_OPERATOR_EXISTS {
+			tol.Operator = framework.TolerationOpExists
+		}
+		if t.GetTolerationSeconds() > 0 {
+			secs := t.GetTolerationSeconds()
+			tol.TolerationSeconds = &secs
+		}
+		out.Tolerations = append(out.Tolerations, tol)
+	}
+	for _, c := range p.GetTopologySpreadConstraints() {
+		tsc := framework.TopologySpreadConstraint{
+			MaxSkew:            c.GetMaxSkew(),
+			TopologyKey:        c.GetTopologyKey(),
+			WhenUnsatisfiable:  framework.DoNotSchedule,
+			LabelSelector:      labelSelectorToCore(c.GetLabelSelector()),
+			NodeAffinityPolicy: inclusionPolicies[c.GetNodeAffinityPolicy()],
+			NodeTaintsPolicy:   inclusionPolicies[c.GetNodeTaintsPolicy()],
+			MatchLabelKeys:     c.GetMatchLabelKeys(),
+		}
+		if c.GetWhenUnsatisfiable() == berthv1.UnsatisfiableConstraintAction_UNSATISFIABLE_CONSTRAINT_ACTION_SCHEDULE_ANYWAY {
+			tsc.WhenUnsatisfiable = framework.ScheduleAnyway
+		}
+		if c.GetMinDomains() > 0 {
+			md := c.GetMinDomains()
+			tsc.MinDomains = &md
+		}
+		out.TopologySpreadConstraints = append(out.TopologySpreadConstraints, tsc)
+	}
+	return out
+}
+
+func containersToCore(cs []*berthv1.Container) []framework.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]framework.Container, len(cs))
+	for i, c := range cs {
+		out[i] = framework.Container{Name: c.GetName(), Image: c.GetImage(), Requests: framework.ResourceList(c.GetRequests())}
+		for _, p := range c.GetPorts() {
+			out[i].Ports = append(out[i].Ports, framework.ContainerPort{
+				ContainerPort: p.GetContainerPort(), HostPort: p.GetHostPort(),
+				Protocol: protocols[p.GetProtocol()], HostIP: p.GetHostIp(),
+			})
+		}
+	}
+	return out
+}
+
+func labelSelectorToCore(s *berthv1.LabelSelector) *framework.LabelSelector {
+	if s == nil {
+		return nil
+	}
+	out := &framework.LabelSelector{MatchLabels: s.GetMatchLabels()}
+	for _, r := range s.GetMatchExpressions() {
+		out.MatchExpressions = append(out.MatchExpressions, framework.LabelSelectorRequirement{
+			Key: r.GetKey(), Operator: labelOps[r.GetOperator()], Values: r.GetValues(),
+		})
+	}
+	return out
+}
+
+func nodeSelectorTermToCore(t *berthv1.NodeSelectorTerm) framework.NodeSelectorTerm {
+	var out framework.NodeSelectorTerm
+	for _, r := range t.GetMatchExpressions() {
+		out.MatchExpressions = append(out.MatchExpressions, framework.NodeSelectorRequirement{Key: r.GetKey(), Operator: nodeOps[r.GetOperator()], Values: r.GetValues()})
+	}
+	for _, r := range t.GetMatchFields() {
+		out.MatchFields = append(out.MatchFields, framework.NodeSelectorRequirement{Key: r.GetKey(), Operator: nodeOps[r.GetOperator()], Values: r.GetValues()})
+	}
+	return out
+}
+
+func podAffinityTermsToCore(ts []*berthv1.PodAffinityTerm) []framework.PodAffinityTerm {
+	var out []framework.PodAffinityTerm
+	for _, t := range ts {
+		out = append(out, podAffinityTermToCore(t))
+	}
+	return out
+}
+
+func podAffinityTermToCore(t *berthv1.PodAffinityTerm) framework.PodAffinityTerm {
+	return framework.PodAffinityTerm{
+		LabelSelector:     labelSelectorToCore(t.GetLabelSelector()),
+		Namespaces:        t.GetNamespaces(),
+		AllNamespaces:     t.GetAllNamespaces(),
+		TopologyKey:       t.GetTopologyKey(),
+		MatchLabelKeys:    t.GetMatchLabelKeys(),
+		MismatchLabelKeys: t.GetMismatchLabelKeys(),
+	}
+}
+
+func weightedTermsToCore(ts []*berthv1.WeightedPodAffinityTerm) []framework.WeightedPodAffinityTerm {
+	var out []framework.WeightedPodAffinityTerm
+	for _, t := range ts {
+		out = append(out, framework.WeightedPodAffinityTerm{Weight: t.GetWeight(), Term: podAffinityTermToCore(t.GetTerm())})
+	}
+	return out
+}
+
+func affinityToCore(a *berthv1.Affinity) *framework.Affinity {
+	if a == nil {
+		return nil
+	}
+	out := &framework.Affinity{}
+	if na := a.GetNodeAffinity(); na != nil {
+		out.NodeAffinity = &framework.NodeAffinity{}
+		if req := na.GetRequired(); req != nil {
+			sel := &framework.NodeSelector{}
+			for _, t := range req.GetNodeSelectorTerms() {
+				sel.NodeSelectorTerms = append(sel.NodeSelectorTerms, nodeSelectorTermToCore(t))
+			}
+			out.NodeAffinity.Required = sel
+		}
+		for _, p := range na.GetPreferred() {
+			out.NodeAffinity.Preferred = append(out.NodeAffinity.Preferred, framework.PreferredSchedulingTerm{
+				Weight: p.GetWeight(), Preference: nodeSelectorTermToCore(p.GetPreference()),
+			})
+		}
+	}
+	if pa := a.GetPodAffinity(); pa != nil {
+		out.PodAffinity = &framework.PodAffinity{Required: podAffinityTermsToCore(pa.GetRequired()), Preferred: weightedTermsToCore(pa.GetPreferred())}
+	}
+	if pa := a.GetPodAntiAffinity(); pa != nil {
+		out.PodAntiAffinity = &framework.PodAntiAffinity{Required: podAffinityTermsToCore(pa.GetRequired()), Preferred: weightedTermsToCore(pa.GetPreferred())}
+	}
+	return out
+}
+
+// usageToWire renders what a node's pods request.
+func usageToWire(ni *framework.NodeInfo) *berthv1.NodeUsage {
+	req := ni.Requested.ToList()
+	return &berthv1.NodeUsage{Requested: req, PodCount: int64(len(ni.Pods))}
+}

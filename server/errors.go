@@ -1,0 +1,69 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/berth-io/berth/store"
+)
+
+// ErrorReasonCompacted is the errdetails.ErrorInfo reason of a watch resumed
+// from a compacted revision; metadata "compact_revision" holds the oldest
+// revision still available.
+const ErrorReasonCompacted = "REVISION_COMPACTED"
+
+// toStatus maps store and context errors to gRPC statuses. Anything not
+// recognised is Internal, and its text is kept for the operator's log.
+func toStatus(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok && !isPlain(err) {
+		return err
+	}
+	var compacted *store.CompactedError
+	switch {
+	case errors.As(err, &compacted):
+		st := status.New(codes.FailedPrecondition, fmt.Sprintf("%s: revision compacted; oldest available revision is %d: re-list with from_revision 0", what, compacted.CompactRevision))
+		if d, derr := st.WithDetails(&errdetails.ErrorInfo{
+			Reason: ErrorReasonCompacted, Domain: "berth.v1",
+			Metadata: map[string]string{"compact_revision": strconv.FormatInt(compacted.CompactRevision, 10)},
+		}); derr == nil {
+			st = d
+		}
+		return st.Err()
+	case errors.Is(err, store.ErrNotFound):
+		return status.Errorf(codes.NotFound, "%s not found", what)
+	case errors.Is(err, store.ErrAlreadyExists):
+		return status.Errorf(codes.AlreadyExists, "%s already exists with a different spec", what)
+	case errors.Is(err, store.ErrConflict):
+		return status.Errorf(codes.FailedPrecondition, "%s: %v", what, err)
+	case errors.Is(err, store.ErrFutureRevision):
+		var v violations
+		v.add("from_revision", "%v", err)
+		return v.err()
+	case errors.Is(err, store.ErrInvalidArgument):
+		return status.Errorf(codes.InvalidArgument, "%s: %v", what, err)
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed):
+		return status.Errorf(codes.Unavailable, "%s: storage unavailable: %v", what, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Errorf(codes.DeadlineExceeded, "%s: %v", what, err)
+	case errors.Is(err, context.Canceled):
+		return status.Errorf(codes.Canceled, "%s: %v", what, err)
+	default:
+		return status.Errorf(codes.Internal, "%s: %v", what, err)
+	}
+}
+
+// isPlain reports whether err only looks like a status because status.FromError
+// wraps unknown errors.
+func isPlain(err error) bool {
+	st, _ := status.FromError(err)
+	return st.Code() == codes.Unknown
+}

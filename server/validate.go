@@ -1,0 +1,352 @@
+package server
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/scheduler/framework"
+)
+
+// Limits on request shapes. They keep one request from monopolising a
+// group-committed etcd Txn or the server's memory.
+const (
+	maxSubmitBatch   = 1000
+	maxPageSize      = 5000
+	defaultPageSize  = 500
+	maxContainers    = 64
+	maxLabels        = 64
+	maxTaints        = 64
+	maxImages        = 256
+	maxLabelValueLen = 63
+	maxUIDLen        = 128
+	maxSchedulerName = 253
+)
+
+var (
+	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	labelName    = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
+	labelValue   = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
+)
+
+// violations collects every problem of a request so the caller can fix them
+// all at once.
+type violations struct {
+	list []*errdetails.BadRequest_FieldViolation
+}
+
+func (v *violations) add(field, format string, args ...any) {
+	v.list = append(v.list, &errdetails.BadRequest_FieldViolation{Field: field, Description: fmt.Sprintf(format, args...)})
+}
+
+// err returns nil or InvalidArgument carrying a BadRequest detail.
+func (v *violations) err() error {
+	if len(v.list) == 0 {
+		return nil
+	}
+	msgs := make([]string, 0, len(v.list))
+	for _, fv := range v.list {
+		msgs = append(msgs, fv.GetField()+": "+fv.GetDescription())
+	}
+	st := status.New(codes.InvalidArgument, "invalid request: "+strings.Join(msgs, "; "))
+	if withDetails, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: v.list}); err == nil {
+		st = withDetails
+	}
+	return st.Err()
+}
+
+func (v *violations) dnsLabel(field, s string) {
+	switch {
+	case s == "":
+		v.add(field, "must not be empty")
+	case len(s) > 63:
+		v.add(field, "must be at most 63 characters, got %d", len(s))
+	case !dnsLabel.MatchString(s):
+		v.add(field, "must be lower-case alphanumerics and '-', starting and ending alphanumeric (DNS-1123 label), got %q", s)
+	}
+}
+
+func (v *violations) dnsSubdomain(field, s string) {
+	switch {
+	case s == "":
+		v.add(field, "must not be empty")
+	case len(s) > 253:
+		v.add(field, "must be at most 253 characters, got %d", len(s))
+	case !dnsSubdomain.MatchString(s):
+		v.add(field, "must be lower-case alphanumerics, '-' and '.', starting and ending alphanumeric (DNS-1123 subdomain), got %q", s)
+	}
+}
+
+// qualifiedName checks a label key, taint key or extended resource name:
+// an optional DNS subdomain prefix and '/', then a name of up to 63.
+func (v *violations) qualifiedName(field, s string) {
+	if s == "" {
+		v.add(field, "must not be empty")
+		return
+	}
+	name := s
+	if prefix, rest, ok := strings.Cut(s, "/"); ok {
+		if prefix == "" || len(prefix) > 253 || !dnsSubdomain.MatchString(prefix) {
+			v.add(field, "prefix of %q must be a DNS-1123 subdomain", s)
+			return
+		}
+		name = rest
+	}
+	if len(name) > 63 || !labelName.MatchString(name) {
+		v.add(field, "name part of %q must be at most 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric", s)
+	}
+}
+
+func (v *violations) labels(field string, labels map[string]string) {
+	if len(labels) > maxLabels {
+		v.add(field, "at most %d entries, got %d", maxLabels, len(labels))
+		return
+	}
+	for k, val := range labels {
+		v.qualifiedName(field+"["+k+"]", k)
+		if len(val) > maxLabelValueLen || !labelValue.MatchString(val) {
+			v.add(field+"["+k+"]", "value %q must be at most 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric", val)
+		}
+	}
+}
+
+// resources checks names and quantities. Units are fixed per name, so an
+// unknown name without a domain prefix is almost always a typo ("cpus").
+func (v *violations) resources(field string, rl map[string]int64, allowPods bool) {
+	for name, q := range rl {
+		f := field + "[" + name + "]"
+		switch name {
+		case framework.ResourceCPU, framework.ResourceMemory, framework.ResourceEphemeralStorage:
+		case framework.ResourcePods:
+			if !allowPods {
+				v.add(f, "pods is a node capacity and cannot be requested")
+			}
+		default:
+			if !strings.Contains(name, "/") {
+				v.add(f, "unknown resource %q: use cpu (millicores), memory or ephemeral-storage (bytes), pods, or an extended name like example.com/gpu", name)
+				continue
+			}
+			v.qualifiedName(f, name)
+		}
+		if q < 0 {
+			v.add(f, "must not be negative, got %d", q)
+		}
+	}
+}
+
+func validateNode(v *violations, field string, n *berthv1.Node) {
+	if n == nil {
+		v.add(field, "is required")
+		return
+	}
+	v.dnsSubdomain(field+".name", n.GetName())
+	v.resources(field+".allocatable", n.GetAllocatable(), true)
+	v.labels(field+".labels", n.GetLabels())
+	if len(n.GetTaints()) > maxTaints {
+		v.add(field+".taints", "at most %d taints, got %d", maxTaints, len(n.GetTaints()))
+	}
+	for i, t := range n.GetTaints() {
+		f := fmt.Sprintf("%s.taints[%d]", field, i)
+		v.qualifiedName(f+".key", t.GetKey())
+		if len(t.GetValue()) > maxLabelValueLen || !labelValue.MatchString(t.GetValue()) {
+			v.add(f+".value", "must be a label value, got %q", t.GetValue())
+		}
+		if _, ok := taintEffects[t.GetEffect()]; !ok {
+			v.add(f+".effect", "must be TAINT_EFFECT_NO_SCHEDULE, TAINT_EFFECT_PREFER_NO_SCHEDULE or TAINT_EFFECT_NO_EXECUTE, got %v", t.GetEffect())
+		}
+	}
+	if len(n.GetImages()) > maxImages {
+		v.add(field+".images", "at most %d images, got %d", maxImages, len(n.GetImages()))
+	}
+	for i, img := range n.GetImages() {
+		f := fmt.Sprintf("%s.images[%d]", field, i)
+		if len(img.GetNames()) == 0 {
+			v.add(f+".names", "must name the image")
+		}
+		if img.GetSizeBytes() < 0 {
+			v.add(f+".size_bytes", "must not be negative")
+		}
+	}
+}
+
+func validatePod(v *violations, field string, p *berthv1.Pod) {
+	if p == nil {
+		v.add(field, "is required")
+		return
+	}
+	v.dnsLabel(field+".namespace", p.GetNamespace())
+	v.dnsSubdomain(field+".name", p.GetName())
+	if len(p.GetUid()) > maxUIDLen {
+		v.add(field+".uid", "must be at most %d characters", maxUIDLen)
+	}
+	v.labels(field+".labels", p.GetLabels())
+	if p.GetNodeName() != "" {
+		v.dnsSubdomain(field+".node_name", p.GetNodeName())
+	}
+	if len(p.GetSchedulerName()) > maxSchedulerName {
+		v.add(field+".scheduler_name", "must be at most %d characters", maxSchedulerName)
+	}
+	if len(p.GetContainers()) == 0 {
+		v.add(field+".containers", "at least one container is required")
+	}
+	if len(p.GetContainers())+len(p.GetInitContainers()) > maxContainers {
+		v.add(field+".containers", "at most %d containers and init containers together", maxContainers)
+	}
+	seen := map[string]bool{}
+	checkContainers := func(kind string, cs []*berthv1.Container) {
+		for i, c := range cs {
+			f := fmt.Sprintf("%s.%s[%d]", field, kind, i)
+			v.dnsLabel(f+".name", c.GetName())
+			if seen[c.GetName()] {
+				v.add(f+".name", "duplicate container name %q", c.GetName())
+			}
+			seen[c.GetName()] = true
+			v.resources(f+".requests", c.GetRequests(), false)
+			for j, port := range c.GetPorts() {
+				pf := fmt.Sprintf("%s.ports[%d]", f, j)
+				if port.GetContainerPort() < 1 || port.GetContainerPort() > 65535 {
+					v.add(pf+".container_port", "must be 1-65535, got %d", port.GetContainerPort())
+				}
+				if port.GetHostPort() < 0 || port.GetHostPort() > 65535 {
+					v.add(pf+".host_port", "must be 0-65535, got %d", port.GetHostPort())
+				}
+				if _, ok := protocols[port.GetProtocol()]; !ok {
+					v.add(pf+".protocol", "unknown protocol %v", port.GetProtocol())
+				}
+			}
+		}
+	}
+	checkContainers("containers", p.GetContainers())
+	checkContainers("init_containers", p.GetInitContainers())
+	v.resources(field+".overhead", p.GetOverhead(), false)
+	v.labels(field+".node_selector", p.GetNodeSelector())
+	for i, t := range p.GetTolerations() {
+		f := fmt.Sprintf("%s.tolerations[%d]", field, i)
+		exists := t.GetOperator() == berthv1.TolerationOperator_TOLERATION_OPERATOR_EXISTS
+		if t.GetKey() == "" && !exists {
+			v.add(f+".key", "may be empty only with operator EXISTS")
+		} else if t.GetKey() != "" {
+			v.qualifiedName(f+".key", t.GetKey())
+		}
+		if exists && t.GetValue() != "" {
+			v.add(f+".value", "must be empty with operator EXISTS")
+		}
+		if t.GetEffect() != berthv1.TaintEffect_TAINT_EFFECT_UNSPECIFIED {
+			if _, ok := taintEffects[t.GetEffect()]; !ok {
+				v.add(f+".effect", "unknown effect %v", t.GetEffect())
+			}
+		}
+	}
+	validateAffinity(v, field+".affinity", p.GetAffinity())
+	for i, c := range p.GetTopologySpreadConstraints() {
+		f := fmt.Sprintf("%s.topology_spread_constraints[%d]", field, i)
+		if c.GetMaxSkew() < 1 {
+			v.add(f+".max_skew", "must be at least 1, got %d", c.GetMaxSkew())
+		}
+		if c.GetTopologyKey() == "" {
+			v.add(f+".topology_key", "must not be empty")
+		}
+		if c.GetMinDomains() < 0 {
+			v.add(f+".min_domains", "must not be negative")
+		}
+		if c.GetMinDomains() > 0 && c.GetWhenUnsatisfiable() == berthv1.UnsatisfiableConstraintAction_UNSATISFIABLE_CONSTRAINT_ACTION_SCHEDULE_ANYWAY {
+			v.add(f+".min_domains", "only applies with when_unsatisfiable DO_NOT_SCHEDULE")
+		}
+	}
+	for i, g := range p.GetSchedulingGates() {
+		v.qualifiedName(fmt.Sprintf("%s.scheduling_gates[%d]", field, i), g)
+	}
+	if p.GetPodGroup() != "" {
+		v.dnsSubdomain(field+".pod_group", p.GetPodGroup())
+	}
+}
+
+func validateAffinity(v *violations, field string, a *berthv1.Affinity) {
+	if a == nil {
+		return
+	}
+	for i, pref := range a.GetNodeAffinity().GetPreferred() {
+		if w := pref.GetWeight(); w < 1 || w > 100 {
+			v.add(fmt.Sprintf("%s.node_affinity.preferred[%d].weight", field, i), "must be 1-100, got %d", w)
+		}
+	}
+	if req := a.GetNodeAffinity().GetRequired(); req != nil && len(req.GetNodeSelectorTerms()) == 0 {
+		v.add(field+".node_affinity.required.node_selector_terms", "must have at least one term")
+	}
+	terms := func(kind string, req []*berthv1.PodAffinityTerm, pref []*berthv1.WeightedPodAffinityTerm) {
+		for i, t := range req {
+			if t.GetTopologyKey() == "" {
+				v.add(fmt.Sprintf("%s.%s.required[%d].topology_key", field, kind, i), "must not be empty")
+			}
+		}
+		for i, t := range pref {
+			f := fmt.Sprintf("%s.%s.preferred[%d]", field, kind, i)
+			if w := t.GetWeight(); w < 1 || w > 100 {
+				v.add(f+".weight", "must be 1-100, got %d", w)
+			}
+			if t.GetTerm().GetTopologyKey() == "" {
+				v.add(f+".term.topology_key", "must not be empty")
+			}
+		}
+	}
+	terms("pod_affinity", a.GetPodAffinity().GetRequired(), a.GetPodAffinity().GetPreferred())
+	terms("pod_anti_affinity", a.GetPodAntiAffinity().GetRequired(), a.GetPodAntiAffinity().GetPreferred())
+}
+
+func validatePage(v *violations, size int32) {
+	if size < 0 || size > maxPageSize {
+		v.add("page_size", "must be 0-%d, got %d", maxPageSize, size)
+	}
+}
+
+// validateRequest checks a request before its handler runs. Every request
+// type with fields to check is listed here, so the rules live in one place.
+func validateRequest(req any) error {
+	var v violations
+	switch r := req.(type) {
+	case *berthv1.UpsertNodeRequest:
+		validateNode(&v, "node", r.GetNode())
+	case *berthv1.DeleteNodeRequest:
+		v.dnsSubdomain("name", r.GetName())
+	case *berthv1.GetNodeRequest:
+		v.dnsSubdomain("name", r.GetName())
+	case *berthv1.ListNodesRequest:
+		validatePage(&v, r.GetPageSize())
+	case *berthv1.SubmitPodRequest:
+		validatePod(&v, "pod", r.GetPod())
+	case *berthv1.SubmitPodsRequest:
+		// Individual pods are checked by the handler so one bad pod does
+		// not sink the batch; only the batch shape is checked here.
+		if n := len(r.GetPods()); n == 0 || n > maxSubmitBatch {
+			v.add("pods", "must hold 1-%d pods, got %d", maxSubmitBatch, n)
+		}
+	case *berthv1.DeletePodRequest:
+		v.dnsLabel("namespace", r.GetNamespace())
+		v.dnsSubdomain("name", r.GetName())
+	case *berthv1.GetPodRequest:
+		v.dnsLabel("namespace", r.GetNamespace())
+		v.dnsSubdomain("name", r.GetName())
+	case *berthv1.ListPodsRequest:
+		if r.GetNamespace() != "" {
+			v.dnsLabel("namespace", r.GetNamespace())
+		}
+		if r.GetNodeName() != "" {
+			v.dnsSubdomain("node_name", r.GetNodeName())
+		}
+		if _, ok := berthv1.PodPhase_name[int32(r.GetPhase())]; !ok {
+			v.add("phase", "unknown phase %d", r.GetPhase())
+		}
+		validatePage(&v, r.GetPageSize())
+	case *berthv1.WatchBindingsRequest:
+		if r.GetFromRevision() < 0 {
+			v.add("from_revision", "must not be negative, got %d", r.GetFromRevision())
+		}
+	}
+	return v.err()
+}
