@@ -67,6 +67,15 @@ func newShard(ctx context.Context, s *Scheduler, id int) (*shard, error) {
 	return sh, nil
 }
 
+// filterPlugins names a profile's Filter plugins.
+func (sh *shard) filterPlugins(fwk *fwruntime.Framework) map[string]struct{} {
+	names := map[string]struct{}{}
+	for _, name := range fwk.ListPlugins()["Filter"] {
+		names[name] = struct{}{}
+	}
+	return names
+}
+
 func (sh *shard) frameworkFor(p *framework.Pod) *fwruntime.Framework {
 	name := p.SchedulerName
 	if name == "" {
@@ -154,6 +163,15 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 	}
 	state := framework.NewCycleState()
 	result, err := sh.algo.Schedule(ctx, fwk, state, qpi.PodInfo)
+	if errors.Is(err, framework.ErrNoNodesAvailable) {
+		// Not a fault: the cluster is empty. Park the pod until a node
+		// arrives instead of retrying it in a loop; every filter plugin is
+		// named as rejecting so a node event for any of them wakes it.
+		err = &framework.FitError{Pod: pod, Diagnosis: framework.Diagnosis{
+			UnschedulablePlugins: sh.filterPlugins(fwk),
+			PreFilterMsg:         "no nodes registered",
+		}}
+	}
 	if err != nil {
 		var fitErr *framework.FitError
 		if errors.As(err, &fitErr) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"path/filepath"
 	"sync"
 	"time"
@@ -180,6 +181,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		// Profiles on the operator-only listener: the first thing to ask
+		// for when a replica is slow.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	}
 

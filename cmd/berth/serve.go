@@ -24,6 +24,7 @@ func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string, endpoint
 	fs.StringVar(endpoints, "etcd-endpoints", "", "comma-separated external etcd endpoints (instead of the embedded etcd)")
 	fs.StringVar(&cfg.Store.Prefix, "etcd-prefix", "/berth", "etcd key prefix")
 	fs.DurationVar(&cfg.Store.RequestTimeout, "etcd-request-timeout", 5*time.Second, "bound on each etcd request")
+	fs.IntVar(&cfg.Store.CommitWorkers, "etcd-commit-workers", 0, "group-commit Txns in flight at once (0: the store's default)")
 	fs.IntVar(&cfg.Scheduler.Shards, "shard-loops", 0, "scheduling loops (0: one per CPU)")
 	fs.Func("percentage-of-nodes-to-score", "share of nodes to find feasible before scoring, 1-100 (default: kube-scheduler's adaptive rule)", func(v string) error {
 		n, err := strconv.ParseInt(v, 10, 32)

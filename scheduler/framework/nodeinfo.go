@@ -287,14 +287,15 @@ func (n *NodeInfo) AddPodInfo(pi *PodInfo) {
 
 // RemovePod releases a pod (matched by namespace/name) from the node.
 func (n *NodeInfo) RemovePod(p *Pod) error {
-	key := p.Key()
-	for i, pi := range n.Pods {
-		if pi.Pod.Key() != key {
+	// Newest first: the pod removed is most often one just confirmed.
+	for i := len(n.Pods) - 1; i >= 0; i-- {
+		pi := n.Pods[i]
+		if !samePod(pi.Pod, p) {
 			continue
 		}
 		n.Pods = removeAt(n.Pods, i)
-		n.PodsWithAffinity = removeKey(n.PodsWithAffinity, key)
-		n.PodsWithRequiredAntiAffinity = removeKey(n.PodsWithRequiredAntiAffinity, key)
+		n.PodsWithAffinity = removeSame(n.PodsWithAffinity, p)
+		n.PodsWithRequiredAntiAffinity = removeSame(n.PodsWithRequiredAntiAffinity, p)
 		n.update(pi, -1)
 		return nil
 	}
@@ -302,7 +303,7 @@ func (n *NodeInfo) RemovePod(p *Pod) error {
 	if n.node != nil {
 		name = n.node.Name
 	}
-	return fmt.Errorf("framework: pod %s not found on node %s", key, name)
+	return fmt.Errorf("framework: pod %s not found on node %s", p.Key(), name)
 }
 
 func (n *NodeInfo) update(pi *PodInfo, sign int) {
@@ -335,9 +336,13 @@ func removeAt(s []*PodInfo, i int) []*PodInfo {
 	return s[:last]
 }
 
-func removeKey(s []*PodInfo, key string) []*PodInfo {
+// samePod compares identities without building key strings: this runs
+// once per pod on the node for every removal.
+func samePod(a, b *Pod) bool { return a.Name == b.Name && a.Namespace == b.Namespace }
+
+func removeSame(s []*PodInfo, p *Pod) []*PodInfo {
 	for i, pi := range s {
-		if pi.Pod.Key() == key {
+		if samePod(pi.Pod, p) {
 			return removeAt(s, i)
 		}
 	}
