@@ -217,6 +217,10 @@ func watch(t *testing.T, c clients, from int64) *bindings {
 				b.mu.Unlock()
 				return
 			}
+			if resp.GetEvent() == nil {
+				b.mu.Unlock()
+				continue // a progress marker
+			}
 			b.events = append(b.events, resp.GetEvent())
 			b.mu.Unlock()
 			select {

@@ -410,3 +410,33 @@ func eventually(t *testing.T, d time.Duration, what string, fn func() error) {
 		<-tick.C
 	}
 }
+
+// TestWatchFromZeroMarksTheListing: a from-0 watch sends the bound pods,
+// then a progress marker at the listing's revision to resume from.
+func TestWatchFromZeroMarksTheListing(t *testing.T) {
+	e := newEnv(t)
+	declared := pod("running")
+	declared.NodeName = "n1" // declared running: bound without a cycle
+	resp, err := e.pods.SubmitPod(tctx(t), &berthv1.SubmitPodRequest{Pod: declared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.sched.WatchBindings(tctx(t), &berthv1.WatchBindingsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := first.GetEvent(); ev.GetName() != "running" || ev.GetType() != berthv1.BindingEventType_BINDING_EVENT_TYPE_BOUND || ev.GetNodeName() != "n1" {
+		t.Fatalf("first message %v, want the declared pod bound to n1", first)
+	}
+	marker, err := s.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if marker.GetEvent() != nil || marker.GetProgressRevision() < resp.GetRevision() {
+		t.Fatalf("second message %v, want a progress marker at revision >= %d", marker, resp.GetRevision())
+	}
+}

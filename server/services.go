@@ -168,7 +168,9 @@ func (ss *schedulerService) WatchBindings(req *berthv1.WatchBindingsRequest, str
 
 	err := ss.srv.store.WatchBindings(ctx, req.GetFromRevision(), func(ev *berthv1.BindingEvent) error {
 		return stream.Send(&berthv1.WatchBindingsResponse{Event: ev})
-	})
+	}, store.OnSynced(func(rev int64) error {
+		return stream.Send(&berthv1.WatchBindingsResponse{ProgressRevision: rev})
+	}))
 	if ss.srv.shutdown.Err() != nil && stream.Context().Err() == nil {
 		return status.Error(codes.Unavailable, "server shutting down; resume from the last revision received")
 	}

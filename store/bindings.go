@@ -59,6 +59,20 @@ func bindingEvents(prev, cur *berthv1.Pod, rev int64, emit func(*berthv1.Binding
 	return nil
 }
 
+// WatchOption adjusts WatchBindings.
+type WatchOption func(*watchOptions)
+
+type watchOptions struct {
+	synced func(rev int64) error
+}
+
+// OnSynced is called with the listing revision once a fromRev 0 watch has
+// sent every bound pod: the point a subscriber can resume from. An error
+// ends the watch with that error.
+func OnSynced(fn func(rev int64) error) WatchOption {
+	return func(o *watchOptions) { o.synced = fn }
+}
+
 // sendError marks an error returned by the caller's send, to be returned as
 // is.
 type sendError struct{ err error }
@@ -77,7 +91,11 @@ func (e sendError) Error() string { return e.err.Error() }
 // It returns when ctx ends (ctx's error), when send fails (send's error), on
 // compaction (the watch fell behind and cannot be resumed), or with
 // ErrClosed. A lost stream is resumed after the last delivered revision.
-func (s *Store) WatchBindings(ctx context.Context, fromRev int64, send func(*berthv1.BindingEvent) error) error {
+func (s *Store) WatchBindings(ctx context.Context, fromRev int64, send func(*berthv1.BindingEvent) error, opts ...WatchOption) error {
+	var o watchOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if fromRev < 0 {
 		return fmt.Errorf("%w: negative revision %d", ErrInvalidArgument, fromRev)
 	}
@@ -91,6 +109,11 @@ func (s *Store) WatchBindings(ctx context.Context, fromRev int64, send func(*ber
 		var err error
 		if after, err = s.sendBound(ctx, send); err != nil {
 			return err
+		}
+		if o.synced != nil {
+			if err := o.synced(after); err != nil {
+				return err
+			}
 		}
 		watchFrom = after + 1
 	} else {

@@ -131,6 +131,10 @@ func (c *Client) watchStream(ctx context.Context, cur *watchCursor, fn func(*ber
 		if err != nil {
 			return progressed, err
 		}
+		if rev := resp.GetProgressRevision(); rev > 0 && resp.GetEvent() == nil {
+			cur.progress(rev)
+			continue
+		}
 		ev := resp.GetEvent()
 		if ev == nil || cur.seen(ev) {
 			continue
@@ -175,15 +179,33 @@ type watchCursor struct {
 	last int64 // revision of the last delivered event; 0 before any
 	// atLast holds the events already delivered at revision last.
 	atLast map[eventKey]struct{}
+	// listed holds what a from-0 listing delivered before its progress
+	// marker. A listing cut short is not resumable by revision (its events
+	// carry each pod's own revision), so it is redone from 0, skipping
+	// these.
+	listed map[eventKey]struct{}
 }
 
 func newWatchCursor(from int64) *watchCursor {
-	return &watchCursor{from: from, atLast: make(map[eventKey]struct{})}
+	w := &watchCursor{from: from, atLast: make(map[eventKey]struct{})}
+	if from == 0 {
+		w.listed = make(map[eventKey]struct{})
+	}
+	return w
+}
+
+// progress records the server's word that everything up to rev was sent.
+func (w *watchCursor) progress(rev int64) {
+	w.listed = nil
+	w.from, w.last = rev, 0
+	clear(w.atLast)
 }
 
 // resumeFrom is the from_revision of the next stream.
 func (w *watchCursor) resumeFrom() int64 {
 	switch {
+	case w.listed != nil:
+		return 0
 	case w.last == 0:
 		return w.from
 	case w.last > 1:
@@ -195,6 +217,10 @@ func (w *watchCursor) resumeFrom() int64 {
 }
 
 func (w *watchCursor) seen(ev *berthv1.BindingEvent) bool {
+	if w.listed != nil {
+		_, ok := w.listed[keyOf(ev)]
+		return ok
+	}
 	switch {
 	case w.last == 0:
 		return false
@@ -208,6 +234,10 @@ func (w *watchCursor) seen(ev *berthv1.BindingEvent) bool {
 }
 
 func (w *watchCursor) delivered(ev *berthv1.BindingEvent) {
+	if w.listed != nil {
+		w.listed[keyOf(ev)] = struct{}{}
+		return
+	}
 	if ev.GetRevision() != w.last {
 		clear(w.atLast)
 		w.last = ev.GetRevision()

@@ -96,14 +96,25 @@ func TestWatchResumesAfterDisconnects(t *testing.T) {
 		},
 		{
 			name: "breaks at a revision boundary",
-			from: 0,
+			from: 1,
 			fault: func(stream, sent int) error {
 				if stream == 0 && sent == 5 { // after e@7
 					return status.Error(codes.ResourceExhausted, "too many streams")
 				}
 				return nil
 			},
-			wantFroms: []int64{0, 6},
+			wantFroms: []int64{1, 6},
+		},
+		{
+			name: "a listing cut short is redone from 0 without repeats",
+			from: 0,
+			fault: func(stream, sent int) error {
+				if stream == 0 && sent == 3 { // listing delivered a, b, c only
+					return status.Error(codes.Unavailable, "restart")
+				}
+				return nil
+			},
+			wantFroms: []int64{0, 0},
 		},
 	}
 	for _, tt := range tests {
@@ -182,7 +193,7 @@ func TestWatchCompacted(t *testing.T) {
 		})
 		c := dialTest(t, srv)
 		var got []string
-		err := c.WatchBindings(t.Context(), 0, collectUntil("+c@20", &got))
+		err := c.WatchBindings(t.Context(), 1, collectUntil("+c@20", &got))
 		var ce *CompactedError
 		if !errors.As(err, &ce) || ce.OldestRevision != 15 {
 			t.Fatalf("WatchBindings = %v, want *CompactedError{15}", err)
@@ -303,5 +314,33 @@ func TestBackoffDelay(t *testing.T) {
 	}
 	if d := (backoff{base: time.Second}).delay(300); d <= 0 {
 		t.Errorf("uncapped backoff overflowed: %v", d)
+	}
+}
+
+// TestWatchCursorProgress: after a listing's progress marker the cursor
+// resumes from the marker's revision, not from the listed pods' revisions.
+func TestWatchCursorProgress(t *testing.T) {
+	cur := newWatchCursor(0)
+	if got := cur.resumeFrom(); got != 0 {
+		t.Fatalf("before any event: resume from %d, want 0", got)
+	}
+	a := bound("a", 5)
+	cur.delivered(a)
+	if got := cur.resumeFrom(); got != 0 {
+		t.Fatalf("mid-listing: resume from %d, want 0 (listing is redone)", got)
+	}
+	if !cur.seen(a) {
+		t.Fatal("a listed pod is not remembered for the redone listing")
+	}
+	cur.progress(9)
+	if got := cur.resumeFrom(); got != 9 {
+		t.Fatalf("after the marker: resume from %d, want 9", got)
+	}
+	if cur.seen(bound("b", 10)) {
+		t.Fatal("an event after the marker counted as seen")
+	}
+	cur.delivered(bound("b", 10))
+	if got := cur.resumeFrom(); got != 9 {
+		t.Fatalf("after b@10: resume from %d, want 9 (revision 10 asked again)", got)
 	}
 }

@@ -485,6 +485,15 @@ func (w schedulerService) WatchBindings(req *berthv1.WatchBindingsRequest, strea
 		return CompactedError(oldest)
 	}
 	next := 0
+	// A from-0 watch treats the log present now as its listing and marks
+	// its end with a progress message, as the real server does.
+	listing, listingRev := -1, int64(0)
+	if from == 0 {
+		listing = len(s.events)
+		if listing > 0 {
+			listingRev = s.events[listing-1].GetRevision()
+		}
+	}
 	if from > 0 {
 		next = len(s.events)
 		for i, ev := range s.events {
@@ -498,6 +507,12 @@ func (w schedulerService) WatchBindings(req *berthv1.WatchBindingsRequest, strea
 
 	ctx := stream.Context()
 	for sent := 0; ; sent++ {
+		if next == listing {
+			listing = -1
+			if err := stream.Send(&berthv1.WatchBindingsResponse{ProgressRevision: max(listingRev, 1)}); err != nil {
+				return err
+			}
+		}
 		s.mu.Lock()
 		for next >= len(s.events) {
 			changed := s.changed

@@ -121,13 +121,18 @@ func (x *WatchBindingsRequest) GetFromRevision() int64 {
 	return 0
 }
 
-// WatchBindingsResponse carries one event.
+// WatchBindingsResponse carries one event, or a progress marker.
 type WatchBindingsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The event.
-	Event         *BindingEvent `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The event; absent on a progress marker.
+	Event *BindingEvent `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	// When set (on a message without an event): every event up to this
+	// revision has been sent. Sent once the listing of a from_revision 0
+	// watch is complete, so a client can resume from here rather than from
+	// the revision of the last pod listed.
+	ProgressRevision int64 `protobuf:"varint,2,opt,name=progress_revision,json=progressRevision,proto3" json:"progress_revision,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *WatchBindingsResponse) Reset() {
@@ -165,6 +170,13 @@ func (x *WatchBindingsResponse) GetEvent() *BindingEvent {
 		return x.Event
 	}
 	return nil
+}
+
+func (x *WatchBindingsResponse) GetProgressRevision() int64 {
+	if x != nil {
+		return x.ProgressRevision
+	}
+	return 0
 }
 
 // BindingEvent is a change to where a pod is placed.
@@ -264,9 +276,10 @@ const file_berth_v1_scheduler_service_proto_rawDesc = "" +
 	"\n" +
 	" berth/v1/scheduler_service.proto\x12\bberth.v1\";\n" +
 	"\x14WatchBindingsRequest\x12#\n" +
-	"\rfrom_revision\x18\x01 \x01(\x03R\ffromRevision\"E\n" +
+	"\rfrom_revision\x18\x01 \x01(\x03R\ffromRevision\"r\n" +
 	"\x15WatchBindingsResponse\x12,\n" +
-	"\x05event\x18\x01 \x01(\v2\x16.berth.v1.BindingEventR\x05event\"\xbb\x01\n" +
+	"\x05event\x18\x01 \x01(\v2\x16.berth.v1.BindingEventR\x05event\x12+\n" +
+	"\x11progress_revision\x18\x02 \x01(\x03R\x10progressRevision\"\xbb\x01\n" +
 	"\fBindingEvent\x12.\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1a.berth.v1.BindingEventTypeR\x04type\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
