@@ -31,6 +31,12 @@ const (
 	BindingEventType_BINDING_EVENT_TYPE_BOUND BindingEventType = 1
 	// A bound pod was deleted, or finished, and no longer holds node_name.
 	BindingEventType_BINDING_EVENT_TYPE_UNBOUND BindingEventType = 2
+	// The pod was chosen as a preemption victim: stop it and delete it to
+	// free node_name for the preemptor.
+	BindingEventType_BINDING_EVENT_TYPE_EVICT BindingEventType = 3
+	// The node's lease expired: node_name is unreachable and the pod may be
+	// lost with it.
+	BindingEventType_BINDING_EVENT_TYPE_NODE_LOST BindingEventType = 4
 )
 
 // Enum value maps for BindingEventType.
@@ -39,11 +45,15 @@ var (
 		0: "BINDING_EVENT_TYPE_UNSPECIFIED",
 		1: "BINDING_EVENT_TYPE_BOUND",
 		2: "BINDING_EVENT_TYPE_UNBOUND",
+		3: "BINDING_EVENT_TYPE_EVICT",
+		4: "BINDING_EVENT_TYPE_NODE_LOST",
 	}
 	BindingEventType_value = map[string]int32{
 		"BINDING_EVENT_TYPE_UNSPECIFIED": 0,
 		"BINDING_EVENT_TYPE_BOUND":       1,
 		"BINDING_EVENT_TYPE_UNBOUND":     2,
+		"BINDING_EVENT_TYPE_EVICT":       3,
+		"BINDING_EVENT_TYPE_NODE_LOST":   4,
 	}
 )
 
@@ -193,7 +203,9 @@ type BindingEvent struct {
 	// Node the pod is (or was) bound to.
 	NodeName string `protobuf:"bytes,5,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
 	// etcd revision of the change; resume a watch from here.
-	Revision      int64 `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision int64 `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
+	// For EVICT: the pod (namespace/name) the victim makes room for.
+	Preemptor     string `protobuf:"bytes,7,opt,name=preemptor,proto3" json:"preemptor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -270,6 +282,13 @@ func (x *BindingEvent) GetRevision() int64 {
 	return 0
 }
 
+func (x *BindingEvent) GetPreemptor() string {
+	if x != nil {
+		return x.Preemptor
+	}
+	return ""
+}
+
 var File_berth_v1_scheduler_service_proto protoreflect.FileDescriptor
 
 const file_berth_v1_scheduler_service_proto_rawDesc = "" +
@@ -279,18 +298,21 @@ const file_berth_v1_scheduler_service_proto_rawDesc = "" +
 	"\rfrom_revision\x18\x01 \x01(\x03R\ffromRevision\"r\n" +
 	"\x15WatchBindingsResponse\x12,\n" +
 	"\x05event\x18\x01 \x01(\v2\x16.berth.v1.BindingEventR\x05event\x12+\n" +
-	"\x11progress_revision\x18\x02 \x01(\x03R\x10progressRevision\"\xbb\x01\n" +
+	"\x11progress_revision\x18\x02 \x01(\x03R\x10progressRevision\"\xd9\x01\n" +
 	"\fBindingEvent\x12.\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1a.berth.v1.BindingEventTypeR\x04type\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x04 \x01(\tR\x03uid\x12\x1b\n" +
 	"\tnode_name\x18\x05 \x01(\tR\bnodeName\x12\x1a\n" +
-	"\brevision\x18\x06 \x01(\x03R\brevision*t\n" +
+	"\brevision\x18\x06 \x01(\x03R\brevision\x12\x1c\n" +
+	"\tpreemptor\x18\a \x01(\tR\tpreemptor*\xb4\x01\n" +
 	"\x10BindingEventType\x12\"\n" +
 	"\x1eBINDING_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18BINDING_EVENT_TYPE_BOUND\x10\x01\x12\x1e\n" +
-	"\x1aBINDING_EVENT_TYPE_UNBOUND\x10\x022f\n" +
+	"\x1aBINDING_EVENT_TYPE_UNBOUND\x10\x02\x12\x1c\n" +
+	"\x18BINDING_EVENT_TYPE_EVICT\x10\x03\x12 \n" +
+	"\x1cBINDING_EVENT_TYPE_NODE_LOST\x10\x042f\n" +
 	"\x10SchedulerService\x12R\n" +
 	"\rWatchBindings\x12\x1e.berth.v1.WatchBindingsRequest\x1a\x1f.berth.v1.WatchBindingsResponse0\x01B2Z0github.com/berth-io/berth/proto/berth/v1;berthv1b\x06proto3"
 

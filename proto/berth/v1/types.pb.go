@@ -1173,7 +1173,10 @@ type PodStatus struct {
 	// When the pod was bound (or declared running).
 	StartTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
 	// Why the last scheduling attempt failed, if it did.
-	Diagnosis     *SchedulingDiagnosis `protobuf:"bytes,5,opt,name=diagnosis,proto3" json:"diagnosis,omitempty"`
+	Diagnosis *SchedulingDiagnosis `protobuf:"bytes,5,opt,name=diagnosis,proto3" json:"diagnosis,omitempty"`
+	// Set when the pod was chosen as a preemption victim: the preemptor's
+	// namespace/name. The orchestrator should stop and delete the pod.
+	PreemptedBy   string `protobuf:"bytes,6,opt,name=preempted_by,json=preemptedBy,proto3" json:"preempted_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1241,6 +1244,13 @@ func (x *PodStatus) GetDiagnosis() *SchedulingDiagnosis {
 		return x.Diagnosis
 	}
 	return nil
+}
+
+func (x *PodStatus) GetPreemptedBy() string {
+	if x != nil {
+		return x.PreemptedBy
+	}
+	return ""
 }
 
 // SchedulingDiagnosis summarises why no node was found for a pod.
@@ -2354,14 +2364,15 @@ const file_berth_v1_types_proto_rawDesc = "" +
 	"\x0econtainer_port\x18\x01 \x01(\x05R\rcontainerPort\x12\x1b\n" +
 	"\thost_port\x18\x02 \x01(\x05R\bhostPort\x12.\n" +
 	"\bprotocol\x18\x03 \x01(\x0e2\x12.berth.v1.ProtocolR\bprotocol\x12\x17\n" +
-	"\ahost_ip\x18\x04 \x01(\tR\x06hostIp\"\xf7\x01\n" +
+	"\ahost_ip\x18\x04 \x01(\tR\x06hostIp\"\x9a\x02\n" +
 	"\tPodStatus\x12(\n" +
 	"\x05phase\x18\x01 \x01(\x0e2\x12.berth.v1.PodPhaseR\x05phase\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
 	"\x13nominated_node_name\x18\x03 \x01(\tR\x11nominatedNodeName\x129\n" +
 	"\n" +
 	"start_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12;\n" +
-	"\tdiagnosis\x18\x05 \x01(\v2\x1d.berth.v1.SchedulingDiagnosisR\tdiagnosis\"\x9f\x01\n" +
+	"\tdiagnosis\x18\x05 \x01(\v2\x1d.berth.v1.SchedulingDiagnosisR\tdiagnosis\x12!\n" +
+	"\fpreempted_by\x18\x06 \x01(\tR\vpreemptedBy\"\x9f\x01\n" +
 	"\x13SchedulingDiagnosis\x12'\n" +
 	"\x0fnodes_evaluated\x18\x01 \x01(\x05R\x0enodesEvaluated\x12/\n" +
 	"\areasons\x18\x02 \x03(\v2\x15.berth.v1.ReasonCountR\areasons\x12.\n" +
