@@ -43,9 +43,16 @@ func bindingEvent(t berthv1.BindingEventType, p *berthv1.Pod, rev int64) *berthv
 // holds the node it held (deleted, finished, or sent back to pending). A pod
 // that moves to another node or uid in one write yields UNBOUND of the old
 // binding then BOUND of the new, both at rev.
+//
+// A bound pod newly marked preempted_by yields EVICT, naming the preemptor.
 func bindingEvents(prev, cur *berthv1.Pod, rev int64, emit func(*berthv1.BindingEvent) error) error {
 	prevHolds, curHolds := holdsNode(prev), holdsNode(cur)
 	if prevHolds && curHolds && prev.NodeName == cur.NodeName && prev.Uid == cur.Uid {
+		if by := cur.GetStatus().GetPreemptedBy(); by != "" && prev.GetStatus().GetPreemptedBy() == "" {
+			ev := bindingEvent(berthv1.BindingEventType_BINDING_EVENT_TYPE_EVICT, cur, rev)
+			ev.Preemptor = by
+			return emit(ev)
+		}
 		return nil
 	}
 	if prevHolds {
