@@ -13,15 +13,17 @@ const DefaultPrefix = "/berth"
 
 // keyspace builds the etcd keys under one prefix:
 //
+//	{prefix}/v1/budgets/{namespace}/{name}
 //	{prefix}/v1/nodes/{name}
 //	{prefix}/v1/pods/{namespace}/{name}
 //
-// Nodes sort before pods, and nothing else planned (alloc/, assume/,
-// replicas/, shards/) sorts between them, so one range watch covers exactly
-// the two kinds of object a replica caches, in one global order.
+// Budgets sort before nodes, nodes before pods, and nothing else planned
+// (alloc/, assume/, replicas/, shards/) sorts between them, so one range
+// watch covers exactly the objects a replica caches, in one global order.
 type keyspace struct {
-	nodes string // "{prefix}/v1/nodes/"
-	pods  string // "{prefix}/v1/pods/"
+	budgets string // "{prefix}/v1/budgets/"
+	nodes   string // "{prefix}/v1/nodes/"
+	pods    string // "{prefix}/v1/pods/"
 }
 
 func newKeyspace(prefix string) keyspace {
@@ -30,8 +32,9 @@ func newKeyspace(prefix string) keyspace {
 		prefix = DefaultPrefix
 	}
 	return keyspace{
-		nodes: prefix + "/v1/nodes/",
-		pods:  prefix + "/v1/pods/",
+		budgets: prefix + "/v1/budgets/",
+		nodes:   prefix + "/v1/nodes/",
+		pods:    prefix + "/v1/pods/",
 	}
 }
 
@@ -42,9 +45,20 @@ func (k keyspace) pod(namespace, name string) string { return k.pods + namespace
 // podNamespace is the prefix of every pod key in one namespace.
 func (k keyspace) podNamespace(namespace string) string { return k.pods + namespace + "/" }
 
-// cachedRange is [start, end) holding every node and pod key and nothing else.
+func (k keyspace) budget(namespace, name string) string { return k.budgets + namespace + "/" + name }
+
+// cachedRange is [start, end) holding every budget, node and pod key and
+// nothing else.
 func (k keyspace) cachedRange() (start, end string) {
-	return k.nodes, clientv3.GetPrefixRangeEnd(k.pods)
+	return k.budgets, clientv3.GetPrefixRangeEnd(k.pods)
+}
+
+func (k keyspace) isBudget(key string) bool { return strings.HasPrefix(key, k.budgets) }
+
+// budgetName splits a budget key into namespace and name.
+func (k keyspace) budgetName(key string) (namespace, name string) {
+	namespace, name, _ = strings.Cut(strings.TrimPrefix(key, k.budgets), "/")
+	return namespace, name
 }
 
 // isNode and isPod tell what a key under cachedRange holds.

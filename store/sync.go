@@ -29,6 +29,15 @@ type SyncHandler interface {
 	PodDeleted(prev *berthv1.Pod, rev int64)
 }
 
+// BudgetHandler is an optional part of a SyncHandler: a handler that also
+// implements it is told about disruption budgets. BudgetsReset comes just
+// before each Reset.
+type BudgetHandler interface {
+	BudgetsReset(budgets []*berthv1.DisruptionBudget)
+	BudgetPut(b *berthv1.DisruptionBudget, rev int64)
+	BudgetDeleted(namespace, name string, rev int64)
+}
+
 // scanChunk is how many keys one range request of a scan (a full listing,
 // a filtered page) reads.
 const scanChunk = 1000
@@ -71,7 +80,19 @@ func (s *Store) Sync(ctx context.Context, h SyncHandler) error {
 func (s *Store) syncOnce(ctx context.Context, h SyncHandler) (listed bool, err error) {
 	var nodes []*berthv1.Node
 	var pods []PodRecord
-	rev, err := s.rangeAt(ctx, "sync list nodes", s.keys.nodes, clientv3.GetPrefixRangeEnd(s.keys.nodes), 0,
+	var budgets []*berthv1.DisruptionBudget
+	rev, err := s.rangeAt(ctx, "sync list budgets", s.keys.budgets, clientv3.GetPrefixRangeEnd(s.keys.budgets), 0,
+		func(kv *mvccpb.KeyValue) {
+			if b, err := decodeBudget(kv.Value); err == nil {
+				budgets = append(budgets, b)
+			} else {
+				s.log.Warn("store sync: skipping undecodable budget", zap.ByteString("key", kv.Key), zap.Error(err))
+			}
+		})
+	if err != nil {
+		return false, err
+	}
+	_, err = s.rangeAt(ctx, "sync list nodes", s.keys.nodes, clientv3.GetPrefixRangeEnd(s.keys.nodes), rev,
 		func(kv *mvccpb.KeyValue) {
 			if n, err := decodeNode(kv.Value); err == nil {
 				nodes = append(nodes, n)
@@ -92,6 +113,9 @@ func (s *Store) syncOnce(ctx context.Context, h SyncHandler) (listed bool, err e
 		})
 	if err != nil {
 		return false, err
+	}
+	if bh, ok := h.(BudgetHandler); ok {
+		bh.BudgetsReset(budgets)
 	}
 	h.Reset(nodes, pods, rev)
 
@@ -119,6 +143,22 @@ func (s *Store) deliver(h SyncHandler, ev *clientv3.Event) {
 	key := string(ev.Kv.Key)
 	rev := ev.Kv.ModRevision
 	switch {
+	case s.keys.isBudget(key):
+		bh, ok := h.(BudgetHandler)
+		if !ok {
+			return
+		}
+		if ev.Type == clientv3.EventTypeDelete {
+			ns, name := s.keys.budgetName(key)
+			bh.BudgetDeleted(ns, name, rev)
+			return
+		}
+		b, err := decodeBudget(ev.Kv.Value)
+		if err != nil {
+			s.log.Warn("store sync: skipping undecodable budget", zap.String("key", key), zap.Error(err))
+			return
+		}
+		bh.BudgetPut(b, rev)
 	case s.keys.isNode(key):
 		if ev.Type == clientv3.EventTypeDelete {
 			h.NodeDeleted(s.keys.nodeName(key), rev)

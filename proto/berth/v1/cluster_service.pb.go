@@ -21,6 +21,300 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// UpsertDisruptionBudgetRequest carries the budget to store.
+type UpsertDisruptionBudgetRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The budget; namespace and name are required.
+	Budget        *DisruptionBudget `protobuf:"bytes,1,opt,name=budget,proto3" json:"budget,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpsertDisruptionBudgetRequest) Reset() {
+	*x = UpsertDisruptionBudgetRequest{}
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpsertDisruptionBudgetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpsertDisruptionBudgetRequest) ProtoMessage() {}
+
+func (x *UpsertDisruptionBudgetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpsertDisruptionBudgetRequest.ProtoReflect.Descriptor instead.
+func (*UpsertDisruptionBudgetRequest) Descriptor() ([]byte, []int) {
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *UpsertDisruptionBudgetRequest) GetBudget() *DisruptionBudget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+// UpsertDisruptionBudgetResponse confirms the write.
+type UpsertDisruptionBudgetResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The budget as stored.
+	Budget *DisruptionBudget `protobuf:"bytes,1,opt,name=budget,proto3" json:"budget,omitempty"`
+	// etcd revision of the write.
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpsertDisruptionBudgetResponse) Reset() {
+	*x = UpsertDisruptionBudgetResponse{}
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpsertDisruptionBudgetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpsertDisruptionBudgetResponse) ProtoMessage() {}
+
+func (x *UpsertDisruptionBudgetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpsertDisruptionBudgetResponse.ProtoReflect.Descriptor instead.
+func (*UpsertDisruptionBudgetResponse) Descriptor() ([]byte, []int) {
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *UpsertDisruptionBudgetResponse) GetBudget() *DisruptionBudget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+func (x *UpsertDisruptionBudgetResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// DeleteDisruptionBudgetRequest names the budget to remove.
+type DeleteDisruptionBudgetRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace of the budget.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Name of the budget.
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteDisruptionBudgetRequest) Reset() {
+	*x = DeleteDisruptionBudgetRequest{}
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteDisruptionBudgetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteDisruptionBudgetRequest) ProtoMessage() {}
+
+func (x *DeleteDisruptionBudgetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteDisruptionBudgetRequest.ProtoReflect.Descriptor instead.
+func (*DeleteDisruptionBudgetRequest) Descriptor() ([]byte, []int) {
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *DeleteDisruptionBudgetRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *DeleteDisruptionBudgetRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// DeleteDisruptionBudgetResponse confirms the removal.
+type DeleteDisruptionBudgetResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// etcd revision of the delete.
+	Revision      int64 `protobuf:"varint,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteDisruptionBudgetResponse) Reset() {
+	*x = DeleteDisruptionBudgetResponse{}
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteDisruptionBudgetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteDisruptionBudgetResponse) ProtoMessage() {}
+
+func (x *DeleteDisruptionBudgetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteDisruptionBudgetResponse.ProtoReflect.Descriptor instead.
+func (*DeleteDisruptionBudgetResponse) Descriptor() ([]byte, []int) {
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DeleteDisruptionBudgetResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// ListDisruptionBudgetsRequest asks for every budget.
+type ListDisruptionBudgetsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only budgets in this namespace; empty for all.
+	Namespace     string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDisruptionBudgetsRequest) Reset() {
+	*x = ListDisruptionBudgetsRequest{}
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDisruptionBudgetsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDisruptionBudgetsRequest) ProtoMessage() {}
+
+func (x *ListDisruptionBudgetsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDisruptionBudgetsRequest.ProtoReflect.Descriptor instead.
+func (*ListDisruptionBudgetsRequest) Descriptor() ([]byte, []int) {
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ListDisruptionBudgetsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+// ListDisruptionBudgetsResponse is every budget.
+type ListDisruptionBudgetsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Budgets in namespace/name order.
+	Budgets       []*DisruptionBudget `protobuf:"bytes,1,rep,name=budgets,proto3" json:"budgets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDisruptionBudgetsResponse) Reset() {
+	*x = ListDisruptionBudgetsResponse{}
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDisruptionBudgetsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDisruptionBudgetsResponse) ProtoMessage() {}
+
+func (x *ListDisruptionBudgetsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDisruptionBudgetsResponse.ProtoReflect.Descriptor instead.
+func (*ListDisruptionBudgetsResponse) Descriptor() ([]byte, []int) {
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ListDisruptionBudgetsResponse) GetBudgets() []*DisruptionBudget {
+	if x != nil {
+		return x.Budgets
+	}
+	return nil
+}
+
 // UpsertNodeRequest carries the node to store.
 type UpsertNodeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -32,7 +326,7 @@ type UpsertNodeRequest struct {
 
 func (x *UpsertNodeRequest) Reset() {
 	*x = UpsertNodeRequest{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[0]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -44,7 +338,7 @@ func (x *UpsertNodeRequest) String() string {
 func (*UpsertNodeRequest) ProtoMessage() {}
 
 func (x *UpsertNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[0]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -57,7 +351,7 @@ func (x *UpsertNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpsertNodeRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{0}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UpsertNodeRequest) GetNode() *Node {
@@ -80,7 +374,7 @@ type UpsertNodeResponse struct {
 
 func (x *UpsertNodeResponse) Reset() {
 	*x = UpsertNodeResponse{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[1]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -92,7 +386,7 @@ func (x *UpsertNodeResponse) String() string {
 func (*UpsertNodeResponse) ProtoMessage() {}
 
 func (x *UpsertNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[1]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -105,7 +399,7 @@ func (x *UpsertNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpsertNodeResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{1}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *UpsertNodeResponse) GetNode() *Node {
@@ -133,7 +427,7 @@ type DeleteNodeRequest struct {
 
 func (x *DeleteNodeRequest) Reset() {
 	*x = DeleteNodeRequest{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[2]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -145,7 +439,7 @@ func (x *DeleteNodeRequest) String() string {
 func (*DeleteNodeRequest) ProtoMessage() {}
 
 func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[2]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -158,7 +452,7 @@ func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNodeRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{2}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DeleteNodeRequest) GetName() string {
@@ -179,7 +473,7 @@ type DeleteNodeResponse struct {
 
 func (x *DeleteNodeResponse) Reset() {
 	*x = DeleteNodeResponse{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[3]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -191,7 +485,7 @@ func (x *DeleteNodeResponse) String() string {
 func (*DeleteNodeResponse) ProtoMessage() {}
 
 func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[3]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -204,7 +498,7 @@ func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteNodeResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{3}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DeleteNodeResponse) GetRevision() int64 {
@@ -225,7 +519,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[4]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -237,7 +531,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[4]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -250,7 +544,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{4}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetNodeRequest) GetName() string {
@@ -274,7 +568,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[5]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -286,7 +580,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[5]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -299,7 +593,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{5}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetNodeResponse) GetNode() *Node {
@@ -329,7 +623,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[6]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -341,7 +635,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[6]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -354,7 +648,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{6}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListNodesRequest) GetPageSize() int32 {
@@ -384,7 +678,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[7]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -396,7 +690,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[7]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -409,7 +703,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{7}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -430,7 +724,21 @@ var File_berth_v1_cluster_service_proto protoreflect.FileDescriptor
 
 const file_berth_v1_cluster_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1eberth/v1/cluster_service.proto\x12\bberth.v1\x1a\x14berth/v1/types.proto\"7\n" +
+	"\x1eberth/v1/cluster_service.proto\x12\bberth.v1\x1a\x14berth/v1/types.proto\"S\n" +
+	"\x1dUpsertDisruptionBudgetRequest\x122\n" +
+	"\x06budget\x18\x01 \x01(\v2\x1a.berth.v1.DisruptionBudgetR\x06budget\"p\n" +
+	"\x1eUpsertDisruptionBudgetResponse\x122\n" +
+	"\x06budget\x18\x01 \x01(\v2\x1a.berth.v1.DisruptionBudgetR\x06budget\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"Q\n" +
+	"\x1dDeleteDisruptionBudgetRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"<\n" +
+	"\x1eDeleteDisruptionBudgetResponse\x12\x1a\n" +
+	"\brevision\x18\x01 \x01(\x03R\brevision\"<\n" +
+	"\x1cListDisruptionBudgetsRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"U\n" +
+	"\x1dListDisruptionBudgetsResponse\x124\n" +
+	"\abudgets\x18\x01 \x03(\v2\x1a.berth.v1.DisruptionBudgetR\abudgets\"7\n" +
 	"\x11UpsertNodeRequest\x12\"\n" +
 	"\x04node\x18\x01 \x01(\v2\x0e.berth.v1.NodeR\x04node\"T\n" +
 	"\x12UpsertNodeResponse\x12\"\n" +
@@ -451,14 +759,17 @@ const file_berth_v1_cluster_service_proto_rawDesc = "" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"a\n" +
 	"\x11ListNodesResponse\x12$\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x0e.berth.v1.NodeR\x05nodes\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xa8\x02\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xec\x04\n" +
 	"\x0eClusterService\x12G\n" +
 	"\n" +
 	"UpsertNode\x12\x1b.berth.v1.UpsertNodeRequest\x1a\x1c.berth.v1.UpsertNodeResponse\x12G\n" +
 	"\n" +
 	"DeleteNode\x12\x1b.berth.v1.DeleteNodeRequest\x1a\x1c.berth.v1.DeleteNodeResponse\x12>\n" +
 	"\aGetNode\x12\x18.berth.v1.GetNodeRequest\x1a\x19.berth.v1.GetNodeResponse\x12D\n" +
-	"\tListNodes\x12\x1a.berth.v1.ListNodesRequest\x1a\x1b.berth.v1.ListNodesResponseB2Z0github.com/berth-io/berth/proto/berth/v1;berthv1b\x06proto3"
+	"\tListNodes\x12\x1a.berth.v1.ListNodesRequest\x1a\x1b.berth.v1.ListNodesResponse\x12k\n" +
+	"\x16UpsertDisruptionBudget\x12'.berth.v1.UpsertDisruptionBudgetRequest\x1a(.berth.v1.UpsertDisruptionBudgetResponse\x12k\n" +
+	"\x16DeleteDisruptionBudget\x12'.berth.v1.DeleteDisruptionBudgetRequest\x1a(.berth.v1.DeleteDisruptionBudgetResponse\x12h\n" +
+	"\x15ListDisruptionBudgets\x12&.berth.v1.ListDisruptionBudgetsRequest\x1a'.berth.v1.ListDisruptionBudgetsResponseB2Z0github.com/berth-io/berth/proto/berth/v1;berthv1b\x06proto3"
 
 var (
 	file_berth_v1_cluster_service_proto_rawDescOnce sync.Once
@@ -472,38 +783,54 @@ func file_berth_v1_cluster_service_proto_rawDescGZIP() []byte {
 	return file_berth_v1_cluster_service_proto_rawDescData
 }
 
-var file_berth_v1_cluster_service_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_berth_v1_cluster_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_berth_v1_cluster_service_proto_goTypes = []any{
-	(*UpsertNodeRequest)(nil),  // 0: berth.v1.UpsertNodeRequest
-	(*UpsertNodeResponse)(nil), // 1: berth.v1.UpsertNodeResponse
-	(*DeleteNodeRequest)(nil),  // 2: berth.v1.DeleteNodeRequest
-	(*DeleteNodeResponse)(nil), // 3: berth.v1.DeleteNodeResponse
-	(*GetNodeRequest)(nil),     // 4: berth.v1.GetNodeRequest
-	(*GetNodeResponse)(nil),    // 5: berth.v1.GetNodeResponse
-	(*ListNodesRequest)(nil),   // 6: berth.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),  // 7: berth.v1.ListNodesResponse
-	(*Node)(nil),               // 8: berth.v1.Node
-	(*NodeUsage)(nil),          // 9: berth.v1.NodeUsage
+	(*UpsertDisruptionBudgetRequest)(nil),  // 0: berth.v1.UpsertDisruptionBudgetRequest
+	(*UpsertDisruptionBudgetResponse)(nil), // 1: berth.v1.UpsertDisruptionBudgetResponse
+	(*DeleteDisruptionBudgetRequest)(nil),  // 2: berth.v1.DeleteDisruptionBudgetRequest
+	(*DeleteDisruptionBudgetResponse)(nil), // 3: berth.v1.DeleteDisruptionBudgetResponse
+	(*ListDisruptionBudgetsRequest)(nil),   // 4: berth.v1.ListDisruptionBudgetsRequest
+	(*ListDisruptionBudgetsResponse)(nil),  // 5: berth.v1.ListDisruptionBudgetsResponse
+	(*UpsertNodeRequest)(nil),              // 6: berth.v1.UpsertNodeRequest
+	(*UpsertNodeResponse)(nil),             // 7: berth.v1.UpsertNodeResponse
+	(*DeleteNodeRequest)(nil),              // 8: berth.v1.DeleteNodeRequest
+	(*DeleteNodeResponse)(nil),             // 9: berth.v1.DeleteNodeResponse
+	(*GetNodeRequest)(nil),                 // 10: berth.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),                // 11: berth.v1.GetNodeResponse
+	(*ListNodesRequest)(nil),               // 12: berth.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),              // 13: berth.v1.ListNodesResponse
+	(*DisruptionBudget)(nil),               // 14: berth.v1.DisruptionBudget
+	(*Node)(nil),                           // 15: berth.v1.Node
+	(*NodeUsage)(nil),                      // 16: berth.v1.NodeUsage
 }
 var file_berth_v1_cluster_service_proto_depIdxs = []int32{
-	8, // 0: berth.v1.UpsertNodeRequest.node:type_name -> berth.v1.Node
-	8, // 1: berth.v1.UpsertNodeResponse.node:type_name -> berth.v1.Node
-	8, // 2: berth.v1.GetNodeResponse.node:type_name -> berth.v1.Node
-	9, // 3: berth.v1.GetNodeResponse.usage:type_name -> berth.v1.NodeUsage
-	8, // 4: berth.v1.ListNodesResponse.nodes:type_name -> berth.v1.Node
-	0, // 5: berth.v1.ClusterService.UpsertNode:input_type -> berth.v1.UpsertNodeRequest
-	2, // 6: berth.v1.ClusterService.DeleteNode:input_type -> berth.v1.DeleteNodeRequest
-	4, // 7: berth.v1.ClusterService.GetNode:input_type -> berth.v1.GetNodeRequest
-	6, // 8: berth.v1.ClusterService.ListNodes:input_type -> berth.v1.ListNodesRequest
-	1, // 9: berth.v1.ClusterService.UpsertNode:output_type -> berth.v1.UpsertNodeResponse
-	3, // 10: berth.v1.ClusterService.DeleteNode:output_type -> berth.v1.DeleteNodeResponse
-	5, // 11: berth.v1.ClusterService.GetNode:output_type -> berth.v1.GetNodeResponse
-	7, // 12: berth.v1.ClusterService.ListNodes:output_type -> berth.v1.ListNodesResponse
-	9, // [9:13] is the sub-list for method output_type
-	5, // [5:9] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	14, // 0: berth.v1.UpsertDisruptionBudgetRequest.budget:type_name -> berth.v1.DisruptionBudget
+	14, // 1: berth.v1.UpsertDisruptionBudgetResponse.budget:type_name -> berth.v1.DisruptionBudget
+	14, // 2: berth.v1.ListDisruptionBudgetsResponse.budgets:type_name -> berth.v1.DisruptionBudget
+	15, // 3: berth.v1.UpsertNodeRequest.node:type_name -> berth.v1.Node
+	15, // 4: berth.v1.UpsertNodeResponse.node:type_name -> berth.v1.Node
+	15, // 5: berth.v1.GetNodeResponse.node:type_name -> berth.v1.Node
+	16, // 6: berth.v1.GetNodeResponse.usage:type_name -> berth.v1.NodeUsage
+	15, // 7: berth.v1.ListNodesResponse.nodes:type_name -> berth.v1.Node
+	6,  // 8: berth.v1.ClusterService.UpsertNode:input_type -> berth.v1.UpsertNodeRequest
+	8,  // 9: berth.v1.ClusterService.DeleteNode:input_type -> berth.v1.DeleteNodeRequest
+	10, // 10: berth.v1.ClusterService.GetNode:input_type -> berth.v1.GetNodeRequest
+	12, // 11: berth.v1.ClusterService.ListNodes:input_type -> berth.v1.ListNodesRequest
+	0,  // 12: berth.v1.ClusterService.UpsertDisruptionBudget:input_type -> berth.v1.UpsertDisruptionBudgetRequest
+	2,  // 13: berth.v1.ClusterService.DeleteDisruptionBudget:input_type -> berth.v1.DeleteDisruptionBudgetRequest
+	4,  // 14: berth.v1.ClusterService.ListDisruptionBudgets:input_type -> berth.v1.ListDisruptionBudgetsRequest
+	7,  // 15: berth.v1.ClusterService.UpsertNode:output_type -> berth.v1.UpsertNodeResponse
+	9,  // 16: berth.v1.ClusterService.DeleteNode:output_type -> berth.v1.DeleteNodeResponse
+	11, // 17: berth.v1.ClusterService.GetNode:output_type -> berth.v1.GetNodeResponse
+	13, // 18: berth.v1.ClusterService.ListNodes:output_type -> berth.v1.ListNodesResponse
+	1,  // 19: berth.v1.ClusterService.UpsertDisruptionBudget:output_type -> berth.v1.UpsertDisruptionBudgetResponse
+	3,  // 20: berth.v1.ClusterService.DeleteDisruptionBudget:output_type -> berth.v1.DeleteDisruptionBudgetResponse
+	5,  // 21: berth.v1.ClusterService.ListDisruptionBudgets:output_type -> berth.v1.ListDisruptionBudgetsResponse
+	15, // [15:22] is the sub-list for method output_type
+	8,  // [8:15] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_berth_v1_cluster_service_proto_init() }
@@ -518,7 +845,7 @@ func file_berth_v1_cluster_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_berth_v1_cluster_service_proto_rawDesc), len(file_berth_v1_cluster_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,10 +19,13 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ClusterService_UpsertNode_FullMethodName = "/berth.v1.ClusterService/UpsertNode"
-	ClusterService_DeleteNode_FullMethodName = "/berth.v1.ClusterService/DeleteNode"
-	ClusterService_GetNode_FullMethodName    = "/berth.v1.ClusterService/GetNode"
-	ClusterService_ListNodes_FullMethodName  = "/berth.v1.ClusterService/ListNodes"
+	ClusterService_UpsertNode_FullMethodName             = "/berth.v1.ClusterService/UpsertNode"
+	ClusterService_DeleteNode_FullMethodName             = "/berth.v1.ClusterService/DeleteNode"
+	ClusterService_GetNode_FullMethodName                = "/berth.v1.ClusterService/GetNode"
+	ClusterService_ListNodes_FullMethodName              = "/berth.v1.ClusterService/ListNodes"
+	ClusterService_UpsertDisruptionBudget_FullMethodName = "/berth.v1.ClusterService/UpsertDisruptionBudget"
+	ClusterService_DeleteDisruptionBudget_FullMethodName = "/berth.v1.ClusterService/DeleteDisruptionBudget"
+	ClusterService_ListDisruptionBudgets_FullMethodName  = "/berth.v1.ClusterService/ListDisruptionBudgets"
 )
 
 // ClusterServiceClient is the client API for ClusterService service.
@@ -39,6 +42,13 @@ type ClusterServiceClient interface {
 	GetNode(ctx context.Context, in *GetNodeRequest, opts ...grpc.CallOption) (*GetNodeResponse, error)
 	// ListNodes pages through nodes in name order.
 	ListNodes(ctx context.Context, in *ListNodesRequest, opts ...grpc.CallOption) (*ListNodesResponse, error)
+	// UpsertDisruptionBudget creates or replaces a disruption budget, which
+	// preemption respects where it can.
+	UpsertDisruptionBudget(ctx context.Context, in *UpsertDisruptionBudgetRequest, opts ...grpc.CallOption) (*UpsertDisruptionBudgetResponse, error)
+	// DeleteDisruptionBudget removes a disruption budget.
+	DeleteDisruptionBudget(ctx context.Context, in *DeleteDisruptionBudgetRequest, opts ...grpc.CallOption) (*DeleteDisruptionBudgetResponse, error)
+	// ListDisruptionBudgets lists every disruption budget.
+	ListDisruptionBudgets(ctx context.Context, in *ListDisruptionBudgetsRequest, opts ...grpc.CallOption) (*ListDisruptionBudgetsResponse, error)
 }
 
 type clusterServiceClient struct {
@@ -89,6 +99,36 @@ func (c *clusterServiceClient) ListNodes(ctx context.Context, in *ListNodesReque
 	return out, nil
 }
 
+func (c *clusterServiceClient) UpsertDisruptionBudget(ctx context.Context, in *UpsertDisruptionBudgetRequest, opts ...grpc.CallOption) (*UpsertDisruptionBudgetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpsertDisruptionBudgetResponse)
+	err := c.cc.Invoke(ctx, ClusterService_UpsertDisruptionBudget_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) DeleteDisruptionBudget(ctx context.Context, in *DeleteDisruptionBudgetRequest, opts ...grpc.CallOption) (*DeleteDisruptionBudgetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteDisruptionBudgetResponse)
+	err := c.cc.Invoke(ctx, ClusterService_DeleteDisruptionBudget_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) ListDisruptionBudgets(ctx context.Context, in *ListDisruptionBudgetsRequest, opts ...grpc.CallOption) (*ListDisruptionBudgetsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListDisruptionBudgetsResponse)
+	err := c.cc.Invoke(ctx, ClusterService_ListDisruptionBudgets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClusterServiceServer is the server API for ClusterService service.
 // All implementations must embed UnimplementedClusterServiceServer
 // for forward compatibility.
@@ -103,6 +143,13 @@ type ClusterServiceServer interface {
 	GetNode(context.Context, *GetNodeRequest) (*GetNodeResponse, error)
 	// ListNodes pages through nodes in name order.
 	ListNodes(context.Context, *ListNodesRequest) (*ListNodesResponse, error)
+	// UpsertDisruptionBudget creates or replaces a disruption budget, which
+	// preemption respects where it can.
+	UpsertDisruptionBudget(context.Context, *UpsertDisruptionBudgetRequest) (*UpsertDisruptionBudgetResponse, error)
+	// DeleteDisruptionBudget removes a disruption budget.
+	DeleteDisruptionBudget(context.Context, *DeleteDisruptionBudgetRequest) (*DeleteDisruptionBudgetResponse, error)
+	// ListDisruptionBudgets lists every disruption budget.
+	ListDisruptionBudgets(context.Context, *ListDisruptionBudgetsRequest) (*ListDisruptionBudgetsResponse, error)
 	mustEmbedUnimplementedClusterServiceServer()
 }
 
@@ -124,6 +171,15 @@ func (UnimplementedClusterServiceServer) GetNode(context.Context, *GetNodeReques
 }
 func (UnimplementedClusterServiceServer) ListNodes(context.Context, *ListNodesRequest) (*ListNodesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListNodes not implemented")
+}
+func (UnimplementedClusterServiceServer) UpsertDisruptionBudget(context.Context, *UpsertDisruptionBudgetRequest) (*UpsertDisruptionBudgetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpsertDisruptionBudget not implemented")
+}
+func (UnimplementedClusterServiceServer) DeleteDisruptionBudget(context.Context, *DeleteDisruptionBudgetRequest) (*DeleteDisruptionBudgetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteDisruptionBudget not implemented")
+}
+func (UnimplementedClusterServiceServer) ListDisruptionBudgets(context.Context, *ListDisruptionBudgetsRequest) (*ListDisruptionBudgetsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListDisruptionBudgets not implemented")
 }
 func (UnimplementedClusterServiceServer) mustEmbedUnimplementedClusterServiceServer() {}
 func (UnimplementedClusterServiceServer) testEmbeddedByValue()                        {}
@@ -218,6 +274,60 @@ func _ClusterService_ListNodes_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ClusterService_UpsertDisruptionBudget_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpsertDisruptionBudgetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).UpsertDisruptionBudget(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_UpsertDisruptionBudget_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).UpsertDisruptionBudget(ctx, req.(*UpsertDisruptionBudgetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_DeleteDisruptionBudget_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteDisruptionBudgetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).DeleteDisruptionBudget(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_DeleteDisruptionBudget_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).DeleteDisruptionBudget(ctx, req.(*DeleteDisruptionBudgetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_ListDisruptionBudgets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListDisruptionBudgetsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).ListDisruptionBudgets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_ListDisruptionBudgets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).ListDisruptionBudgets(ctx, req.(*ListDisruptionBudgetsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ClusterService_ServiceDesc is the grpc.ServiceDesc for ClusterService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -240,6 +350,18 @@ var ClusterService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListNodes",
 			Handler:    _ClusterService_ListNodes_Handler,
+		},
+		{
+			MethodName: "UpsertDisruptionBudget",
+			Handler:    _ClusterService_UpsertDisruptionBudget_Handler,
+		},
+		{
+			MethodName: "DeleteDisruptionBudget",
+			Handler:    _ClusterService_DeleteDisruptionBudget_Handler,
+		},
+		{
+			MethodName: "ListDisruptionBudgets",
+			Handler:    _ClusterService_ListDisruptionBudgets_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -21,6 +21,153 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// UpdatePodRequest says what to change.
+type UpdatePodRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace of the pod.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Name of the pod.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// If set, update only if the stored pod has this uid.
+	Uid string `protobuf:"bytes,3,opt,name=uid,proto3" json:"uid,omitempty"`
+	// New scheduling gates, replacing the old ones; gates can only be
+	// removed, as in Kubernetes. Ignored unless update_scheduling_gates.
+	SchedulingGates []string `protobuf:"bytes,4,rep,name=scheduling_gates,json=schedulingGates,proto3" json:"scheduling_gates,omitempty"`
+	// Whether scheduling_gates is to be applied (an empty list is valid).
+	UpdateSchedulingGates bool `protobuf:"varint,5,opt,name=update_scheduling_gates,json=updateSchedulingGates,proto3" json:"update_scheduling_gates,omitempty"`
+	// New priority, if set.
+	Priority      *int32 `protobuf:"varint,6,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdatePodRequest) Reset() {
+	*x = UpdatePodRequest{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdatePodRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdatePodRequest) ProtoMessage() {}
+
+func (x *UpdatePodRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdatePodRequest.ProtoReflect.Descriptor instead.
+func (*UpdatePodRequest) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *UpdatePodRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *UpdatePodRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UpdatePodRequest) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *UpdatePodRequest) GetSchedulingGates() []string {
+	if x != nil {
+		return x.SchedulingGates
+	}
+	return nil
+}
+
+func (x *UpdatePodRequest) GetUpdateSchedulingGates() bool {
+	if x != nil {
+		return x.UpdateSchedulingGates
+	}
+	return false
+}
+
+func (x *UpdatePodRequest) GetPriority() int32 {
+	if x != nil && x.Priority != nil {
+		return *x.Priority
+	}
+	return 0
+}
+
+// UpdatePodResponse is the updated pod.
+type UpdatePodResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pod as stored.
+	Pod *Pod `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	// etcd revision of the write.
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdatePodResponse) Reset() {
+	*x = UpdatePodResponse{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdatePodResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdatePodResponse) ProtoMessage() {}
+
+func (x *UpdatePodResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdatePodResponse.ProtoReflect.Descriptor instead.
+func (*UpdatePodResponse) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *UpdatePodResponse) GetPod() *Pod {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+func (x *UpdatePodResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
 // SubmitPodRequest carries the pod to schedule.
 type SubmitPodRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -32,7 +179,7 @@ type SubmitPodRequest struct {
 
 func (x *SubmitPodRequest) Reset() {
 	*x = SubmitPodRequest{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[0]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -44,7 +191,7 @@ func (x *SubmitPodRequest) String() string {
 func (*SubmitPodRequest) ProtoMessage() {}
 
 func (x *SubmitPodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[0]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -57,7 +204,7 @@ func (x *SubmitPodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPodRequest.ProtoReflect.Descriptor instead.
 func (*SubmitPodRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{0}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SubmitPodRequest) GetPod() *Pod {
@@ -80,7 +227,7 @@ type SubmitPodResponse struct {
 
 func (x *SubmitPodResponse) Reset() {
 	*x = SubmitPodResponse{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[1]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -92,7 +239,7 @@ func (x *SubmitPodResponse) String() string {
 func (*SubmitPodResponse) ProtoMessage() {}
 
 func (x *SubmitPodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[1]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -105,7 +252,7 @@ func (x *SubmitPodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPodResponse.ProtoReflect.Descriptor instead.
 func (*SubmitPodResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{1}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SubmitPodResponse) GetPod() *Pod {
@@ -133,7 +280,7 @@ type SubmitPodsRequest struct {
 
 func (x *SubmitPodsRequest) Reset() {
 	*x = SubmitPodsRequest{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[2]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -145,7 +292,7 @@ func (x *SubmitPodsRequest) String() string {
 func (*SubmitPodsRequest) ProtoMessage() {}
 
 func (x *SubmitPodsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[2]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -158,7 +305,7 @@ func (x *SubmitPodsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPodsRequest.ProtoReflect.Descriptor instead.
 func (*SubmitPodsRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{2}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SubmitPodsRequest) GetPods() []*Pod {
@@ -179,7 +326,7 @@ type SubmitPodsResponse struct {
 
 func (x *SubmitPodsResponse) Reset() {
 	*x = SubmitPodsResponse{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[3]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -191,7 +338,7 @@ func (x *SubmitPodsResponse) String() string {
 func (*SubmitPodsResponse) ProtoMessage() {}
 
 func (x *SubmitPodsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[3]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -204,7 +351,7 @@ func (x *SubmitPodsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPodsResponse.ProtoReflect.Descriptor instead.
 func (*SubmitPodsResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{3}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SubmitPodsResponse) GetResults() []*SubmitPodResult {
@@ -231,7 +378,7 @@ type SubmitPodResult struct {
 
 func (x *SubmitPodResult) Reset() {
 	*x = SubmitPodResult{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[4]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -243,7 +390,7 @@ func (x *SubmitPodResult) String() string {
 func (*SubmitPodResult) ProtoMessage() {}
 
 func (x *SubmitPodResult) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[4]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -256,7 +403,7 @@ func (x *SubmitPodResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPodResult.ProtoReflect.Descriptor instead.
 func (*SubmitPodResult) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{4}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SubmitPodResult) GetPod() *Pod {
@@ -302,7 +449,7 @@ type DeletePodRequest struct {
 
 func (x *DeletePodRequest) Reset() {
 	*x = DeletePodRequest{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[5]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -314,7 +461,7 @@ func (x *DeletePodRequest) String() string {
 func (*DeletePodRequest) ProtoMessage() {}
 
 func (x *DeletePodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[5]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -327,7 +474,7 @@ func (x *DeletePodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePodRequest.ProtoReflect.Descriptor instead.
 func (*DeletePodRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{5}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeletePodRequest) GetNamespace() string {
@@ -362,7 +509,7 @@ type DeletePodResponse struct {
 
 func (x *DeletePodResponse) Reset() {
 	*x = DeletePodResponse{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[6]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -374,7 +521,7 @@ func (x *DeletePodResponse) String() string {
 func (*DeletePodResponse) ProtoMessage() {}
 
 func (x *DeletePodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[6]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -387,7 +534,7 @@ func (x *DeletePodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePodResponse.ProtoReflect.Descriptor instead.
 func (*DeletePodResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{6}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DeletePodResponse) GetRevision() int64 {
@@ -410,7 +557,7 @@ type GetPodRequest struct {
 
 func (x *GetPodRequest) Reset() {
 	*x = GetPodRequest{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[7]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -422,7 +569,7 @@ func (x *GetPodRequest) String() string {
 func (*GetPodRequest) ProtoMessage() {}
 
 func (x *GetPodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[7]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -435,7 +582,7 @@ func (x *GetPodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPodRequest.ProtoReflect.Descriptor instead.
 func (*GetPodRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{7}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetPodRequest) GetNamespace() string {
@@ -463,7 +610,7 @@ type GetPodResponse struct {
 
 func (x *GetPodResponse) Reset() {
 	*x = GetPodResponse{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[8]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +622,7 @@ func (x *GetPodResponse) String() string {
 func (*GetPodResponse) ProtoMessage() {}
 
 func (x *GetPodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[8]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -488,7 +635,7 @@ func (x *GetPodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPodResponse.ProtoReflect.Descriptor instead.
 func (*GetPodResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{8}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetPodResponse) GetPod() *Pod {
@@ -517,7 +664,7 @@ type ListPodsRequest struct {
 
 func (x *ListPodsRequest) Reset() {
 	*x = ListPodsRequest{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[9]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -529,7 +676,7 @@ func (x *ListPodsRequest) String() string {
 func (*ListPodsRequest) ProtoMessage() {}
 
 func (x *ListPodsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[9]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -542,7 +689,7 @@ func (x *ListPodsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPodsRequest.ProtoReflect.Descriptor instead.
 func (*ListPodsRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{9}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListPodsRequest) GetNamespace() string {
@@ -593,7 +740,7 @@ type ListPodsResponse struct {
 
 func (x *ListPodsResponse) Reset() {
 	*x = ListPodsResponse{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[10]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -605,7 +752,7 @@ func (x *ListPodsResponse) String() string {
 func (*ListPodsResponse) ProtoMessage() {}
 
 func (x *ListPodsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[10]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -618,7 +765,7 @@ func (x *ListPodsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPodsResponse.ProtoReflect.Descriptor instead.
 func (*ListPodsResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{10}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListPodsResponse) GetPods() []*Pod {
@@ -639,7 +786,18 @@ var File_berth_v1_pod_service_proto protoreflect.FileDescriptor
 
 const file_berth_v1_pod_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1aberth/v1/pod_service.proto\x12\bberth.v1\x1a\x14berth/v1/types.proto\"3\n" +
+	"\x1aberth/v1/pod_service.proto\x12\bberth.v1\x1a\x14berth/v1/types.proto\"\xe7\x01\n" +
+	"\x10UpdatePodRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\x12)\n" +
+	"\x10scheduling_gates\x18\x04 \x03(\tR\x0fschedulingGates\x126\n" +
+	"\x17update_scheduling_gates\x18\x05 \x01(\bR\x15updateSchedulingGates\x12\x1f\n" +
+	"\bpriority\x18\x06 \x01(\x05H\x00R\bpriority\x88\x01\x01B\v\n" +
+	"\t_priority\"P\n" +
+	"\x11UpdatePodResponse\x12\x1f\n" +
+	"\x03pod\x18\x01 \x01(\v2\r.berth.v1.PodR\x03pod\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"3\n" +
 	"\x10SubmitPodRequest\x12\x1f\n" +
 	"\x03pod\x18\x01 \x01(\v2\r.berth.v1.PodR\x03pod\"P\n" +
 	"\x11SubmitPodResponse\x12\x1f\n" +
@@ -674,7 +832,7 @@ const file_berth_v1_pod_service_proto_rawDesc = "" +
 	"page_token\x18\x05 \x01(\tR\tpageToken\"]\n" +
 	"\x10ListPodsResponse\x12!\n" +
 	"\x04pods\x18\x01 \x03(\v2\r.berth.v1.PodR\x04pods\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xe1\x02\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xa7\x03\n" +
 	"\n" +
 	"PodService\x12D\n" +
 	"\tSubmitPod\x12\x1a.berth.v1.SubmitPodRequest\x1a\x1b.berth.v1.SubmitPodResponse\x12G\n" +
@@ -682,7 +840,8 @@ const file_berth_v1_pod_service_proto_rawDesc = "" +
 	"SubmitPods\x12\x1b.berth.v1.SubmitPodsRequest\x1a\x1c.berth.v1.SubmitPodsResponse\x12D\n" +
 	"\tDeletePod\x12\x1a.berth.v1.DeletePodRequest\x1a\x1b.berth.v1.DeletePodResponse\x12;\n" +
 	"\x06GetPod\x12\x17.berth.v1.GetPodRequest\x1a\x18.berth.v1.GetPodResponse\x12A\n" +
-	"\bListPods\x12\x19.berth.v1.ListPodsRequest\x1a\x1a.berth.v1.ListPodsResponseB2Z0github.com/berth-io/berth/proto/berth/v1;berthv1b\x06proto3"
+	"\bListPods\x12\x19.berth.v1.ListPodsRequest\x1a\x1a.berth.v1.ListPodsResponse\x12D\n" +
+	"\tUpdatePod\x12\x1a.berth.v1.UpdatePodRequest\x1a\x1b.berth.v1.UpdatePodResponseB2Z0github.com/berth-io/berth/proto/berth/v1;berthv1b\x06proto3"
 
 var (
 	file_berth_v1_pod_service_proto_rawDescOnce sync.Once
@@ -696,46 +855,51 @@ func file_berth_v1_pod_service_proto_rawDescGZIP() []byte {
 	return file_berth_v1_pod_service_proto_rawDescData
 }
 
-var file_berth_v1_pod_service_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_berth_v1_pod_service_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_berth_v1_pod_service_proto_goTypes = []any{
-	(*SubmitPodRequest)(nil),   // 0: berth.v1.SubmitPodRequest
-	(*SubmitPodResponse)(nil),  // 1: berth.v1.SubmitPodResponse
-	(*SubmitPodsRequest)(nil),  // 2: berth.v1.SubmitPodsRequest
-	(*SubmitPodsResponse)(nil), // 3: berth.v1.SubmitPodsResponse
-	(*SubmitPodResult)(nil),    // 4: berth.v1.SubmitPodResult
-	(*DeletePodRequest)(nil),   // 5: berth.v1.DeletePodRequest
-	(*DeletePodResponse)(nil),  // 6: berth.v1.DeletePodResponse
-	(*GetPodRequest)(nil),      // 7: berth.v1.GetPodRequest
-	(*GetPodResponse)(nil),     // 8: berth.v1.GetPodResponse
-	(*ListPodsRequest)(nil),    // 9: berth.v1.ListPodsRequest
-	(*ListPodsResponse)(nil),   // 10: berth.v1.ListPodsResponse
-	(*Pod)(nil),                // 11: berth.v1.Pod
-	(PodPhase)(0),              // 12: berth.v1.PodPhase
+	(*UpdatePodRequest)(nil),   // 0: berth.v1.UpdatePodRequest
+	(*UpdatePodResponse)(nil),  // 1: berth.v1.UpdatePodResponse
+	(*SubmitPodRequest)(nil),   // 2: berth.v1.SubmitPodRequest
+	(*SubmitPodResponse)(nil),  // 3: berth.v1.SubmitPodResponse
+	(*SubmitPodsRequest)(nil),  // 4: berth.v1.SubmitPodsRequest
+	(*SubmitPodsResponse)(nil), // 5: berth.v1.SubmitPodsResponse
+	(*SubmitPodResult)(nil),    // 6: berth.v1.SubmitPodResult
+	(*DeletePodRequest)(nil),   // 7: berth.v1.DeletePodRequest
+	(*DeletePodResponse)(nil),  // 8: berth.v1.DeletePodResponse
+	(*GetPodRequest)(nil),      // 9: berth.v1.GetPodRequest
+	(*GetPodResponse)(nil),     // 10: berth.v1.GetPodResponse
+	(*ListPodsRequest)(nil),    // 11: berth.v1.ListPodsRequest
+	(*ListPodsResponse)(nil),   // 12: berth.v1.ListPodsResponse
+	(*Pod)(nil),                // 13: berth.v1.Pod
+	(PodPhase)(0),              // 14: berth.v1.PodPhase
 }
 var file_berth_v1_pod_service_proto_depIdxs = []int32{
-	11, // 0: berth.v1.SubmitPodRequest.pod:type_name -> berth.v1.Pod
-	11, // 1: berth.v1.SubmitPodResponse.pod:type_name -> berth.v1.Pod
-	11, // 2: berth.v1.SubmitPodsRequest.pods:type_name -> berth.v1.Pod
-	4,  // 3: berth.v1.SubmitPodsResponse.results:type_name -> berth.v1.SubmitPodResult
-	11, // 4: berth.v1.SubmitPodResult.pod:type_name -> berth.v1.Pod
-	11, // 5: berth.v1.GetPodResponse.pod:type_name -> berth.v1.Pod
-	12, // 6: berth.v1.ListPodsRequest.phase:type_name -> berth.v1.PodPhase
-	11, // 7: berth.v1.ListPodsResponse.pods:type_name -> berth.v1.Pod
-	0,  // 8: berth.v1.PodService.SubmitPod:input_type -> berth.v1.SubmitPodRequest
-	2,  // 9: berth.v1.PodService.SubmitPods:input_type -> berth.v1.SubmitPodsRequest
-	5,  // 10: berth.v1.PodService.DeletePod:input_type -> berth.v1.DeletePodRequest
-	7,  // 11: berth.v1.PodService.GetPod:input_type -> berth.v1.GetPodRequest
-	9,  // 12: berth.v1.PodService.ListPods:input_type -> berth.v1.ListPodsRequest
-	1,  // 13: berth.v1.PodService.SubmitPod:output_type -> berth.v1.SubmitPodResponse
-	3,  // 14: berth.v1.PodService.SubmitPods:output_type -> berth.v1.SubmitPodsResponse
-	6,  // 15: berth.v1.PodService.DeletePod:output_type -> berth.v1.DeletePodResponse
-	8,  // 16: berth.v1.PodService.GetPod:output_type -> berth.v1.GetPodResponse
-	10, // 17: berth.v1.PodService.ListPods:output_type -> berth.v1.ListPodsResponse
-	13, // [13:18] is the sub-list for method output_type
-	8,  // [8:13] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	13, // 0: berth.v1.UpdatePodResponse.pod:type_name -> berth.v1.Pod
+	13, // 1: berth.v1.SubmitPodRequest.pod:type_name -> berth.v1.Pod
+	13, // 2: berth.v1.SubmitPodResponse.pod:type_name -> berth.v1.Pod
+	13, // 3: berth.v1.SubmitPodsRequest.pods:type_name -> berth.v1.Pod
+	6,  // 4: berth.v1.SubmitPodsResponse.results:type_name -> berth.v1.SubmitPodResult
+	13, // 5: berth.v1.SubmitPodResult.pod:type_name -> berth.v1.Pod
+	13, // 6: berth.v1.GetPodResponse.pod:type_name -> berth.v1.Pod
+	14, // 7: berth.v1.ListPodsRequest.phase:type_name -> berth.v1.PodPhase
+	13, // 8: berth.v1.ListPodsResponse.pods:type_name -> berth.v1.Pod
+	2,  // 9: berth.v1.PodService.SubmitPod:input_type -> berth.v1.SubmitPodRequest
+	4,  // 10: berth.v1.PodService.SubmitPods:input_type -> berth.v1.SubmitPodsRequest
+	7,  // 11: berth.v1.PodService.DeletePod:input_type -> berth.v1.DeletePodRequest
+	9,  // 12: berth.v1.PodService.GetPod:input_type -> berth.v1.GetPodRequest
+	11, // 13: berth.v1.PodService.ListPods:input_type -> berth.v1.ListPodsRequest
+	0,  // 14: berth.v1.PodService.UpdatePod:input_type -> berth.v1.UpdatePodRequest
+	3,  // 15: berth.v1.PodService.SubmitPod:output_type -> berth.v1.SubmitPodResponse
+	5,  // 16: berth.v1.PodService.SubmitPods:output_type -> berth.v1.SubmitPodsResponse
+	8,  // 17: berth.v1.PodService.DeletePod:output_type -> berth.v1.DeletePodResponse
+	10, // 18: berth.v1.PodService.GetPod:output_type -> berth.v1.GetPodResponse
+	12, // 19: berth.v1.PodService.ListPods:output_type -> berth.v1.ListPodsResponse
+	1,  // 20: berth.v1.PodService.UpdatePod:output_type -> berth.v1.UpdatePodResponse
+	15, // [15:21] is the sub-list for method output_type
+	9,  // [9:15] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_berth_v1_pod_service_proto_init() }
@@ -744,13 +908,14 @@ func file_berth_v1_pod_service_proto_init() {
 		return
 	}
 	file_berth_v1_types_proto_init()
+	file_berth_v1_pod_service_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_berth_v1_pod_service_proto_rawDesc), len(file_berth_v1_pod_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const (
 	PodService_DeletePod_FullMethodName  = "/berth.v1.PodService/DeletePod"
 	PodService_GetPod_FullMethodName     = "/berth.v1.PodService/GetPod"
 	PodService_ListPods_FullMethodName   = "/berth.v1.PodService/ListPods"
+	PodService_UpdatePod_FullMethodName  = "/berth.v1.PodService/UpdatePod"
 )
 
 // PodServiceClient is the client API for PodService service.
@@ -44,6 +45,9 @@ type PodServiceClient interface {
 	GetPod(ctx context.Context, in *GetPodRequest, opts ...grpc.CallOption) (*GetPodResponse, error)
 	// ListPods pages through pods, optionally filtered.
 	ListPods(ctx context.Context, in *ListPodsRequest, opts ...grpc.CallOption) (*ListPodsResponse, error)
+	// UpdatePod changes the fields of a pending pod that may change: its
+	// scheduling gates and priority.
+	UpdatePod(ctx context.Context, in *UpdatePodRequest, opts ...grpc.CallOption) (*UpdatePodResponse, error)
 }
 
 type podServiceClient struct {
@@ -104,6 +108,16 @@ func (c *podServiceClient) ListPods(ctx context.Context, in *ListPodsRequest, op
 	return out, nil
 }
 
+func (c *podServiceClient) UpdatePod(ctx context.Context, in *UpdatePodRequest, opts ...grpc.CallOption) (*UpdatePodResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdatePodResponse)
+	err := c.cc.Invoke(ctx, PodService_UpdatePod_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PodServiceServer is the server API for PodService service.
 // All implementations must embed UnimplementedPodServiceServer
 // for forward compatibility.
@@ -122,6 +136,9 @@ type PodServiceServer interface {
 	GetPod(context.Context, *GetPodRequest) (*GetPodResponse, error)
 	// ListPods pages through pods, optionally filtered.
 	ListPods(context.Context, *ListPodsRequest) (*ListPodsResponse, error)
+	// UpdatePod changes the fields of a pending pod that may change: its
+	// scheduling gates and priority.
+	UpdatePod(context.Context, *UpdatePodRequest) (*UpdatePodResponse, error)
 	mustEmbedUnimplementedPodServiceServer()
 }
 
@@ -146,6 +163,9 @@ func (UnimplementedPodServiceServer) GetPod(context.Context, *GetPodRequest) (*G
 }
 func (UnimplementedPodServiceServer) ListPods(context.Context, *ListPodsRequest) (*ListPodsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListPods not implemented")
+}
+func (UnimplementedPodServiceServer) UpdatePod(context.Context, *UpdatePodRequest) (*UpdatePodResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdatePod not implemented")
 }
 func (UnimplementedPodServiceServer) mustEmbedUnimplementedPodServiceServer() {}
 func (UnimplementedPodServiceServer) testEmbeddedByValue()                    {}
@@ -258,6 +278,24 @@ func _PodService_ListPods_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PodService_UpdatePod_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdatePodRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodServiceServer).UpdatePod(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodService_UpdatePod_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodServiceServer).UpdatePod(ctx, req.(*UpdatePodRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PodService_ServiceDesc is the grpc.ServiceDesc for PodService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -284,6 +322,10 @@ var PodService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListPods",
 			Handler:    _PodService_ListPods_Handler,
+		},
+		{
+			MethodName: "UpdatePod",
+			Handler:    _PodService_UpdatePod_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -84,6 +84,560 @@ func (BindingEventType) EnumDescriptor() ([]byte, []int) {
 	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{0}
 }
 
+// ScheduleRequest carries the pod to place.
+type ScheduleRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pod, as for SubmitPod.
+	Pod           *Pod `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleRequest) Reset() {
+	*x = ScheduleRequest{}
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleRequest) ProtoMessage() {}
+
+func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleRequest.ProtoReflect.Descriptor instead.
+func (*ScheduleRequest) Descriptor() ([]byte, []int) {
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ScheduleRequest) GetPod() *Pod {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+// ScheduleResponse is the decision.
+type ScheduleResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pod with its status: BOUND with node_name, or UNSCHEDULABLE with
+	// a diagnosis.
+	Pod *Pod `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	// etcd revision of the decision.
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleResponse) Reset() {
+	*x = ScheduleResponse{}
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleResponse) ProtoMessage() {}
+
+func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleResponse.ProtoReflect.Descriptor instead.
+func (*ScheduleResponse) Descriptor() ([]byte, []int) {
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ScheduleResponse) GetPod() *Pod {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+func (x *ScheduleResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// ExplainRequest names the pod to dry-run: inline, or a stored pod.
+type ExplainRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pod to explain.
+	//
+	// Types that are valid to be assigned to Target:
+	//
+	//	*ExplainRequest_Pod
+	//	*ExplainRequest_Existing
+	Target        isExplainRequest_Target `protobuf_oneof:"target"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainRequest) Reset() {
+	*x = ExplainRequest{}
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainRequest) ProtoMessage() {}
+
+func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
+func (*ExplainRequest) Descriptor() ([]byte, []int) {
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ExplainRequest) GetTarget() isExplainRequest_Target {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *ExplainRequest) GetPod() *Pod {
+	if x != nil {
+		if x, ok := x.Target.(*ExplainRequest_Pod); ok {
+			return x.Pod
+		}
+	}
+	return nil
+}
+
+func (x *ExplainRequest) GetExisting() *PodReference {
+	if x != nil {
+		if x, ok := x.Target.(*ExplainRequest_Existing); ok {
+			return x.Existing
+		}
+	}
+	return nil
+}
+
+type isExplainRequest_Target interface {
+	isExplainRequest_Target()
+}
+
+type ExplainRequest_Pod struct {
+	// A pod given inline; it is not stored.
+	Pod *Pod `protobuf:"bytes,1,opt,name=pod,proto3,oneof"`
+}
+
+type ExplainRequest_Existing struct {
+	// A stored pod, by namespace and name.
+	Existing *PodReference `protobuf:"bytes,2,opt,name=existing,proto3,oneof"`
+}
+
+func (*ExplainRequest_Pod) isExplainRequest_Target() {}
+
+func (*ExplainRequest_Existing) isExplainRequest_Target() {}
+
+// PodReference names a stored pod.
+type PodReference struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace of the pod.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Name of the pod.
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodReference) Reset() {
+	*x = PodReference{}
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodReference) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodReference) ProtoMessage() {}
+
+func (x *PodReference) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodReference.ProtoReflect.Descriptor instead.
+func (*PodReference) Descriptor() ([]byte, []int) {
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PodReference) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PodReference) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// ExplainResponse is a dry run's full account.
+type ExplainResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One entry per node, in the order the scheduler visits them.
+	Nodes []*NodeExplanation `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// The node a real cycle would choose now; empty if none fits.
+	ChosenNodeName string `protobuf:"bytes,2,opt,name=chosen_node_name,json=chosenNodeName,proto3" json:"chosen_node_name,omitempty"`
+	// Nodes tied with the chosen one at the top score.
+	TiedNodeNames []string `protobuf:"bytes,3,rep,name=tied_node_names,json=tiedNodeNames,proto3" json:"tied_node_names,omitempty"`
+	// When no node fits: the scheduler's message, as GetPod would show it.
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// When no node fits: what preemption would do, if anything.
+	Preemption    *PreemptionPlan `protobuf:"bytes,5,opt,name=preemption,proto3" json:"preemption,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainResponse) Reset() {
+	*x = ExplainResponse{}
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainResponse) ProtoMessage() {}
+
+func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
+func (*ExplainResponse) Descriptor() ([]byte, []int) {
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ExplainResponse) GetNodes() []*NodeExplanation {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetChosenNodeName() string {
+	if x != nil {
+		return x.ChosenNodeName
+	}
+	return ""
+}
+
+func (x *ExplainResponse) GetTiedNodeNames() []string {
+	if x != nil {
+		return x.TiedNodeNames
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ExplainResponse) GetPreemption() *PreemptionPlan {
+	if x != nil {
+		return x.Preemption
+	}
+	return nil
+}
+
+// NodeExplanation is one node's verdict in a dry run.
+type NodeExplanation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The node.
+	NodeName string `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	// Whether the pod passes every filter on the node.
+	Feasible bool `protobuf:"varint,2,opt,name=feasible,proto3" json:"feasible,omitempty"`
+	// Filter result code when not feasible, e.g. "Unschedulable".
+	Code string `protobuf:"bytes,3,opt,name=code,proto3" json:"code,omitempty"`
+	// Plugin that rejected the node.
+	Plugin string `protobuf:"bytes,4,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	// Rejection reasons, e.g. "Insufficient cpu".
+	Reasons []string `protobuf:"bytes,5,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	// Per-plugin scores of a feasible node.
+	Scores []*PluginScore `protobuf:"bytes,6,rep,name=scores,proto3" json:"scores,omitempty"`
+	// Weighted total score of a feasible node.
+	TotalScore    int64 `protobuf:"varint,7,opt,name=total_score,json=totalScore,proto3" json:"total_score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeExplanation) Reset() {
+	*x = NodeExplanation{}
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeExplanation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeExplanation) ProtoMessage() {}
+
+func (x *NodeExplanation) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeExplanation.ProtoReflect.Descriptor instead.
+func (*NodeExplanation) Descriptor() ([]byte, []int) {
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *NodeExplanation) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *NodeExplanation) GetFeasible() bool {
+	if x != nil {
+		return x.Feasible
+	}
+	return false
+}
+
+func (x *NodeExplanation) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *NodeExplanation) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
+func (x *NodeExplanation) GetReasons() []string {
+	if x != nil {
+		return x.Reasons
+	}
+	return nil
+}
+
+func (x *NodeExplanation) GetScores() []*PluginScore {
+	if x != nil {
+		return x.Scores
+	}
+	return nil
+}
+
+func (x *NodeExplanation) GetTotalScore() int64 {
+	if x != nil {
+		return x.TotalScore
+	}
+	return 0
+}
+
+// PluginScore is one score plugin's verdict on one node.
+type PluginScore struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Plugin name.
+	Plugin string `protobuf:"bytes,1,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	// Normalized score, 0-100, before the plugin's weight.
+	Score int64 `protobuf:"varint,2,opt,name=score,proto3" json:"score,omitempty"`
+	// Score times the plugin's weight.
+	WeightedScore int64 `protobuf:"varint,3,opt,name=weighted_score,json=weightedScore,proto3" json:"weighted_score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PluginScore) Reset() {
+	*x = PluginScore{}
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PluginScore) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PluginScore) ProtoMessage() {}
+
+func (x *PluginScore) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PluginScore.ProtoReflect.Descriptor instead.
+func (*PluginScore) Descriptor() ([]byte, []int) {
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PluginScore) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
+func (x *PluginScore) GetScore() int64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *PluginScore) GetWeightedScore() int64 {
+	if x != nil {
+		return x.WeightedScore
+	}
+	return 0
+}
+
+// PreemptionPlan is what preemption would do for an unschedulable pod.
+type PreemptionPlan struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Node that would be nominated; empty when preemption cannot help.
+	NodeName string `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	// Pods that would be evicted from it.
+	Victims []*PodReference `protobuf:"bytes,2,rep,name=victims,proto3" json:"victims,omitempty"`
+	// Why preemption cannot help, when node_name is empty.
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreemptionPlan) Reset() {
+	*x = PreemptionPlan{}
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreemptionPlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreemptionPlan) ProtoMessage() {}
+
+func (x *PreemptionPlan) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreemptionPlan.ProtoReflect.Descriptor instead.
+func (*PreemptionPlan) Descriptor() ([]byte, []int) {
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PreemptionPlan) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *PreemptionPlan) GetVictims() []*PodReference {
+	if x != nil {
+		return x.Victims
+	}
+	return nil
+}
+
+func (x *PreemptionPlan) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // WatchBindingsRequest says where the stream starts.
 type WatchBindingsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -96,7 +650,7 @@ type WatchBindingsRequest struct {
 
 func (x *WatchBindingsRequest) Reset() {
 	*x = WatchBindingsRequest{}
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[0]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -108,7 +662,7 @@ func (x *WatchBindingsRequest) String() string {
 func (*WatchBindingsRequest) ProtoMessage() {}
 
 func (x *WatchBindingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[0]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -121,7 +675,7 @@ func (x *WatchBindingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchBindingsRequest.ProtoReflect.Descriptor instead.
 func (*WatchBindingsRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{0}
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WatchBindingsRequest) GetFromRevision() int64 {
@@ -147,7 +701,7 @@ type WatchBindingsResponse struct {
 
 func (x *WatchBindingsResponse) Reset() {
 	*x = WatchBindingsResponse{}
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[1]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -159,7 +713,7 @@ func (x *WatchBindingsResponse) String() string {
 func (*WatchBindingsResponse) ProtoMessage() {}
 
 func (x *WatchBindingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[1]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -172,7 +726,7 @@ func (x *WatchBindingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchBindingsResponse.ProtoReflect.Descriptor instead.
 func (*WatchBindingsResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{1}
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *WatchBindingsResponse) GetEvent() *BindingEvent {
@@ -212,7 +766,7 @@ type BindingEvent struct {
 
 func (x *BindingEvent) Reset() {
 	*x = BindingEvent{}
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[2]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -224,7 +778,7 @@ func (x *BindingEvent) String() string {
 func (*BindingEvent) ProtoMessage() {}
 
 func (x *BindingEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[2]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -237,7 +791,7 @@ func (x *BindingEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BindingEvent.ProtoReflect.Descriptor instead.
 func (*BindingEvent) Descriptor() ([]byte, []int) {
-	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{2}
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *BindingEvent) GetType() BindingEventType {
@@ -293,7 +847,44 @@ var File_berth_v1_scheduler_service_proto protoreflect.FileDescriptor
 
 const file_berth_v1_scheduler_service_proto_rawDesc = "" +
 	"\n" +
-	" berth/v1/scheduler_service.proto\x12\bberth.v1\";\n" +
+	" berth/v1/scheduler_service.proto\x12\bberth.v1\x1a\x14berth/v1/types.proto\"2\n" +
+	"\x0fScheduleRequest\x12\x1f\n" +
+	"\x03pod\x18\x01 \x01(\v2\r.berth.v1.PodR\x03pod\"O\n" +
+	"\x10ScheduleResponse\x12\x1f\n" +
+	"\x03pod\x18\x01 \x01(\v2\r.berth.v1.PodR\x03pod\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"s\n" +
+	"\x0eExplainRequest\x12!\n" +
+	"\x03pod\x18\x01 \x01(\v2\r.berth.v1.PodH\x00R\x03pod\x124\n" +
+	"\bexisting\x18\x02 \x01(\v2\x16.berth.v1.PodReferenceH\x00R\bexistingB\b\n" +
+	"\x06target\"@\n" +
+	"\fPodReference\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xe8\x01\n" +
+	"\x0fExplainResponse\x12/\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x19.berth.v1.NodeExplanationR\x05nodes\x12(\n" +
+	"\x10chosen_node_name\x18\x02 \x01(\tR\x0echosenNodeName\x12&\n" +
+	"\x0ftied_node_names\x18\x03 \x03(\tR\rtiedNodeNames\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x128\n" +
+	"\n" +
+	"preemption\x18\x05 \x01(\v2\x18.berth.v1.PreemptionPlanR\n" +
+	"preemption\"\xe0\x01\n" +
+	"\x0fNodeExplanation\x12\x1b\n" +
+	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x1a\n" +
+	"\bfeasible\x18\x02 \x01(\bR\bfeasible\x12\x12\n" +
+	"\x04code\x18\x03 \x01(\tR\x04code\x12\x16\n" +
+	"\x06plugin\x18\x04 \x01(\tR\x06plugin\x12\x18\n" +
+	"\areasons\x18\x05 \x03(\tR\areasons\x12-\n" +
+	"\x06scores\x18\x06 \x03(\v2\x15.berth.v1.PluginScoreR\x06scores\x12\x1f\n" +
+	"\vtotal_score\x18\a \x01(\x03R\n" +
+	"totalScore\"b\n" +
+	"\vPluginScore\x12\x16\n" +
+	"\x06plugin\x18\x01 \x01(\tR\x06plugin\x12\x14\n" +
+	"\x05score\x18\x02 \x01(\x03R\x05score\x12%\n" +
+	"\x0eweighted_score\x18\x03 \x01(\x03R\rweightedScore\"y\n" +
+	"\x0ePreemptionPlan\x12\x1b\n" +
+	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x120\n" +
+	"\avictims\x18\x02 \x03(\v2\x16.berth.v1.PodReferenceR\avictims\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\";\n" +
 	"\x14WatchBindingsRequest\x12#\n" +
 	"\rfrom_revision\x18\x01 \x01(\x03R\ffromRevision\"r\n" +
 	"\x15WatchBindingsResponse\x12,\n" +
@@ -312,9 +903,11 @@ const file_berth_v1_scheduler_service_proto_rawDesc = "" +
 	"\x18BINDING_EVENT_TYPE_BOUND\x10\x01\x12\x1e\n" +
 	"\x1aBINDING_EVENT_TYPE_UNBOUND\x10\x02\x12\x1c\n" +
 	"\x18BINDING_EVENT_TYPE_EVICT\x10\x03\x12 \n" +
-	"\x1cBINDING_EVENT_TYPE_NODE_LOST\x10\x042f\n" +
+	"\x1cBINDING_EVENT_TYPE_NODE_LOST\x10\x042\xe9\x01\n" +
 	"\x10SchedulerService\x12R\n" +
-	"\rWatchBindings\x12\x1e.berth.v1.WatchBindingsRequest\x1a\x1f.berth.v1.WatchBindingsResponse0\x01B2Z0github.com/berth-io/berth/proto/berth/v1;berthv1b\x06proto3"
+	"\rWatchBindings\x12\x1e.berth.v1.WatchBindingsRequest\x1a\x1f.berth.v1.WatchBindingsResponse0\x01\x12A\n" +
+	"\bSchedule\x12\x19.berth.v1.ScheduleRequest\x1a\x1a.berth.v1.ScheduleResponse\x12>\n" +
+	"\aExplain\x12\x18.berth.v1.ExplainRequest\x1a\x19.berth.v1.ExplainResponseB2Z0github.com/berth-io/berth/proto/berth/v1;berthv1b\x06proto3"
 
 var (
 	file_berth_v1_scheduler_service_proto_rawDescOnce sync.Once
@@ -329,23 +922,44 @@ func file_berth_v1_scheduler_service_proto_rawDescGZIP() []byte {
 }
 
 var file_berth_v1_scheduler_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_berth_v1_scheduler_service_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_berth_v1_scheduler_service_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_berth_v1_scheduler_service_proto_goTypes = []any{
 	(BindingEventType)(0),         // 0: berth.v1.BindingEventType
-	(*WatchBindingsRequest)(nil),  // 1: berth.v1.WatchBindingsRequest
-	(*WatchBindingsResponse)(nil), // 2: berth.v1.WatchBindingsResponse
-	(*BindingEvent)(nil),          // 3: berth.v1.BindingEvent
+	(*ScheduleRequest)(nil),       // 1: berth.v1.ScheduleRequest
+	(*ScheduleResponse)(nil),      // 2: berth.v1.ScheduleResponse
+	(*ExplainRequest)(nil),        // 3: berth.v1.ExplainRequest
+	(*PodReference)(nil),          // 4: berth.v1.PodReference
+	(*ExplainResponse)(nil),       // 5: berth.v1.ExplainResponse
+	(*NodeExplanation)(nil),       // 6: berth.v1.NodeExplanation
+	(*PluginScore)(nil),           // 7: berth.v1.PluginScore
+	(*PreemptionPlan)(nil),        // 8: berth.v1.PreemptionPlan
+	(*WatchBindingsRequest)(nil),  // 9: berth.v1.WatchBindingsRequest
+	(*WatchBindingsResponse)(nil), // 10: berth.v1.WatchBindingsResponse
+	(*BindingEvent)(nil),          // 11: berth.v1.BindingEvent
+	(*Pod)(nil),                   // 12: berth.v1.Pod
 }
 var file_berth_v1_scheduler_service_proto_depIdxs = []int32{
-	3, // 0: berth.v1.WatchBindingsResponse.event:type_name -> berth.v1.BindingEvent
-	0, // 1: berth.v1.BindingEvent.type:type_name -> berth.v1.BindingEventType
-	1, // 2: berth.v1.SchedulerService.WatchBindings:input_type -> berth.v1.WatchBindingsRequest
-	2, // 3: berth.v1.SchedulerService.WatchBindings:output_type -> berth.v1.WatchBindingsResponse
-	3, // [3:4] is the sub-list for method output_type
-	2, // [2:3] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	12, // 0: berth.v1.ScheduleRequest.pod:type_name -> berth.v1.Pod
+	12, // 1: berth.v1.ScheduleResponse.pod:type_name -> berth.v1.Pod
+	12, // 2: berth.v1.ExplainRequest.pod:type_name -> berth.v1.Pod
+	4,  // 3: berth.v1.ExplainRequest.existing:type_name -> berth.v1.PodReference
+	6,  // 4: berth.v1.ExplainResponse.nodes:type_name -> berth.v1.NodeExplanation
+	8,  // 5: berth.v1.ExplainResponse.preemption:type_name -> berth.v1.PreemptionPlan
+	7,  // 6: berth.v1.NodeExplanation.scores:type_name -> berth.v1.PluginScore
+	4,  // 7: berth.v1.PreemptionPlan.victims:type_name -> berth.v1.PodReference
+	11, // 8: berth.v1.WatchBindingsResponse.event:type_name -> berth.v1.BindingEvent
+	0,  // 9: berth.v1.BindingEvent.type:type_name -> berth.v1.BindingEventType
+	9,  // 10: berth.v1.SchedulerService.WatchBindings:input_type -> berth.v1.WatchBindingsRequest
+	1,  // 11: berth.v1.SchedulerService.Schedule:input_type -> berth.v1.ScheduleRequest
+	3,  // 12: berth.v1.SchedulerService.Explain:input_type -> berth.v1.ExplainRequest
+	10, // 13: berth.v1.SchedulerService.WatchBindings:output_type -> berth.v1.WatchBindingsResponse
+	2,  // 14: berth.v1.SchedulerService.Schedule:output_type -> berth.v1.ScheduleResponse
+	5,  // 15: berth.v1.SchedulerService.Explain:output_type -> berth.v1.ExplainResponse
+	13, // [13:16] is the sub-list for method output_type
+	10, // [10:13] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_berth_v1_scheduler_service_proto_init() }
@@ -353,13 +967,18 @@ func file_berth_v1_scheduler_service_proto_init() {
 	if File_berth_v1_scheduler_service_proto != nil {
 		return
 	}
+	file_berth_v1_types_proto_init()
+	file_berth_v1_scheduler_service_proto_msgTypes[2].OneofWrappers = []any{
+		(*ExplainRequest_Pod)(nil),
+		(*ExplainRequest_Existing)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_berth_v1_scheduler_service_proto_rawDesc), len(file_berth_v1_scheduler_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   3,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

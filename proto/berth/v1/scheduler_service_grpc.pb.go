@@ -20,16 +20,25 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	SchedulerService_WatchBindings_FullMethodName = "/berth.v1.SchedulerService/WatchBindings"
+	SchedulerService_Schedule_FullMethodName      = "/berth.v1.SchedulerService/Schedule"
+	SchedulerService_Explain_FullMethodName       = "/berth.v1.SchedulerService/Explain"
 )
 
 // SchedulerServiceClient is the client API for SchedulerService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// SchedulerService streams placement decisions.
+// SchedulerService streams placement decisions and explains them.
 type SchedulerServiceClient interface {
 	// WatchBindings streams binding events in etcd revision order.
 	WatchBindings(ctx context.Context, in *WatchBindingsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchBindingsResponse], error)
+	// Schedule submits a pod (as SubmitPod) and waits, up to the call's
+	// deadline, for its decision: bound, or unschedulable with a diagnosis.
+	Schedule(ctx context.Context, in *ScheduleRequest, opts ...grpc.CallOption) (*ScheduleResponse, error)
+	// Explain dry-runs one pod against the live cluster and changes nothing:
+	// every node's filter verdict and scores, the node a real cycle would
+	// choose, and what preemption would do if none fits.
+	Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainResponse, error)
 }
 
 type schedulerServiceClient struct {
@@ -59,14 +68,41 @@ func (c *schedulerServiceClient) WatchBindings(ctx context.Context, in *WatchBin
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SchedulerService_WatchBindingsClient = grpc.ServerStreamingClient[WatchBindingsResponse]
 
+func (c *schedulerServiceClient) Schedule(ctx context.Context, in *ScheduleRequest, opts ...grpc.CallOption) (*ScheduleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ScheduleResponse)
+	err := c.cc.Invoke(ctx, SchedulerService_Schedule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *schedulerServiceClient) Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExplainResponse)
+	err := c.cc.Invoke(ctx, SchedulerService_Explain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SchedulerServiceServer is the server API for SchedulerService service.
 // All implementations must embed UnimplementedSchedulerServiceServer
 // for forward compatibility.
 //
-// SchedulerService streams placement decisions.
+// SchedulerService streams placement decisions and explains them.
 type SchedulerServiceServer interface {
 	// WatchBindings streams binding events in etcd revision order.
 	WatchBindings(*WatchBindingsRequest, grpc.ServerStreamingServer[WatchBindingsResponse]) error
+	// Schedule submits a pod (as SubmitPod) and waits, up to the call's
+	// deadline, for its decision: bound, or unschedulable with a diagnosis.
+	Schedule(context.Context, *ScheduleRequest) (*ScheduleResponse, error)
+	// Explain dry-runs one pod against the live cluster and changes nothing:
+	// every node's filter verdict and scores, the node a real cycle would
+	// choose, and what preemption would do if none fits.
+	Explain(context.Context, *ExplainRequest) (*ExplainResponse, error)
 	mustEmbedUnimplementedSchedulerServiceServer()
 }
 
@@ -79,6 +115,12 @@ type UnimplementedSchedulerServiceServer struct{}
 
 func (UnimplementedSchedulerServiceServer) WatchBindings(*WatchBindingsRequest, grpc.ServerStreamingServer[WatchBindingsResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchBindings not implemented")
+}
+func (UnimplementedSchedulerServiceServer) Schedule(context.Context, *ScheduleRequest) (*ScheduleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Schedule not implemented")
+}
+func (UnimplementedSchedulerServiceServer) Explain(context.Context, *ExplainRequest) (*ExplainResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Explain not implemented")
 }
 func (UnimplementedSchedulerServiceServer) mustEmbedUnimplementedSchedulerServiceServer() {}
 func (UnimplementedSchedulerServiceServer) testEmbeddedByValue()                          {}
@@ -112,13 +154,58 @@ func _SchedulerService_WatchBindings_Handler(srv interface{}, stream grpc.Server
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SchedulerService_WatchBindingsServer = grpc.ServerStreamingServer[WatchBindingsResponse]
 
+func _SchedulerService_Schedule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ScheduleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SchedulerServiceServer).Schedule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SchedulerService_Schedule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SchedulerServiceServer).Schedule(ctx, req.(*ScheduleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SchedulerService_Explain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExplainRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SchedulerServiceServer).Explain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SchedulerService_Explain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SchedulerServiceServer).Explain(ctx, req.(*ExplainRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SchedulerService_ServiceDesc is the grpc.ServiceDesc for SchedulerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var SchedulerService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "berth.v1.SchedulerService",
 	HandlerType: (*SchedulerServiceServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Schedule",
+			Handler:    _SchedulerService_Schedule_Handler,
+		},
+		{
+			MethodName: "Explain",
+			Handler:    _SchedulerService_Explain_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "WatchBindings",

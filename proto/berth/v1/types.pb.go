@@ -2289,6 +2289,80 @@ func (x *TopologySpreadConstraint) GetMatchLabelKeys() []string {
 	return nil
 }
 
+// DisruptionBudget limits how many of a set of pods preemption may evict,
+// like a Kubernetes PodDisruptionBudget.
+type DisruptionBudget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace of the budget and of the pods it covers.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Name of the budget.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Pods the budget covers, in its namespace.
+	Selector *LabelSelector `protobuf:"bytes,3,opt,name=selector,proto3" json:"selector,omitempty"`
+	// How many covered pods may still be evicted.
+	AllowedDisruptions int32 `protobuf:"varint,4,opt,name=allowed_disruptions,json=allowedDisruptions,proto3" json:"allowed_disruptions,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *DisruptionBudget) Reset() {
+	*x = DisruptionBudget{}
+	mi := &file_berth_v1_types_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DisruptionBudget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DisruptionBudget) ProtoMessage() {}
+
+func (x *DisruptionBudget) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_types_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DisruptionBudget.ProtoReflect.Descriptor instead.
+func (*DisruptionBudget) Descriptor() ([]byte, []int) {
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *DisruptionBudget) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *DisruptionBudget) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DisruptionBudget) GetSelector() *LabelSelector {
+	if x != nil {
+		return x.Selector
+	}
+	return nil
+}
+
+func (x *DisruptionBudget) GetAllowedDisruptions() int32 {
+	if x != nil {
+		return x.AllowedDisruptions
+	}
+	return 0
+}
+
 var File_berth_v1_types_proto protoreflect.FileDescriptor
 
 const file_berth_v1_types_proto_rawDesc = "" +
@@ -2447,7 +2521,12 @@ const file_berth_v1_types_proto_rawDesc = "" +
 	"minDomains\x12O\n" +
 	"\x14node_affinity_policy\x18\x06 \x01(\x0e2\x1d.berth.v1.NodeInclusionPolicyR\x12nodeAffinityPolicy\x12K\n" +
 	"\x12node_taints_policy\x18\a \x01(\x0e2\x1d.berth.v1.NodeInclusionPolicyR\x10nodeTaintsPolicy\x12(\n" +
-	"\x10match_label_keys\x18\b \x03(\tR\x0ematchLabelKeys*\x8b\x01\n" +
+	"\x10match_label_keys\x18\b \x03(\tR\x0ematchLabelKeys\"\xaa\x01\n" +
+	"\x10DisruptionBudget\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +
+	"\bselector\x18\x03 \x01(\v2\x17.berth.v1.LabelSelectorR\bselector\x12/\n" +
+	"\x13allowed_disruptions\x18\x04 \x01(\x05R\x12allowedDisruptions*\x8b\x01\n" +
 	"\vTaintEffect\x12\x1c\n" +
 	"\x18TAINT_EFFECT_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18TAINT_EFFECT_NO_SCHEDULE\x10\x01\x12#\n" +
@@ -2510,7 +2589,7 @@ func file_berth_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_berth_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_berth_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_berth_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_berth_v1_types_proto_goTypes = []any{
 	(TaintEffect)(0),                   // 0: berth.v1.TaintEffect
 	(Protocol)(0),                      // 1: berth.v1.Protocol
@@ -2545,41 +2624,42 @@ var file_berth_v1_types_proto_goTypes = []any{
 	(*LabelSelector)(nil),              // 30: berth.v1.LabelSelector
 	(*LabelSelectorRequirement)(nil),   // 31: berth.v1.LabelSelectorRequirement
 	(*TopologySpreadConstraint)(nil),   // 32: berth.v1.TopologySpreadConstraint
-	nil,                                // 33: berth.v1.Node.AllocatableEntry
-	nil,                                // 34: berth.v1.Node.LabelsEntry
-	nil,                                // 35: berth.v1.NodeUsage.RequestedEntry
-	nil,                                // 36: berth.v1.Pod.LabelsEntry
-	nil,                                // 37: berth.v1.Pod.OverheadEntry
-	nil,                                // 38: berth.v1.Pod.NodeSelectorEntry
-	nil,                                // 39: berth.v1.Container.RequestsEntry
-	nil,                                // 40: berth.v1.LabelSelector.MatchLabelsEntry
-	(*timestamppb.Timestamp)(nil),      // 41: google.protobuf.Timestamp
+	(*DisruptionBudget)(nil),           // 33: berth.v1.DisruptionBudget
+	nil,                                // 34: berth.v1.Node.AllocatableEntry
+	nil,                                // 35: berth.v1.Node.LabelsEntry
+	nil,                                // 36: berth.v1.NodeUsage.RequestedEntry
+	nil,                                // 37: berth.v1.Pod.LabelsEntry
+	nil,                                // 38: berth.v1.Pod.OverheadEntry
+	nil,                                // 39: berth.v1.Pod.NodeSelectorEntry
+	nil,                                // 40: berth.v1.Container.RequestsEntry
+	nil,                                // 41: berth.v1.LabelSelector.MatchLabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 42: google.protobuf.Timestamp
 }
 var file_berth_v1_types_proto_depIdxs = []int32{
-	33, // 0: berth.v1.Node.allocatable:type_name -> berth.v1.Node.AllocatableEntry
-	34, // 1: berth.v1.Node.labels:type_name -> berth.v1.Node.LabelsEntry
+	34, // 0: berth.v1.Node.allocatable:type_name -> berth.v1.Node.AllocatableEntry
+	35, // 1: berth.v1.Node.labels:type_name -> berth.v1.Node.LabelsEntry
 	10, // 2: berth.v1.Node.taints:type_name -> berth.v1.Taint
 	11, // 3: berth.v1.Node.images:type_name -> berth.v1.ContainerImage
 	0,  // 4: berth.v1.Taint.effect:type_name -> berth.v1.TaintEffect
-	35, // 5: berth.v1.NodeUsage.requested:type_name -> berth.v1.NodeUsage.RequestedEntry
-	36, // 6: berth.v1.Pod.labels:type_name -> berth.v1.Pod.LabelsEntry
+	36, // 5: berth.v1.NodeUsage.requested:type_name -> berth.v1.NodeUsage.RequestedEntry
+	37, // 6: berth.v1.Pod.labels:type_name -> berth.v1.Pod.LabelsEntry
 	14, // 7: berth.v1.Pod.containers:type_name -> berth.v1.Container
 	14, // 8: berth.v1.Pod.init_containers:type_name -> berth.v1.Container
-	37, // 9: berth.v1.Pod.overhead:type_name -> berth.v1.Pod.OverheadEntry
+	38, // 9: berth.v1.Pod.overhead:type_name -> berth.v1.Pod.OverheadEntry
 	16, // 10: berth.v1.Pod.status:type_name -> berth.v1.PodStatus
-	38, // 11: berth.v1.Pod.node_selector:type_name -> berth.v1.Pod.NodeSelectorEntry
+	39, // 11: berth.v1.Pod.node_selector:type_name -> berth.v1.Pod.NodeSelectorEntry
 	19, // 12: berth.v1.Pod.tolerations:type_name -> berth.v1.Toleration
 	20, // 13: berth.v1.Pod.affinity:type_name -> berth.v1.Affinity
 	32, // 14: berth.v1.Pod.topology_spread_constraints:type_name -> berth.v1.TopologySpreadConstraint
 	4,  // 15: berth.v1.Pod.preemption_policy:type_name -> berth.v1.PreemptionPolicy
-	39, // 16: berth.v1.Container.requests:type_name -> berth.v1.Container.RequestsEntry
+	40, // 16: berth.v1.Container.requests:type_name -> berth.v1.Container.RequestsEntry
 	15, // 17: berth.v1.Container.ports:type_name -> berth.v1.ContainerPort
 	1,  // 18: berth.v1.ContainerPort.protocol:type_name -> berth.v1.Protocol
 	2,  // 19: berth.v1.PodStatus.phase:type_name -> berth.v1.PodPhase
-	41, // 20: berth.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	42, // 20: berth.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
 	17, // 21: berth.v1.PodStatus.diagnosis:type_name -> berth.v1.SchedulingDiagnosis
 	18, // 22: berth.v1.SchedulingDiagnosis.reasons:type_name -> berth.v1.ReasonCount
-	41, // 23: berth.v1.SchedulingDiagnosis.time:type_name -> google.protobuf.Timestamp
+	42, // 23: berth.v1.SchedulingDiagnosis.time:type_name -> google.protobuf.Timestamp
 	3,  // 24: berth.v1.Toleration.operator:type_name -> berth.v1.TolerationOperator
 	0,  // 25: berth.v1.Toleration.effect:type_name -> berth.v1.TaintEffect
 	21, // 26: berth.v1.Affinity.node_affinity:type_name -> berth.v1.NodeAffinity
@@ -2598,18 +2678,19 @@ var file_berth_v1_types_proto_depIdxs = []int32{
 	29, // 39: berth.v1.PodAntiAffinity.preferred:type_name -> berth.v1.WeightedPodAffinityTerm
 	30, // 40: berth.v1.PodAffinityTerm.label_selector:type_name -> berth.v1.LabelSelector
 	28, // 41: berth.v1.WeightedPodAffinityTerm.term:type_name -> berth.v1.PodAffinityTerm
-	40, // 42: berth.v1.LabelSelector.match_labels:type_name -> berth.v1.LabelSelector.MatchLabelsEntry
+	41, // 42: berth.v1.LabelSelector.match_labels:type_name -> berth.v1.LabelSelector.MatchLabelsEntry
 	31, // 43: berth.v1.LabelSelector.match_expressions:type_name -> berth.v1.LabelSelectorRequirement
 	6,  // 44: berth.v1.LabelSelectorRequirement.operator:type_name -> berth.v1.LabelSelectorOperator
 	7,  // 45: berth.v1.TopologySpreadConstraint.when_unsatisfiable:type_name -> berth.v1.UnsatisfiableConstraintAction
 	30, // 46: berth.v1.TopologySpreadConstraint.label_selector:type_name -> berth.v1.LabelSelector
 	8,  // 47: berth.v1.TopologySpreadConstraint.node_affinity_policy:type_name -> berth.v1.NodeInclusionPolicy
 	8,  // 48: berth.v1.TopologySpreadConstraint.node_taints_policy:type_name -> berth.v1.NodeInclusionPolicy
-	49, // [49:49] is the sub-list for method output_type
-	49, // [49:49] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	30, // 49: berth.v1.DisruptionBudget.selector:type_name -> berth.v1.LabelSelector
+	50, // [50:50] is the sub-list for method output_type
+	50, // [50:50] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_berth_v1_types_proto_init() }
@@ -2623,7 +2704,7 @@ func file_berth_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_berth_v1_types_proto_rawDesc), len(file_berth_v1_types_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
