@@ -26,6 +26,10 @@ type shard struct {
 	algo       *algorithm.Scheduler
 	frameworks map[string]*fwruntime.Framework
 
+	// cycleMu serialises scheduling cycles with Explain dry runs, which
+	// share the snapshot, the algorithm's rotating window and its random
+	// source. Lock order: cycleMu, then mu.
+	cycleMu sync.Mutex
 	// mu guards pending and inFlight. Lock order: mu, then the queue's lock.
 	mu sync.Mutex
 	// pending holds the latest stored record of every unbound pod of this
@@ -124,7 +128,9 @@ func (sh *shard) run(ctx context.Context) {
 		if err != nil {
 			return
 		}
+		sh.cycleMu.Lock()
 		sh.scheduleOne(ctx, qpi)
+		sh.cycleMu.Unlock()
 	}
 }
 

@@ -343,6 +343,41 @@ func validateRequest(req any) error {
 			v.add("phase", "unknown phase %d", r.GetPhase())
 		}
 		validatePage(&v, r.GetPageSize())
+	case *berthv1.ScheduleRequest:
+		validatePod(&v, "pod", r.GetPod())
+	case *berthv1.ExplainRequest:
+		switch {
+		case r.GetPod() != nil:
+			validatePod(&v, "pod", r.GetPod())
+		case r.GetExisting() != nil:
+			v.dnsLabel("existing.namespace", r.GetExisting().GetNamespace())
+			v.dnsSubdomain("existing.name", r.GetExisting().GetName())
+		default:
+			v.add("target", "give a pod inline or name an existing one")
+		}
+	case *berthv1.UpdatePodRequest:
+		v.dnsLabel("namespace", r.GetNamespace())
+		v.dnsSubdomain("name", r.GetName())
+		if !r.GetUpdateSchedulingGates() && r.Priority == nil {
+			v.add("update_scheduling_gates", "nothing to update: set update_scheduling_gates or priority")
+		}
+	case *berthv1.UpsertDisruptionBudgetRequest:
+		b := r.GetBudget()
+		if b == nil {
+			v.add("budget", "is required")
+			break
+		}
+		v.dnsLabel("budget.namespace", b.GetNamespace())
+		v.dnsSubdomain("budget.name", b.GetName())
+		if b.GetSelector() == nil {
+			v.add("budget.selector", "is required (an empty selector covers every pod in the namespace)")
+		}
+		if b.GetAllowedDisruptions() < 0 {
+			v.add("budget.allowed_disruptions", "must not be negative, got %d", b.GetAllowedDisruptions())
+		}
+	case *berthv1.DeleteDisruptionBudgetRequest:
+		v.dnsLabel("namespace", r.GetNamespace())
+		v.dnsSubdomain("name", r.GetName())
 	case *berthv1.WatchBindingsRequest:
 		if r.GetFromRevision() < 0 {
 			v.add("from_revision", "must not be negative, got %d", r.GetFromRevision())
