@@ -156,4 +156,3 @@ func (c *clusterService) ListDisruptionBudgets(ctx context.Context, req *berthv1
 	}
 	return &berthv1.ListDisruptionBudgetsResponse{Budgets: bs}, nil
 }
-
