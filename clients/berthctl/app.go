@@ -78,6 +78,7 @@ func commands() []command {
 		{name: "pod list", summary: "List pods", setup: (*cli).podList},
 		{name: "pod get", args: "NAME", summary: "Show a pod and why it is not scheduled", setup: (*cli).podGet},
 		{name: "pod delete", args: "NAME", summary: "Delete a pod", setup: (*cli).podDelete},
+		{name: "explain", args: "NAME | -f FILE", summary: "Dry-run a pod: every node's verdict and scores", setup: (*cli).explain},
 		{name: "watch", summary: "Print binding events until interrupted", streaming: true, setup: (*cli).watch},
 	}
 }
