@@ -64,9 +64,27 @@ func newShard(ctx context.Context, s *Scheduler, id int) (*shard, error) {
 		}
 		sh.frameworks[prof.SchedulerName] = fwk
 	}
+	// Profiles share one queue per shard, so its order comes from the first
+	// profile (the config loader insists they agree), while gates and
+	// requeue hints come from every profile: a pod is gated by its own
+	// profile's PreEnqueue plugins, and any profile's plugin may have
+	// rejected a queued pod.
+	hints := map[string][]framework.ClusterEventWithHint{}
+	for _, fwk := range sh.frameworks {
+		for plugin, events := range fwk.EventsToRegister() {
+			if _, seen := hints[plugin]; !seen {
+				hints[plugin] = events
+			}
+		}
+	}
 	sh.queue = queue.New(first.QueueSortFunc(),
-		queue.WithQueueingHints(first.EventsToRegister()),
-		queue.WithPreEnqueue(first.PreEnqueueCheck),
+		queue.WithQueueingHints(hints),
+		queue.WithPreEnqueue(func(p *framework.Pod) *framework.Status {
+			if fwk := sh.frameworkFor(p); fwk != nil {
+				return fwk.PreEnqueueCheck(p)
+			}
+			return nil
+		}),
 	)
 	return sh, nil
 }
