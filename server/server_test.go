@@ -173,6 +173,25 @@ func TestBadInputNamesTheField(t *testing.T) {
 			_, err = s.Recv()
 			return err
 		}, "from_revision"},
+		{"Gt with a non-integer", func() error {
+			_, err := e.pods.SubmitPod(tctx(t), &berthv1.SubmitPodRequest{Pod: mutPod(func(p *berthv1.Pod) {
+				p.Affinity = &berthv1.Affinity{NodeAffinity: &berthv1.NodeAffinity{Required: &berthv1.NodeSelector{
+					NodeSelectorTerms: []*berthv1.NodeSelectorTerm{{MatchExpressions: []*berthv1.NodeSelectorRequirement{
+						{Key: "gen", Operator: berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_GT, Values: []string{"five"}},
+					}}},
+				}}}
+			})})
+			return err
+		}, "pod.affinity.node_affinity.required.node_selector_terms[0].match_expressions[0].values"},
+		{"In without values", func() error {
+			_, err := e.pods.SubmitPod(tctx(t), &berthv1.SubmitPodRequest{Pod: mutPod(func(p *berthv1.Pod) {
+				p.TopologySpreadConstraints = []*berthv1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone",
+					LabelSelector: &berthv1.LabelSelector{MatchExpressions: []*berthv1.LabelSelectorRequirement{
+						{Key: "app", Operator: berthv1.LabelSelectorOperator_LABEL_SELECTOR_OPERATOR_IN},
+					}}}}
+			})})
+			return err
+		}, "pod.topology_spread_constraints[0].label_selector.match_expressions[0].values"},
 		{"page size too large", func() error {
 			_, err := e.pods.ListPods(tctx(t), &berthv1.ListPodsRequest{PageSize: 100000})
 			return err

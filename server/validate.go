@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -252,6 +253,7 @@ func validatePod(v *violations, field string, p *berthv1.Pod) {
 		if c.GetTopologyKey() == "" {
 			v.add(f+".topology_key", "must not be empty")
 		}
+		validateLabelSelector(v, f+".label_selector", c.GetLabelSelector())
 		if c.GetMinDomains() < 0 {
 			v.add(f+".min_domains", "must not be negative")
 		}
@@ -267,9 +269,83 @@ func validatePod(v *violations, field string, p *berthv1.Pod) {
 	}
 }
 
+// validateNodeTerm checks a node selector term as the Kubernetes API does:
+// In and NotIn need values, Exists and DoesNotExist take none, Gt and Lt take
+// one integer, and the only field is metadata.name.
+func validateNodeTerm(v *violations, field string, t *berthv1.NodeSelectorTerm) {
+	check := func(kind string, reqs []*berthv1.NodeSelectorRequirement) {
+		for i, r := range reqs {
+			f := fmt.Sprintf("%s.%s[%d]", field, kind, i)
+			if kind == "match_fields" {
+				if r.GetKey() != "metadata.name" {
+					v.add(f+".key", "only metadata.name can be matched as a field, got %q", r.GetKey())
+				}
+			} else {
+				v.qualifiedName(f+".key", r.GetKey())
+			}
+			n := len(r.GetValues())
+			switch r.GetOperator() {
+			case berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_IN, berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_NOT_IN:
+				if n == 0 {
+					v.add(f+".values", "must not be empty with operator %v", r.GetOperator())
+				}
+			case berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_EXISTS, berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_DOES_NOT_EXIST:
+				if n != 0 {
+					v.add(f+".values", "must be empty with operator %v", r.GetOperator())
+				}
+			case berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_GT, berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_LT:
+				if n != 1 {
+					v.add(f+".values", "must hold exactly one integer with operator %v", r.GetOperator())
+				} else if _, err := strconv.ParseInt(r.GetValues()[0], 10, 64); err != nil {
+					v.add(f+".values", "%q is not an integer", r.GetValues()[0])
+				}
+			default:
+				v.add(f+".operator", "unknown operator %v", r.GetOperator())
+			}
+			if kind == "match_fields" && r.GetOperator() != berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_IN &&
+				r.GetOperator() != berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_NOT_IN {
+				v.add(f+".operator", "fields can only be matched with IN or NOT_IN")
+			}
+		}
+	}
+	check("match_expressions", t.GetMatchExpressions())
+	check("match_fields", t.GetMatchFields())
+}
+
+// validateLabelSelector checks a pod label selector's expressions.
+func validateLabelSelector(v *violations, field string, s *berthv1.LabelSelector) {
+	if s == nil {
+		return
+	}
+	v.labels(field+".match_labels", s.GetMatchLabels())
+	for i, r := range s.GetMatchExpressions() {
+		f := fmt.Sprintf("%s.match_expressions[%d]", field, i)
+		v.qualifiedName(f+".key", r.GetKey())
+		n := len(r.GetValues())
+		switch r.GetOperator() {
+		case berthv1.LabelSelectorOperator_LABEL_SELECTOR_OPERATOR_IN, berthv1.LabelSelectorOperator_LABEL_SELECTOR_OPERATOR_NOT_IN:
+			if n == 0 {
+				v.add(f+".values", "must not be empty with operator %v", r.GetOperator())
+			}
+		case berthv1.LabelSelectorOperator_LABEL_SELECTOR_OPERATOR_EXISTS, berthv1.LabelSelectorOperator_LABEL_SELECTOR_OPERATOR_DOES_NOT_EXIST:
+			if n != 0 {
+				v.add(f+".values", "must be empty with operator %v", r.GetOperator())
+			}
+		default:
+			v.add(f+".operator", "unknown operator %v", r.GetOperator())
+		}
+	}
+}
+
 func validateAffinity(v *violations, field string, a *berthv1.Affinity) {
 	if a == nil {
 		return
+	}
+	for i, t := range a.GetNodeAffinity().GetRequired().GetNodeSelectorTerms() {
+		validateNodeTerm(v, fmt.Sprintf("%s.node_affinity.required.node_selector_terms[%d]", field, i), t)
+	}
+	for i, p := range a.GetNodeAffinity().GetPreferred() {
+		validateNodeTerm(v, fmt.Sprintf("%s.node_affinity.preferred[%d].preference", field, i), p.GetPreference())
 	}
 	for i, pref := range a.GetNodeAffinity().GetPreferred() {
 		if w := pref.GetWeight(); w < 1 || w > 100 {
@@ -284,6 +360,7 @@ func validateAffinity(v *violations, field string, a *berthv1.Affinity) {
 			if t.GetTopologyKey() == "" {
 				v.add(fmt.Sprintf("%s.%s.required[%d].topology_key", field, kind, i), "must not be empty")
 			}
+			validateLabelSelector(v, fmt.Sprintf("%s.%s.required[%d].label_selector", field, kind, i), t.GetLabelSelector())
 		}
 		for i, t := range pref {
 			f := fmt.Sprintf("%s.%s.preferred[%d]", field, kind, i)
@@ -293,6 +370,7 @@ func validateAffinity(v *violations, field string, a *berthv1.Affinity) {
 			if t.GetTerm().GetTopologyKey() == "" {
 				v.add(f+".term.topology_key", "must not be empty")
 			}
+			validateLabelSelector(v, f+".term.label_selector", t.GetTerm().GetLabelSelector())
 		}
 	}
 	terms("pod_affinity", a.GetPodAffinity().GetRequired(), a.GetPodAffinity().GetPreferred())
@@ -369,6 +447,7 @@ func validateRequest(req any) error {
 		}
 		v.dnsLabel("budget.namespace", b.GetNamespace())
 		v.dnsSubdomain("budget.name", b.GetName())
+		validateLabelSelector(&v, "budget.selector", b.GetSelector())
 		if b.GetSelector() == nil {
 			v.add("budget.selector", "is required (an empty selector covers every pod in the namespace)")
 		}
