@@ -54,5 +54,9 @@ func (s *Scheduler) Explain(ctx context.Context, pod *framework.Pod) (Explanatio
 	if err != nil {
 		return Explanation{}, err
 	}
-	return Explanation{Explanation: ex, NumNodes: sh.snapshot.NumNodes()}, nil
+	out := Explanation{Explanation: ex, NumNodes: sh.snapshot.NumNodes()}
+	if ex.FitError != nil && fwk.HasPostFilterPlugins() {
+		out.Preemption = explainPreemption(ctx, fwk, framework.NewPodInfo(pod), ex.FitError)
+	}
+	return out, nil
 }

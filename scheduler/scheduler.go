@@ -31,6 +31,9 @@ var ErrConflict = errors.New("scheduler: pod changed since it was read")
 // an implementation share one storage write among many bindings.
 type Committer interface {
 	framework.Binder
+	// Evict marks victims chosen by preemption, durably, so subscribers
+	// learn to stop them; their room is freed when they are deleted.
+	framework.Evictor
 	// RecordUnschedulable stores why the pod found no node. Best effort: a
 	// lost write only delays the message a user sees.
 	RecordUnschedulable(ctx context.Context, pod *framework.Pod, fitErr *framework.FitError) error
@@ -75,6 +78,9 @@ type Scheduler struct {
 	// binding counts binding cycles and status writes in flight, so Stop
 	// can wait for them.
 	binding sync.WaitGroup
+
+	nominator *nominator
+	budgets   budgetSet
 }
 
 // New builds a Scheduler; Run starts it.
@@ -106,7 +112,9 @@ func New(ctx context.Context, cfg Config, committer Committer) (*Scheduler, erro
 		committer: committer,
 		cache:     cache.New(),
 		nodes:     map[string]*framework.Node{},
+		nominator: newNominator(),
 	}
+	s.cfg.Profiles = s.withPreemptionArgs(cfg.Profiles)
 	for i := 0; i < cfg.Shards; i++ {
 		sh, err := newShard(ctx, s, i)
 		if err != nil {
@@ -214,6 +222,7 @@ func (s *Scheduler) UpsertPod(p *framework.Pod) {
 // charges a pod bound elsewhere (another replica, or declared running).
 func (s *Scheduler) podBound(p *framework.Pod) {
 	s.shardFor(p).forgetPending(p)
+	s.nominator.forget(p)
 	if old, ok := s.cache.GetPod(p.Key()); ok && !s.cache.IsAssumed(p.Key()) {
 		if err := s.cache.UpdatePod(old, p); err != nil {
 			s.logger.Warn("cache update of bound pod failed", zap.String("pod", p.Key()), zap.Error(err))
@@ -230,6 +239,7 @@ func (s *Scheduler) podBound(p *framework.Pod) {
 // pods its room may help.
 func (s *Scheduler) DeletePod(p *framework.Pod) {
 	s.shardFor(p).forgetPending(p)
+	s.nominator.forget(p)
 	cached, ok := s.cache.GetPod(p.Key())
 	if !ok || (p.UID != "" && cached.UID != p.UID) {
 		return

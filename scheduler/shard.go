@@ -55,6 +55,7 @@ func newShard(ctx context.Context, s *Scheduler, id int) (*shard, error) {
 			fwruntime.WithSnapshotSharedLister(sh.snapshot),
 			fwruntime.WithBinder(s.committer),
 			fwruntime.WithParallelism(s.cfg.Parallelism),
+			fwruntime.WithPodNominator(s.nominator),
 		)
 		if err != nil {
 			return nil, err
@@ -199,6 +200,9 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 	if err != nil {
 		var fitErr *framework.FitError
 		if errors.As(err, &fitErr) {
+			if fitErr.NumAllNodes > 0 && fwk.HasPostFilterPlugins() {
+				qpi = sh.preempt(ctx, fwk, state, qpi, fitErr)
+			}
 			sh.s.metrics.attempt("unschedulable", time.Since(start).Seconds())
 			sh.failed(ctx, qpi, fitErr)
 			return
@@ -296,7 +300,14 @@ func (sh *shard) failed(ctx context.Context, qpi *framework.QueuedPodInfo, fitEr
 	qpi.UnschedulablePlugins = fitErr.Diagnosis.UnschedulablePlugins
 	qpi.PendingPlugins = fitErr.Diagnosis.PendingPlugins
 	pod := qpi.Pod
-	if msg := fitErr.Error(); msg != pod.StatusMessage || pod.Phase != framework.PodUnschedulable {
+	recorded := pod
+	sh.mu.Lock()
+	if latest, ok := sh.pending[pod.Key()]; ok {
+		recorded = latest
+	}
+	sh.mu.Unlock()
+	if msg := fitErr.Error(); msg != recorded.StatusMessage || recorded.Phase != framework.PodUnschedulable ||
+		pod.NominatedNodeName != recorded.NominatedNodeName {
 		sh.s.binding.Add(1)
 		go func() {
 			defer sh.s.binding.Done()
@@ -314,6 +325,34 @@ func (sh *shard) failed(ctx context.Context, qpi *framework.QueuedPodInfo, fitEr
 			sh.s.logger.Warn("requeue unschedulable pod", zap.String("pod", pod.Key()), zap.Error(err))
 		}
 	})
+}
+
+// preempt runs PostFilter for a pod that fits nowhere. When preemption
+// nominates a node, the victims have been marked for eviction and the pod
+// waits, nominated, for their deletion to requeue it; filters of every
+// shard count it on that node meanwhile.
+func (sh *shard) preempt(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, qpi *framework.QueuedPodInfo, fitErr *framework.FitError) *framework.QueuedPodInfo {
+	res, st := fwk.RunPostFilterPlugins(ctx, state, qpi.PodInfo, fitErr.Diagnosis.NodeToStatus)
+	if st.Code() == framework.Error {
+		sh.s.logger.Warn("preemption failed", zap.String("pod", qpi.Pod.Key()), zap.Error(st.AsError()))
+	}
+	if msg := st.Message(); msg != "" && !st.IsSuccess() {
+		fitErr.Diagnosis.PostFilterMsg = msg
+	}
+	if res == nil || res.NominatingInfo.Mode() != framework.ModeOverride {
+		return qpi
+	}
+	node := res.NominatingInfo.NominatedNodeName
+	nominated := *qpi.Pod
+	nominated.NominatedNodeName = node
+	pi := withPod(qpi.PodInfo, &nominated)
+	sh.s.nominator.set(pi, node)
+	if node != "" {
+		sh.s.metrics.event("Preemption")
+	}
+	out := *qpi
+	out.PodInfo = pi
+	return &out
 }
 
 // retryLater sends a pod that failed for a transient reason to backoff.

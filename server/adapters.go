@@ -67,6 +67,36 @@ func (c committer) RecordUnschedulable(ctx context.Context, p *framework.Pod, fi
 	return c.update(ctx, p, next)
 }
 
+// Evict marks each victim with its preemptor. The mark is the durable
+// record that WatchBindings turns into an EVICT event; the victim keeps its
+// node until the orchestrator deletes it. A victim deleted meanwhile needs
+// no mark.
+func (c committer) Evict(ctx context.Context, preemptor *framework.Pod, _ string, victims []*framework.Pod) error {
+	by := preemptor.Key()
+	var errs []error
+	for _, v := range victims {
+		_, _, err := c.store.UpdatePod(ctx, v.Namespace, v.Name, v.UID, func(p *berthv1.Pod) error {
+			if p.Status == nil {
+				p.Status = &berthv1.PodStatus{}
+			}
+			p.Status.PreemptedBy = by
+			return nil
+		})
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("evict %s: %w", v.Key(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func budgetToCore(b *berthv1.DisruptionBudget) framework.DisruptionBudget {
+	return framework.DisruptionBudget{
+		Namespace:          b.GetNamespace(),
+		Selector:           labelSelectorToCore(b.GetSelector()),
+		DisruptionsAllowed: b.GetAllowedDisruptions(),
+	}
+}
+
 // syncer feeds the store's watch into the scheduling core, converting as it
 // goes.
 type syncer struct {
@@ -75,7 +105,28 @@ type syncer struct {
 	revision func(int64)
 }
 
-var _ store.SyncHandler = (*syncer)(nil)
+var (
+	_ store.SyncHandler   = (*syncer)(nil)
+	_ store.BudgetHandler = (*syncer)(nil)
+)
+
+func (s *syncer) BudgetsReset(budgets []*berthv1.DisruptionBudget) {
+	m := make(map[string]framework.DisruptionBudget, len(budgets))
+	for _, b := range budgets {
+		m[b.GetNamespace()+"/"+b.GetName()] = budgetToCore(b)
+	}
+	s.sched.ResetBudgets(m)
+}
+
+func (s *syncer) BudgetPut(b *berthv1.DisruptionBudget, rev int64) {
+	s.sched.UpsertBudget(b.GetNamespace()+"/"+b.GetName(), budgetToCore(b))
+	s.revision(rev)
+}
+
+func (s *syncer) BudgetDeleted(namespace, name string, rev int64) {
+	s.sched.DeleteBudget(namespace + "/" + name)
+	s.revision(rev)
+}
 
 func (s *syncer) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64) {
 	cn := make([]*framework.Node, len(nodes))

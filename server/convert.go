@@ -107,6 +107,7 @@ func podToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
 		PreemptionPolicy:  framework.PreemptLowerPriority,
 		PodGroup:          p.GetPodGroup(),
 		StatusMessage:     p.GetStatus().GetMessage(),
+		PreemptedBy:       p.GetStatus().GetPreemptedBy(),
 		Revision:          modRevision,
 		Source:            p,
 	}

@@ -104,17 +104,20 @@ func TestExplainDetails(t *testing.T) {
 	}
 	// empty: taint 100*3, fit cpu 75 mem 75 -> 75, balanced .25/.25 -> 100.
 	// soft: taint count 1 is the max -> reversed 0; same fit and balance.
+	// ImageLocality: no node holds the pod's image -> 0.
 	want := []NodeExplanation{
 		{Node: "empty", Feasible: true, Total: 475, Scores: []framework.PluginScore{
 			{Plugin: "TaintToleration", Score: 100, Weighted: 300},
 			{Plugin: "NodeResourcesFit", Score: 75, Weighted: 75},
 			{Plugin: "NodeResourcesBalancedAllocation", Score: 100, Weighted: 100},
+			{Plugin: "ImageLocality", Score: 0, Weighted: 0},
 		}},
 		{Node: "tainted", Code: framework.UnschedulableAndUnresolvable, Plugin: "TaintToleration", Reasons: []string{"node(s) had untolerated taint {a: b}"}},
 		{Node: "soft", Feasible: true, Total: 175, Scores: []framework.PluginScore{
 			{Plugin: "TaintToleration", Score: 0, Weighted: 0},
 			{Plugin: "NodeResourcesFit", Score: 75, Weighted: 75},
 			{Plugin: "NodeResourcesBalancedAllocation", Score: 100, Weighted: 100},
+			{Plugin: "ImageLocality", Score: 0, Weighted: 0},
 		}},
 		{Node: "small", Code: framework.Unschedulable, Plugin: "NodeResourcesFit", Reasons: []string{"Insufficient cpu"}},
 	}

@@ -282,6 +282,9 @@ type Pod struct {
 	// StatusMessage is the last recorded status message, so an unchanged
 	// diagnosis is not written again on every retry.
 	StatusMessage string
+	// PreemptedBy names the preemptor (namespace/name) once the pod was
+	// chosen as a victim; the orchestrator is expected to stop it.
+	PreemptedBy string
 
 	// Revision is the store revision of the record this pod was read from.
 	// Commits compare it, so a decision about a stale pod never lands.

@@ -5,10 +5,17 @@ import (
 	"github.com/berth-io/berth/scheduler/framework"
 	"github.com/berth-io/berth/scheduler/plugins/balancedallocation"
 	"github.com/berth-io/berth/scheduler/plugins/defaultbinder"
+	"github.com/berth-io/berth/scheduler/plugins/defaultpreemption"
+	"github.com/berth-io/berth/scheduler/plugins/imagelocality"
+	"github.com/berth-io/berth/scheduler/plugins/interpodaffinity"
+	"github.com/berth-io/berth/scheduler/plugins/nodeaffinity"
 	"github.com/berth-io/berth/scheduler/plugins/nodename"
+	"github.com/berth-io/berth/scheduler/plugins/nodeports"
 	"github.com/berth-io/berth/scheduler/plugins/noderesources"
 	"github.com/berth-io/berth/scheduler/plugins/nodeunschedulable"
+	"github.com/berth-io/berth/scheduler/plugins/podtopologyspread"
 	"github.com/berth-io/berth/scheduler/plugins/queuesort"
+	"github.com/berth-io/berth/scheduler/plugins/schedulinggates"
 	"github.com/berth-io/berth/scheduler/plugins/tainttoleration"
 )
 
@@ -23,5 +30,12 @@ func NewInTreeRegistry() framework.Registry {
 		noderesources.Name:      noderesources.New,
 		balancedallocation.Name: balancedallocation.New,
 		defaultbinder.Name:      defaultbinder.New,
+		defaultpreemption.Name:  defaultpreemption.New,
+		schedulinggates.Name:    schedulinggates.New,
+		nodeaffinity.Name:       nodeaffinity.New,
+		nodeports.Name:          nodeports.New,
+		imagelocality.Name:      imagelocality.New,
+		interpodaffinity.Name:   interpodaffinity.New,
+		podtopologyspread.Name:  podtopologyspread.New,
 	}
 }

@@ -250,7 +250,7 @@ func sameSpec(a, b *framework.Pod) bool {
 }
 
 func clearStatus(p *framework.Pod) {
-	p.NodeName, p.Phase, p.NominatedNodeName, p.StatusMessage = "", 0, "", ""
+	p.NodeName, p.Phase, p.NominatedNodeName, p.StatusMessage, p.PreemptedBy = "", 0, "", "", ""
 	p.StartTime, p.Revision, p.Source = time.Time{}, 0, nil
 }
 

@@ -300,6 +300,10 @@ func (f *Framework) HasPostFilterPlugins() bool { return len(f.postFilter) > 0 }
 // HasScorePlugins reports whether any Score plugin is enabled.
 func (f *Framework) HasScorePlugins() bool { return len(f.score) > 0 }
 
+// PostFilterPlugins returns the PostFilter plugins, in run order, for
+// callers that dry-run them (Explain).
+func (f *Framework) PostFilterPlugins() []framework.PostFilterPlugin { return f.postFilter }
+
 // ListPlugins returns the plugin names per extension point, in run order.
 func (f *Framework) ListPlugins() map[string][]string {
 	out := map[string][]string{}

@@ -754,7 +754,7 @@ func TestDefaultProfileBuilds(t *testing.T) {
 	// Names of every default plugin must resolve in a registry; with an
 	// empty registry the error names the first missing one.
 	_, err := runtime.NewFramework(ctx, framework.Registry{}, runtime.DefaultProfile())
-	if err == nil || !strings.Contains(err.Error(), `"PrioritySort" is not in the registry`) {
+	if err == nil || !strings.Contains(err.Error(), `"SchedulingGates" is not in the registry`) {
 		t.Errorf("error = %v", err)
 	}
 }

@@ -64,12 +64,19 @@ type Profile struct {
 func DefaultProfile() *Profile {
 	return &Profile{
 		Plugins: Plugins{MultiPoint: PluginSet{Enabled: []PluginRef{
+			{Name: names.SchedulingGates},
 			{Name: names.PrioritySort},
 			{Name: names.NodeUnschedulable},
 			{Name: names.NodeName},
 			{Name: names.TaintToleration, Weight: 3},
+			{Name: names.NodeAffinity, Weight: 2},
+			{Name: names.NodePorts},
 			{Name: names.NodeResourcesFit, Weight: 1},
+			{Name: names.PodTopologySpread, Weight: 2},
+			{Name: names.InterPodAffinity, Weight: 2},
+			{Name: names.DefaultPreemption},
 			{Name: names.NodeResourcesBalancedAllocation, Weight: 1},
+			{Name: names.ImageLocality, Weight: 1},
 			{Name: names.DefaultBinder},
 		}}},
 	}

@@ -1,0 +1,364 @@
+package interpodaffinity
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/berth-io/berth/scheduler/framework"
+)
+
+// Filter rejection reasons, kube's wording.
+const (
+	ErrReasonExistingAntiAffinityRulesNotMatch = "node(s) didn't satisfy existing pods anti-affinity rules"
+	ErrReasonAffinityRulesNotMatch             = "node(s) didn't match pod affinity rules"
+	ErrReasonAntiAffinityRulesNotMatch         = "node(s) didn't match pod anti-affinity rules"
+)
+
+const preFilterStateKey framework.StateKey = "PreFilter" + Name
+
+// topologyPair is one topology domain: a node label and its value.
+type topologyPair struct {
+	key, value string
+}
+
+// topologyCounts counts matches per domain. A count that falls to zero is
+// deleted, so an empty map means no match anywhere.
+type topologyCounts map[topologyPair]int64
+
+// add adds delta to the domain of node under key; nodes without the key
+// belong to no domain.
+func (m topologyCounts) add(node *framework.Node, key string, delta int64) {
+	value, ok := node.Labels[key]
+	if !ok {
+		return
+	}
+	p := topologyPair{key: key, value: value}
+	if n := m[p] + delta; n != 0 {
+		m[p] = n
+	} else {
+		delete(m, p)
+	}
+}
+
+// inc counts one more match in p, making the map if needed.
+func (m *topologyCounts) inc(p topologyPair) {
+	if *m == nil {
+		*m = topologyCounts{}
+	}
+	(*m)[p]++
+}
+
+// mergeCounts sums per-chunk counts; with one chunk (the inline case) it
+// returns that chunk's map as is. The result is never nil.
+func mergeCounts(parts []topologyCounts) topologyCounts {
+	var out topologyCounts
+	for _, part := range parts {
+		if out == nil {
+			out = part
+			continue
+		}
+		for p, n := range part {
+			out[p] += n
+		}
+	}
+	if out == nil {
+		out = topologyCounts{}
+	}
+	return out
+}
+
+// preFilterState is what Filter needs, computed once per cycle.
+type preFilterState struct {
+	pod               *framework.Pod
+	affinityTerms     []framework.PodAffinityTerm
+	antiAffinityTerms []framework.PodAffinityTerm
+	// existingAntiAffinityCounts counts, per domain, existing pods'
+	// required anti-affinity terms that select the incoming pod.
+	existingAntiAffinityCounts topologyCounts
+	// existingAntiAffinityKeys are the topology keys of those terms, so
+	// Filter looks up a node's value for each of these few keys instead of
+	// trying every label of the node.
+	existingAntiAffinityKeys []string
+	// affinityCounts counts, per domain of each required affinity term,
+	// existing pods that match all of the incoming pod's affinity terms.
+	affinityCounts topologyCounts
+	// antiAffinityCounts counts, per domain, existing pods matching each of
+	// the incoming pod's required anti-affinity terms.
+	antiAffinityCounts topologyCounts
+}
+
+// Clone copies the counts, which AddPod and RemovePod change; the pod and
+// its terms are immutable.
+func (s *preFilterState) Clone() framework.StateData {
+	c := *s
+	c.existingAntiAffinityCounts = cloneCounts(s.existingAntiAffinityCounts)
+	c.existingAntiAffinityKeys = slices.Clone(s.existingAntiAffinityKeys)
+	c.affinityCounts = cloneCounts(s.affinityCounts)
+	c.antiAffinityCounts = cloneCounts(s.antiAffinityCounts)
+	return &c
+}
+
+func cloneCounts(m topologyCounts) topologyCounts {
+	c := make(topologyCounts, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func (s *preFilterState) noteExistingKey(key string) {
+	if !slices.Contains(s.existingAntiAffinityKeys, key) {
+		s.existingAntiAffinityKeys = append(s.existingAntiAffinityKeys, key)
+	}
+}
+
+// updateWithPod counts p, on node, in (delta 1) or out (delta -1).
+func (s *preFilterState) updateWithPod(p *framework.Pod, node *framework.Node, delta int64) {
+	if node == nil {
+		return
+	}
+	anti := requiredAntiAffinityTerms(p)
+	for i := range anti {
+		if termMatches(&anti[i], p, s.pod) {
+			s.existingAntiAffinityCounts.add(node, anti[i].TopologyKey, delta)
+			s.noteExistingKey(anti[i].TopologyKey)
+		}
+	}
+	if matchesAllTerms(s.affinityTerms, s.pod, p) {
+		for i := range s.affinityTerms {
+			s.affinityCounts.add(node, s.affinityTerms[i].TopologyKey, delta)
+		}
+	}
+	for i := range s.antiAffinityTerms {
+		if termMatches(&s.antiAffinityTerms[i], s.pod, p) {
+			s.antiAffinityCounts.add(node, s.antiAffinityTerms[i].TopologyKey, delta)
+		}
+	}
+}
+
+// PreFilter implements framework.PreFilterPlugin. It counts, per topology
+// domain, the existing pods whose required anti-affinity selects the pod
+// (visiting only nodes running such pods) and, if the pod has required
+// terms, the existing pods matching them (visiting every pod). It skips
+// the Filter when there is nothing to check.
+func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.CycleState, pi *framework.PodInfo, nodes []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
+	pod := pi.Pod
+	if err := validateTerms(pod); err != nil {
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("parsing pod: %v", err))
+	}
+	lister := pl.handle.SnapshotSharedLister()
+	if lister == nil {
+		return nil, framework.AsStatus(fmt.Errorf("%s: no snapshot lister", Name))
+	}
+	s := &preFilterState{
+		pod:               pod,
+		affinityTerms:     requiredAffinityTerms(pod),
+		antiAffinityTerms: requiredAntiAffinityTerms(pod),
+	}
+	s.existingAntiAffinityCounts, s.existingAntiAffinityKeys = pl.existingAntiAffinityCounts(ctx, pod, lister.NodeInfos().HavePodsWithRequiredAntiAffinityList())
+	s.affinityCounts, s.antiAffinityCounts = pl.incomingCounts(ctx, s, nodes)
+	if len(s.existingAntiAffinityCounts) == 0 && len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
+		return nil, framework.NewStatus(framework.Skip)
+	}
+	state.Write(preFilterStateKey, s)
+	return nil, nil
+}
+
+// existingAntiAffinityCounts counts the required anti-affinity terms of
+// existing pods (on nodes, those running such pods) that select pod.
+func (pl *InterPodAffinity) existingAntiAffinityCounts(ctx context.Context, pod *framework.Pod, nodes []*framework.NodeInfo) (topologyCounts, []string) {
+	type found struct {
+		counts topologyCounts
+		keys   []string
+	}
+	results := forEachChunk(ctx, pl.handle.Parallelizer(), nodes, func(ni *framework.NodeInfo, out *found) {
+		node := ni.Node()
+		for _, existing := range ni.PodsWithRequiredAntiAffinity {
+			terms := requiredAntiAffinityTerms(existing.Pod)
+			for i := range terms {
+				t := &terms[i]
+				if !termMatches(t, existing.Pod, pod) {
+					continue
+				}
+				if value, ok := node.Labels[t.TopologyKey]; ok {
+					out.counts.inc(topologyPair{key: t.TopologyKey, value: value})
+					if !slices.Contains(out.keys, t.TopologyKey) {
+						out.keys = append(out.keys, t.TopologyKey)
+					}
+				}
+			}
+		}
+	})
+	parts := make([]topologyCounts, len(results))
+	var keys []string
+	for i := range results {
+		parts[i] = results[i].counts
+		for _, k := range results[i].keys {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return mergeCounts(parts), keys
+}
+
+// incomingCounts counts the existing pods matching the incoming pod's
+// required terms: for affinity, pods matching all terms count once in the
+// domain of each term; for anti-affinity, each matching term counts.
+func (pl *InterPodAffinity) incomingCounts(ctx context.Context, s *preFilterState, nodes []*framework.NodeInfo) (affinity, anti topologyCounts) {
+	if len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
+		return topologyCounts{}, topologyCounts{}
+	}
+	type found struct {
+		affinity, anti topologyCounts
+	}
+	results := forEachChunk(ctx, pl.handle.Parallelizer(), nodes, func(ni *framework.NodeInfo, out *found) {
+		node := ni.Node()
+		for _, existing := range ni.Pods {
+			if matchesAllTerms(s.affinityTerms, s.pod, existing.Pod) {
+				for i := range s.affinityTerms {
+					key := s.affinityTerms[i].TopologyKey
+					if value, ok := node.Labels[key]; ok {
+						out.affinity.inc(topologyPair{key: key, value: value})
+					}
+				}
+			}
+			for i := range s.antiAffinityTerms {
+				t := &s.antiAffinityTerms[i]
+				if !termMatches(t, s.pod, existing.Pod) {
+					continue
+				}
+				if value, ok := node.Labels[t.TopologyKey]; ok {
+					out.anti.inc(topologyPair{key: t.TopologyKey, value: value})
+				}
+			}
+		}
+	})
+	affinityParts := make([]topologyCounts, len(results))
+	antiParts := make([]topologyCounts, len(results))
+	for i := range results {
+		affinityParts[i], antiParts[i] = results[i].affinity, results[i].anti
+	}
+	return mergeCounts(affinityParts), mergeCounts(antiParts)
+}
+
+// forEachChunk calls visit for every node with a Node, splitting nodes into
+// a few contiguous chunks run on the parallelizer; each chunk writes only
+// its own result, so workers share nothing and the caller merges after.
+func forEachChunk[T any](ctx context.Context, par framework.Parallelizer, nodes []*framework.NodeInfo, visit func(*framework.NodeInfo, *T)) []T {
+	if len(nodes) == 0 {
+		return nil
+	}
+	chunks := 1
+	if p := par.Parallelism(); p > 1 {
+		chunks = min(len(nodes), 4*p)
+	}
+	results := make([]T, chunks)
+	size := (len(nodes) + chunks - 1) / chunks
+	par.Until(ctx, chunks, func(c int) {
+		out := &results[c]
+		for _, ni := range nodes[min(c*size, len(nodes)):min((c+1)*size, len(nodes))] {
+			if ni.Node() != nil {
+				visit(ni, out)
+			}
+		}
+	})
+	return results
+}
+
+// PreFilterExtensions implements framework.PreFilterPlugin.
+func (pl *InterPodAffinity) PreFilterExtensions() framework.PreFilterExtensions { return pl }
+
+// AddPod implements framework.PreFilterExtensions.
+func (*InterPodAffinity) AddPod(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, podInfoToAdd *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+	s, err := framework.ReadState[*preFilterState](state, preFilterStateKey)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	s.updateWithPod(podInfoToAdd.Pod, nodeInfo.Node(), 1)
+	return nil
+}
+
+// RemovePod implements framework.PreFilterExtensions.
+func (*InterPodAffinity) RemovePod(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, podInfoToRemove *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+	s, err := framework.ReadState[*preFilterState](state, preFilterStateKey)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	s.updateWithPod(podInfoToRemove.Pod, nodeInfo.Node(), -1)
+	return nil
+}
+
+// Filter implements framework.FilterPlugin. Unmet affinity is
+// UnschedulableAndUnresolvable (evicting pods cannot bring a matching pod);
+// anti-affinity, either way, is Unschedulable (preemption may help).
+func (*InterPodAffinity) Filter(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+	s, err := framework.ReadState[*preFilterState](state, preFilterStateKey)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	labels := nodeInfo.Node().Labels
+	if !s.satisfiesAffinity(labels) {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
+	}
+	if !s.satisfiesAntiAffinity(labels) {
+		return framework.NewStatus(framework.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
+	}
+	if !s.satisfiesExistingAntiAffinity(labels) {
+		return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
+	}
+	return nil
+}
+
+// satisfiesAffinity: the node must carry every term's topology key, and
+// each of its domains must hold a pod matching all terms. The exception
+// lets the first of a group of pods with affinity to each other start:
+// when no pod anywhere matches and the pod matches its own terms, any
+// node with the keys passes.
+func (s *preFilterState) satisfiesAffinity(labels map[string]string) bool {
+	podsExist := true
+	for i := range s.affinityTerms {
+		key := s.affinityTerms[i].TopologyKey
+		value, ok := labels[key]
+		if !ok {
+			return false
+		}
+		if s.affinityCounts[topologyPair{key: key, value: value}] <= 0 {
+			podsExist = false
+		}
+	}
+	if podsExist {
+		return true
+	}
+	return len(s.affinityCounts) == 0 && matchesAllTerms(s.affinityTerms, s.pod, s.pod)
+}
+
+// satisfiesAntiAffinity: no domain of the node may hold a pod matching the
+// term of that key.
+func (s *preFilterState) satisfiesAntiAffinity(labels map[string]string) bool {
+	if len(s.antiAffinityCounts) == 0 {
+		return true
+	}
+	for i := range s.antiAffinityTerms {
+		key := s.antiAffinityTerms[i].TopologyKey
+		if value, ok := labels[key]; ok && s.antiAffinityCounts[topologyPair{key: key, value: value}] > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// satisfiesExistingAntiAffinity: no domain of the node may hold an existing
+// pod whose required anti-affinity selects the incoming pod.
+func (s *preFilterState) satisfiesExistingAntiAffinity(labels map[string]string) bool {
+	if len(s.existingAntiAffinityCounts) == 0 {
+		return true
+	}
+	for _, key := range s.existingAntiAffinityKeys {
+		if value, ok := labels[key]; ok && s.existingAntiAffinityCounts[topologyPair{key: key, value: value}] > 0 {
+			return false
+		}
+	}
+	return true
+}

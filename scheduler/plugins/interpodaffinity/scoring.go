@@ -1,0 +1,182 @@
+package interpodaffinity
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/berth-io/berth/scheduler/framework"
+)
+
+const preScoreStateKey framework.StateKey = "PreScore" + Name
+
+// scoreMap sums term weights per topology key and value.
+type scoreMap map[string]map[string]int64
+
+// add adds delta to the domain of node under key; nodes without the key
+// belong to no domain. An entry is created even when the sum is zero: it
+// records that some term applied, which keeps the plugin from skipping.
+func (m *scoreMap) add(node *framework.Node, key string, delta int64) {
+	value, ok := node.Labels[key]
+	if !ok {
+		return
+	}
+	if *m == nil {
+		*m = scoreMap{}
+	}
+	values := (*m)[key]
+	if values == nil {
+		values = map[string]int64{}
+		(*m)[key] = values
+	}
+	values[value] += delta
+}
+
+func (m *scoreMap) merge(o scoreMap) {
+	for key, values := range o {
+		if *m == nil {
+			*m = scoreMap{}
+		}
+		mine := (*m)[key]
+		if mine == nil {
+			(*m)[key] = values
+			continue
+		}
+		for v, n := range values {
+			mine[v] += n
+		}
+	}
+}
+
+// preScoreState is what Score needs, computed once per cycle. Score only
+// reads it, so Clone shares it.
+type preScoreState struct {
+	topologyScore scoreMap
+}
+
+func (s *preScoreState) Clone() framework.StateData { return s }
+
+// PreScore implements framework.PreScorePlugin. Every pair of the incoming
+// pod and an existing pod contributes to the existing pod's domains: the
+// incoming pod's preferred terms that select the existing pod (weight, or
+// minus weight for anti-affinity), and symmetrically the existing pod's
+// preferred terms and required affinity terms (the latter at
+// HardPodAffinityWeight) that select the incoming pod. Without preferred
+// terms of its own the pod only needs the pods that have affinity. It
+// skips Score when no term applies anywhere.
+func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.CycleState, pi *framework.PodInfo, _ []*framework.NodeInfo) *framework.Status {
+	pod := pi.Pod
+	preferred := preferredAffinityTerms(pod)
+	preferredAnti := preferredAntiAffinityTerms(pod)
+	hasConstraints := len(preferred) > 0 || len(preferredAnti) > 0
+	if pl.ignorePreferredTermsOfExistingPods && !hasConstraints {
+		return framework.NewStatus(framework.Skip)
+	}
+	lister := pl.handle.SnapshotSharedLister()
+	if lister == nil {
+		return framework.AsStatus(fmt.Errorf("%s: no snapshot lister", Name))
+	}
+	nodes := lister.NodeInfos().HavePodsWithAffinityList()
+	if hasConstraints {
+		nodes = lister.NodeInfos().List()
+	}
+	results := forEachChunk(ctx, pl.handle.Parallelizer(), nodes, func(ni *framework.NodeInfo, out *scoreMap) {
+		node := ni.Node()
+		if len(node.Labels) == 0 {
+			return
+		}
+		pods := ni.PodsWithAffinity
+		if hasConstraints {
+			pods = ni.Pods
+		}
+		for _, existing := range pods {
+			pl.scoreExistingPod(pod, preferred, preferredAnti, existing.Pod, node, out)
+		}
+	})
+	var total scoreMap
+	for _, r := range results {
+		total.merge(r)
+	}
+	if len(total) == 0 {
+		return framework.NewStatus(framework.Skip)
+	}
+	state.Write(preScoreStateKey, &preScoreState{topologyScore: total})
+	return nil
+}
+
+// scoreExistingPod adds what the pair (incoming, existing) contributes to
+// the domains of node, where existing runs. Weights multiply in int32 as
+// in kube; they are at most 100 in magnitude.
+func (pl *InterPodAffinity) scoreExistingPod(incoming *framework.Pod, preferred, preferredAnti []framework.WeightedPodAffinityTerm, existing *framework.Pod, node *framework.Node, out *scoreMap) {
+	addWeighted := func(terms []framework.WeightedPodAffinityTerm, owner, target *framework.Pod, sign int32) {
+		for i := range terms {
+			if termMatches(&terms[i].Term, owner, target) {
+				out.add(node, terms[i].Term.TopologyKey, int64(terms[i].Weight*sign))
+			}
+		}
+	}
+	addWeighted(preferred, incoming, existing, 1)
+	addWeighted(preferredAnti, incoming, existing, -1)
+	if existing.Affinity == nil {
+		return
+	}
+	if false {
+		required := requiredAffinityTerms(existing)
+		for i := range required {
+			if termMatches(&required[i], existing, incoming) {
+				out.add(node, required[i].TopologyKey, int64(pl.hardPodAffinityWeight))
+			}
+		}
+	}
+	addWeighted(preferredAffinityTerms(existing), existing, incoming, 1)
+	addWeighted(preferredAntiAffinityTerms(existing), existing, incoming, -1)
+}
+
+// Score implements framework.ScorePlugin: the sum, over the topology keys
+// scored, of the weights of the node's domain. It may be negative.
+func (*InterPodAffinity) Score(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, nodeInfo *framework.NodeInfo) (int64, *framework.Status) {
+	s, err := framework.ReadState[*preScoreState](state, preScoreStateKey)
+	if err != nil {
+		return 0, framework.AsStatus(err)
+	}
+	labels := nodeInfo.Node().Labels
+	var score int64
+	for key, values := range s.topologyScore {
+		if value, ok := labels[key]; ok {
+			score += values[value]
+		}
+	}
+	return score, nil
+}
+
+// ScoreExtensions implements framework.ScorePlugin.
+func (pl *InterPodAffinity) ScoreExtensions() framework.ScoreExtensions { return pl }
+
+// NormalizeScore implements framework.ScoreExtensions with kube's min-max
+// scaling: MaxNodeScore * (score-min)/(max-min) computed in float64 and
+// truncated, so 29/100 of the range gives 28 (0.29 is just below 29/100
+// in binary); all scores 0 when they are equal.
+func (*InterPodAffinity) NormalizeScore(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, scores framework.NodeScoreList) *framework.Status {
+	s, err := framework.ReadState[*preScoreState](state, preScoreStateKey)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	if len(s.topologyScore) == 0 {
+		return nil
+	}
+	var minScore int64 = math.MaxInt64
+	var maxScore int64 = math.MinInt64
+	for i := range scores {
+		minScore = min(minScore, scores[i].Score)
+		maxScore = max(maxScore, scores[i].Score)
+	}
+	diff := maxScore - minScore
+	for i := range scores {
+		f := float64(0)
+		if diff > 0 {
+			f = float64(framework.MaxNodeScore) * (float64(scores[i].Score-minScore) / float64(diff))
+		}
+		scores[i].Score = int64(f)
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package podtopologyspread
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/berth-io/berth/scheduler/framework"
+)
+
+// benchCluster is 5,000 nodes in 10 zones with 10,000 pods, two per node,
+// spread over 20 apps (500 pods each).
+func benchCluster() []*framework.NodeInfo {
+	const numNodes, podsPerNode, apps = 5000, 2, 20
+	nodes := make([]*framework.Node, numNodes)
+	var pods []*framework.Pod
+	for i := range nodes {
+		name := fmt.Sprintf("node-%04d", i)
+		nodes[i] = mkNode(name).label(LabelHostname, name).label(LabelTopologyZone, fmt.Sprintf("zone-%d", i%10)).obj()
+		for j := range podsPerNode {
+			k := i*podsPerNode + j
+			pods = append(pods, mkPod(fmt.Sprintf("pod-%05d", k)).node(name).label("app", fmt.Sprintf("app-%d", k%apps)).label("team", "t").obj())
+		}
+	}
+	return place(nodes, pods)
+}
+
+// BenchmarkFilterScore runs one pod's whole PodTopologySpread work over
+// 5,000 nodes: PreFilter, Filter on every node, PreScore, Score on every
+// node that passed and NormalizeScore.
+func BenchmarkFilterScore(b *testing.B) {
+	infos := benchCluster()
+	cases := []struct {
+		name string
+		args any
+		pod  *framework.Pod
+	}{
+		{
+			name: "hard zone and soft hostname",
+			args: listArgs,
+			pod: mkPod("p").label("app", "app-0").
+				spread(1, LabelTopologyZone, hard, &framework.LabelSelector{MatchLabels: map[string]string{"app": "app-0"}}).
+				spread(1, LabelHostname, soft, &framework.LabelSelector{MatchLabels: map[string]string{"app": "app-0"}}).obj(),
+		},
+		{
+			name: "system defaults",
+			args: nil,
+			pod:  mkPod("p").label("app", "app-0").label("team", "t").obj(),
+		},
+	}
+	for _, par := range []int{1, 2} {
+		for _, c := range cases {
+			b.Run(fmt.Sprintf("%s/parallelism=%d", c.name, par), func(b *testing.B) {
+				pl, _ := newPlugin(b, c.args, infos...)
+				pl.parallelizer = framework.NewParallelizer(par)
+				pod := framework.NewPodInfo(c.pod)
+				feasible := make([]*framework.NodeInfo, 0, len(infos))
+				scores := make(framework.NodeScoreList, 0, len(infos))
+				b.ReportAllocs()
+				for b.Loop() {
+					state := framework.NewCycleState()
+					_, st := pl.PreFilter(ctx, state, pod, infos)
+					feasible = feasible[:0]
+					if st.IsSkip() {
+						feasible = append(feasible, infos...)
+					} else {
+						for _, ni := range infos {
+							if pl.Filter(ctx, state, pod, ni).IsSuccess() {
+								feasible = append(feasible, ni)
+							}
+						}
+					}
+					if st := pl.PreScore(ctx, state, pod, feasible); !st.IsSuccess() {
+						b.Fatal(st)
+					}
+					scores = scores[:0]
+					for _, ni := range feasible {
+						s, _ := pl.Score(ctx, state, pod, ni)
+						scores = append(scores, framework.NodeScore{Name: ni.Node().Name, Score: s})
+					}
+					if st := pl.NormalizeScore(ctx, state, pod, scores); !st.IsSuccess() {
+						b.Fatal(st)
+					}
+				}
+			})
+		}
+	}
+}

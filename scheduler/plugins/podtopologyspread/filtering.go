@@ -1,0 +1,246 @@
+package podtopologyspread
+
+import (
+	"context"
+	"maps"
+	"math"
+
+	"github.com/berth-io/berth/scheduler/framework"
+	"github.com/berth-io/berth/scheduler/plugins/nodeaffinity"
+)
+
+const preFilterStateKey framework.StateKey = "PreFilter" + Name
+
+// criticalPaths keeps the two domains with the fewest matching pods of one
+// constraint; [0] always holds the minimum, [1] is no smaller but not
+// necessarily the second smallest. Two are enough because preemption and
+// nominated pods change one node at a time, each on its own clone of the
+// state (kube relies on the same fact).
+type criticalPaths [2]struct {
+	topologyValue string
+	matchNum      int
+}
+
+func newCriticalPaths() criticalPaths {
+	var p criticalPaths
+	p[0].matchNum, p[1].matchNum = math.MaxInt32, math.MaxInt32
+	return p
+}
+
+// update records that domain value now has num matching pods.
+func (p *criticalPaths) update(value string, num int) {
+	i := -1
+	switch value {
+	case p[0].topologyValue:
+		i = 0
+	case p[1].topologyValue:
+		i = 1
+	}
+	if i >= 0 {
+		p[i].matchNum = num
+		if p[0].matchNum > p[1].matchNum {
+			p[0], p[1] = p[1], p[0]
+		}
+		return
+	}
+	switch {
+	case num < p[0].matchNum:
+		p[1] = p[0]
+		p[0].topologyValue, p[0].matchNum = value, num
+	case num < p[1].matchNum:
+		p[1].topologyValue, p[1].matchNum = value, num
+	}
+}
+
+// preFilterState is what Filter needs of the hard constraints: per
+// constraint, the matching pods of every eligible domain and the emptiest
+// domains. AddPod and RemovePod change it; the framework calls them only
+// on a clone owned by one goroutine (nominated pods, preemption), so
+// unlike kube it carries no lock and Filter reads it lock-free.
+type preFilterState struct {
+	// constraints, selfMatch and affinity never change after PreFilter
+	// and are shared by clones.
+	constraints []constraint
+	// selfMatch[i] is whether constraint i selects the incoming pod, which
+	// would then add one to its domain.
+	selfMatch []bool
+	affinity  *nodeaffinity.RequiredNodeAffinity
+
+	criticalPaths []criticalPaths
+	// tpValueToMatchNum[i] maps each eligible domain of constraint i to
+	// its number of matching pods.
+	tpValueToMatchNum []map[string]int
+}
+
+// Clone implements framework.StateData.
+func (s *preFilterState) Clone() framework.StateData {
+	if s == nil {
+		return nil
+	}
+	c := &preFilterState{
+		constraints:       s.constraints,
+		selfMatch:         s.selfMatch,
+		affinity:          s.affinity,
+		criticalPaths:     append([]criticalPaths(nil), s.criticalPaths...),
+		tpValueToMatchNum: make([]map[string]int, len(s.tpValueToMatchNum)),
+	}
+	for i, m := range s.tpValueToMatchNum {
+		c.tpValueToMatchNum[i] = maps.Clone(m)
+	}
+	return c
+}
+
+// minMatchNum is the global minimum the skew of constraint i is measured
+// from: 0 while fewer domains than minDomains are eligible.
+func (s *preFilterState) minMatchNum(i int) int {
+	if len(s.tpValueToMatchNum[i]) < int(s.constraints[i].minDomains) {
+		return 0
+	}
+	return s.criticalPaths[i][0].matchNum
+}
+
+// PreFilter implements framework.PreFilterPlugin: it counts, for every
+// hard constraint, the matching pods of each eligible domain. A pod
+// without hard constraints skips Filter.
+func (pl *PodTopologySpread) PreFilter(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
+	s, err := pl.calPreFilterState(ctx, pod.Pod, nodes)
+	if err != nil {
+		return nil, framework.AsStatus(err)
+	}
+	if s == nil {
+		return nil, framework.NewStatus(framework.Skip)
+	}
+	state.Write(preFilterStateKey, s)
+	return nil, nil
+}
+
+// PreFilterExtensions implements framework.PreFilterPlugin.
+func (pl *PodTopologySpread) PreFilterExtensions() framework.PreFilterExtensions { return pl }
+
+// AddPod implements framework.PreFilterExtensions.
+func (pl *PodTopologySpread) AddPod(_ context.Context, state *framework.CycleState, podToSchedule, podInfoToAdd *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+	s, err := framework.ReadState[*preFilterState](state, preFilterStateKey)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	s.updateWithPod(podInfoToAdd.Pod, podToSchedule.Pod, nodeInfo.Node(), 1)
+	return nil
+}
+
+// RemovePod implements framework.PreFilterExtensions.
+func (pl *PodTopologySpread) RemovePod(_ context.Context, state *framework.CycleState, podToSchedule, podInfoToRemove *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+	s, err := framework.ReadState[*preFilterState](state, preFilterStateKey)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	s.updateWithPod(podInfoToRemove.Pod, podToSchedule.Pod, nodeInfo.Node(), -1)
+	return nil
+}
+
+// updateWithPod adds delta for updated, a pod on node, to the domains of
+// the constraints that select it, if node is eligible for them.
+func (s *preFilterState) updateWithPod(updated, incoming *framework.Pod, node *framework.Node, delta int) {
+	if s == nil || node == nil || updated.Namespace != incoming.Namespace || !nodeHasTopologyKeys(node.Labels, s.constraints) {
+		return
+	}
+	for i := range s.constraints {
+		c := &s.constraints[i]
+		if !c.selector.matches(updated.Labels) || !c.includesNode(incoming, node, s.affinity) {
+			continue
+		}
+		v := node.Labels[c.topologyKey]
+		s.tpValueToMatchNum[i][v] += delta
+		s.criticalPaths[i].update(v, s.tpValueToMatchNum[i][v])
+	}
+}
+
+// calPreFilterState returns nil when the pod has no hard constraints.
+func (pl *PodTopologySpread) calPreFilterState(ctx context.Context, pod *framework.Pod, nodes []*framework.NodeInfo) (*preFilterState, error) {
+	cs, err := pl.constraints(pod, framework.DoNotSchedule)
+	if err != nil || len(cs) == 0 {
+		return nil, err
+	}
+	aff := nodeaffinity.GetRequiredNodeAffinity(pod)
+	s := &preFilterState{
+		constraints:       cs,
+		selfMatch:         make([]bool, len(cs)),
+		affinity:          &aff,
+		criticalPaths:     make([]criticalPaths, len(cs)),
+		tpValueToMatchNum: make([]map[string]int, len(cs)),
+	}
+	for i := range cs {
+		s.selfMatch[i] = cs[i].selector.matches(pod.Labels)
+		size := 0
+		if cs[i].topologyKey == LabelHostname {
+			size = len(nodes)
+		}
+		s.tpValueToMatchNum[i] = make(map[string]int, size)
+	}
+
+	// Count per node in parallel into one flat table (-1: the node is not
+	// an eligible domain member), then merge in node order.
+	k := len(cs)
+	counts := make([]int32, len(nodes)*k)
+	pl.parallelizer.Until(ctx, len(nodes), func(n int) {
+		row := counts[n*k : (n+1)*k]
+		node := nodes[n].Node()
+		if node == nil || !nodeHasTopologyKeys(node.Labels, cs) {
+			for i := range row {
+				row[i] = -1
+			}
+			return
+		}
+		for i := range cs {
+			if !cs[i].includesNode(pod, node, &aff) {
+				row[i] = -1
+				continue
+			}
+			row[i] = int32(countMatching(nodes[n].Pods, &cs[i].selector, pod.Namespace))
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for n, ni := range nodes {
+		row := counts[n*k : (n+1)*k]
+		for i := range cs {
+			if row[i] >= 0 {
+				s.tpValueToMatchNum[i][ni.Node().Labels[cs[i].topologyKey]] += int(row[i])
+			}
+		}
+	}
+	for i := range cs {
+		s.criticalPaths[i] = newCriticalPaths()
+		for v, num := range s.tpValueToMatchNum[i] {
+			s.criticalPaths[i].update(v, num)
+		}
+	}
+	return s, nil
+}
+
+// Filter implements framework.FilterPlugin: a node fails a constraint when
+// its domain's matching pods, plus the incoming pod if selected, would
+// exceed the global minimum by more than maxSkew. A node without the
+// topology key can never satisfy the constraint.
+func (pl *PodTopologySpread) Filter(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+	s, err := framework.ReadState[*preFilterState](state, preFilterStateKey)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	labels := nodeInfo.Node().Labels
+	for i := range s.constraints {
+		c := &s.constraints[i]
+		value, ok := labels[c.topologyKey]
+		if !ok {
+			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
+		}
+		self := 0
+		if s.selfMatch[i] {
+			self = 1
+		}
+		if skew := s.tpValueToMatchNum[i][value] + self - s.minMatchNum(i); skew > int(c.maxSkew) {
+			return framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch)
+		}
+	}
+	return nil
+}
