@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/berth-io/berth/scheduler/config"
 	"github.com/berth-io/berth/server"
 )
 
@@ -43,11 +44,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	serveFlags(fs, &cfg, &logLevel, &endpoints)
+	configPath := fs.String("config", "", "scheduler configuration file (KubeSchedulerConfiguration-shaped YAML; see scheduler/config)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return errors.New("unexpected arguments: " + strings.Join(fs.Args(), " "))
+	}
+	if *configPath != "" {
+		if err := applySchedulerConfig(fs, *configPath, &cfg); err != nil {
+			return err
+		}
 	}
 	if endpoints != "" {
 		cfg.EtcdEndpoints = strings.Split(endpoints, ",")
@@ -64,6 +71,26 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	<-ctx.Done()
 	return srv.Stop()
+}
+
+// applySchedulerConfig loads the file's profiles and percentage into cfg;
+// a --percentage-of-nodes-to-score given on the command line wins.
+func applySchedulerConfig(fs *flag.FlagSet, path string, cfg *server.Config) error {
+	sc, err := config.Load(path)
+	var invalid config.Errors
+	if errors.As(err, &invalid) {
+		return fmt.Errorf("--config %s is invalid:\n%w", path, err)
+	}
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	cfg.Scheduler.Profiles = sc.Profiles
+	flagSet := false
+	fs.Visit(func(f *flag.Flag) { flagSet = flagSet || f.Name == "percentage-of-nodes-to-score" })
+	if !flagSet {
+		cfg.Scheduler.PercentageOfNodesToScore = sc.PercentageOfNodesToScore
+	}
+	return nil
 }
 
 func newLogger(level string) (*zap.Logger, error) {
