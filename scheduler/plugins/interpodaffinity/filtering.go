@@ -151,12 +151,14 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 	if lister == nil {
 		return nil, framework.AsStatus(fmt.Errorf("%s: no snapshot lister", Name))
 	}
-	s := &preFilterState{
-		pod:               pod,
-		affinityTerms:     requiredAffinityTerms(pod),
-		antiAffinityTerms: requiredAntiAffinityTerms(pod),
+	affinity, anti := requiredAffinityTerms(pod), requiredAntiAffinityTerms(pod)
+	antiNodes := lister.NodeInfos().HavePodsWithRequiredAntiAffinityList()
+	if len(antiNodes) == 0 && len(affinity) == 0 && len(anti) == 0 {
+		// The common case, decided without counting anything.
+		return nil, framework.NewStatus(framework.Skip)
 	}
-	s.existingAntiAffinityCounts, s.existingAntiAffinityKeys = pl.existingAntiAffinityCounts(ctx, pod, lister.NodeInfos().HavePodsWithRequiredAntiAffinityList())
+	s := &preFilterState{pod: pod, affinityTerms: affinity, antiAffinityTerms: anti}
+	s.existingAntiAffinityCounts, s.existingAntiAffinityKeys = pl.existingAntiAffinityCounts(ctx, pod, antiNodes)
 	s.affinityCounts, s.antiAffinityCounts = pl.incomingCounts(ctx, s, nodes)
 	if len(s.existingAntiAffinityCounts) == 0 && len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
 		return nil, framework.NewStatus(framework.Skip)

@@ -5,10 +5,12 @@
 //
 // Terms read as Kubernetes reads them after the API server has admitted
 // the pod: matchLabelKeys and mismatchLabelKeys are merged into the label
-// selector from the labels of the pod that declares the term. Berth has no
-// namespace objects, so a namespaceSelector cannot be expressed; the term's
-// AllNamespaces flag stands for kube's empty namespaceSelector (every
-// namespace), and a term naming no namespaces selects its own pod's.
+// selector from the labels of the pod that declares the term (its current
+// labels; kube freezes those at creation, but Berth pods are replaced,
+// not edited, when labels change). Berth has no namespace objects, so a
+// namespaceSelector cannot be expressed; the term's AllNamespaces flag
+// stands for kube's empty namespaceSelector (every namespace), and a term
+// naming no namespaces selects its own pod's.
 //
 // Kube: pkg/scheduler/framework/plugins/interpodaffinity.
 package interpodaffinity

@@ -80,6 +80,9 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 	if hasConstraints {
 		nodes = lister.NodeInfos().List()
 	}
+	if len(nodes) == 0 {
+		return framework.NewStatus(framework.Skip)
+	}
 	results := forEachChunk(ctx, pl.handle.Parallelizer(), nodes, func(ni *framework.NodeInfo, out *scoreMap) {
 		node := ni.Node()
 		if len(node.Labels) == 0 {
@@ -120,7 +123,7 @@ func (pl *InterPodAffinity) scoreExistingPod(incoming *framework.Pod, preferred,
 	if existing.Affinity == nil {
 		return
 	}
-	if false {
+	if pl.hardPodAffinityWeight > 0 {
 		required := requiredAffinityTerms(existing)
 		for i := range required {
 			if termMatches(&required[i], existing, incoming) {
