@@ -232,7 +232,12 @@ func (s *Scheduler) podBound(p *framework.Pod) {
 	if err := s.cache.AddPod(p); err != nil {
 		s.logger.Warn("cache add of bound pod failed", zap.String("pod", p.Key()), zap.Error(err))
 	}
-	s.metrics.event("PodBound")
+	// A pod newly on a node can satisfy affinity or spreading that failed
+	// before; only pods rejected by plugins that registered this event are
+	// looked at.
+	ev := framework.ClusterEvent{Resource: framework.EventResourceAssigned, ActionType: framework.ActionAdd, Label: "AssignedPodAdd"}
+	s.metrics.event(ev.Label)
+	s.broadcast(ev, nil, p)
 }
 
 // DeletePod removes a pod, from the queue or from its node, and wakes the

@@ -60,9 +60,12 @@ func TestDefaultProfileScoreWeights(t *testing.T) {
 	// A preference keeps NodeAffinity from skipping its Score.
 	pod.Affinity = &framework.Affinity{NodeAffinity: &framework.NodeAffinity{Preferred: []framework.PreferredSchedulingTerm{{
 		Weight: 1, Preference: framework.NodeSelectorTerm{MatchFields: []framework.NodeSelectorRequirement{{Key: "metadata.name", Operator: framework.NodeSelectorOpIn, Values: []string{"n"}}}}}}}}
-	// A label gives it the system default spreading, so PodTopologySpread
-	// scores too.
+	// A soft constraint of its own makes PodTopologySpread score too.
 	pod.Labels = map[string]string{"app": "web"}
+	pod.TopologySpreadConstraints = []framework.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: framework.ScheduleAnyway,
+		LabelSelector: &framework.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+	}}
 	pi := framework.NewPodInfo(pod)
 	state := framework.NewCycleState()
 	nodes := []*framework.NodeInfo{node}

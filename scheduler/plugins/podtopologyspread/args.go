@@ -26,7 +26,7 @@ type Args struct {
 	// own; only with ListDefaulting. They must not set a LabelSelector:
 	// the selector is derived from each pod.
 	DefaultConstraints []framework.TopologySpreadConstraint
-	// DefaultingType defaults to SystemDefaulting.
+	// DefaultingType defaults to ListDefaulting (see argsFrom).
 	DefaultingType DefaultingType
 }
 
@@ -51,7 +51,13 @@ func argsFrom(args any) (Args, error) {
 		return Args{}, fmt.Errorf("%s: want args of type *Args, got %T", Name, args)
 	}
 	if a.DefaultingType == "" {
-		a.DefaultingType = SystemDefaulting
+		// Kube defaults to System, whose selector comes from the services
+		// and controllers owning a pod; an ownerless pod gets nothing.
+		// Berth pods have no owners, so its default is the same outcome
+		// said plainly: List, with no constraints unless configured.
+		// System (by the pod's own labels) is an explicit opt-in: it
+		// counts every matching pod in each cycle.
+		a.DefaultingType = ListDefaulting
 	}
 	return a, nil
 }

@@ -7,10 +7,11 @@ import (
 	"github.com/berth-io/berth/scheduler/framework"
 )
 
-// benchCluster is 5,000 nodes in 10 zones with 10,000 pods, two per node,
-// spread over 20 apps (500 pods each).
-func benchCluster() []*framework.NodeInfo {
-	const numNodes, podsPerNode, apps = 5000, 2, 20
+// benchCluster is 5,000 nodes in 10 zones with podsPerNode pods on each,
+// spread over 20 apps. All pods of app-0 sit in zone-0, which its hard
+// constraint therefore rejects.
+func benchCluster(podsPerNode int) []*framework.NodeInfo {
+	const numNodes, apps = 5000, 20
 	nodes := make([]*framework.Node, numNodes)
 	var pods []*framework.Pod
 	for i := range nodes {
@@ -26,9 +27,16 @@ func benchCluster() []*framework.NodeInfo {
 
 // BenchmarkFilterScore runs one pod's whole PodTopologySpread work over
 // 5,000 nodes: PreFilter, Filter on every node, PreScore, Score on every
-// node that passed and NormalizeScore.
+// node that passed and NormalizeScore; with 10,000 and 50,000 existing
+// pods, and with the count memos on and off.
 func BenchmarkFilterScore(b *testing.B) {
-	infos := benchCluster()
+	for _, podsPerNode := range []int{2, 10} {
+		infos := benchCluster(podsPerNode)
+		b.Run(fmt.Sprintf("pods=%d", len(infos)*podsPerNode), func(b *testing.B) { benchFilterScore(b, infos) })
+	}
+}
+
+func benchFilterScore(b *testing.B, infos []*framework.NodeInfo) {
 	cases := []struct {
 		name string
 		args any
@@ -49,39 +57,45 @@ func BenchmarkFilterScore(b *testing.B) {
 	}
 	for _, par := range []int{1, 2} {
 		for _, c := range cases {
-			b.Run(fmt.Sprintf("%s/parallelism=%d", c.name, par), func(b *testing.B) {
-				pl, _ := newPlugin(b, c.args, infos...)
-				pl.parallelizer = framework.NewParallelizer(par)
-				pod := framework.NewPodInfo(c.pod)
-				feasible := make([]*framework.NodeInfo, 0, len(infos))
-				scores := make(framework.NodeScoreList, 0, len(infos))
-				b.ReportAllocs()
-				for b.Loop() {
-					state := framework.NewCycleState()
-					_, st := pl.PreFilter(ctx, state, pod, infos)
-					feasible = feasible[:0]
-					if st.IsSkip() {
-						feasible = append(feasible, infos...)
-					} else {
-						for _, ni := range infos {
-							if pl.Filter(ctx, state, pod, ni).IsSuccess() {
-								feasible = append(feasible, ni)
+			for _, memo := range []bool{true, false} {
+				b.Run(fmt.Sprintf("%s/parallelism=%d/memo=%v", c.name, par, memo), func(b *testing.B) {
+					pl, _ := newPlugin(b, c.args, infos...)
+					pl.parallelizer = framework.NewParallelizer(par)
+					if !memo {
+						// A held lock makes every cycle count without memos.
+						pl.memos.mu.Lock()
+					}
+					pod := framework.NewPodInfo(c.pod)
+					feasible := make([]*framework.NodeInfo, 0, len(infos))
+					scores := make(framework.NodeScoreList, 0, len(infos))
+					b.ReportAllocs()
+					for b.Loop() {
+						state := framework.NewCycleState()
+						_, st := pl.PreFilter(ctx, state, pod, infos)
+						feasible = feasible[:0]
+						if st.IsSkip() {
+							feasible = append(feasible, infos...)
+						} else {
+							for _, ni := range infos {
+								if pl.Filter(ctx, state, pod, ni).IsSuccess() {
+									feasible = append(feasible, ni)
+								}
 							}
 						}
+						if st := pl.PreScore(ctx, state, pod, feasible); !st.IsSuccess() {
+							b.Fatal(st)
+						}
+						scores = scores[:0]
+						for _, ni := range feasible {
+							s, _ := pl.Score(ctx, state, pod, ni)
+							scores = append(scores, framework.NodeScore{Name: ni.Node().Name, Score: s})
+						}
+						if st := pl.NormalizeScore(ctx, state, pod, scores); !st.IsSuccess() {
+							b.Fatal(st)
+						}
 					}
-					if st := pl.PreScore(ctx, state, pod, feasible); !st.IsSuccess() {
-						b.Fatal(st)
-					}
-					scores = scores[:0]
-					for _, ni := range feasible {
-						s, _ := pl.Score(ctx, state, pod, ni)
-						scores = append(scores, framework.NodeScore{Name: ni.Node().Name, Score: s})
-					}
-					if st := pl.NormalizeScore(ctx, state, pod, scores); !st.IsSuccess() {
-						b.Fatal(st)
-					}
-				}
-			})
+				})
+			}
 		}
 	}
 }

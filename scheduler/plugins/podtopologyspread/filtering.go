@@ -177,6 +177,15 @@ func (pl *PodTopologySpread) calPreFilterState(ctx context.Context, pod *framewo
 		s.tpValueToMatchNum[i] = make(map[string]int, size)
 	}
 
+	memos := pl.memos.acquire()
+	if memos != nil {
+		defer memos.release()
+	}
+	memo := make([]*countMemo, len(cs))
+	for i := range cs {
+		memo[i] = memos.forSelector(&cs[i].selector, pod.Namespace, len(nodes))
+	}
+
 	// Count per node in parallel into one flat table (-1: the node is not
 	// an eligible domain member), then merge in node order.
 	k := len(cs)
@@ -195,7 +204,7 @@ func (pl *PodTopologySpread) calPreFilterState(ctx context.Context, pod *framewo
 				row[i] = -1
 				continue
 			}
-			row[i] = int32(countMatching(nodes[n].Pods, &cs[i].selector, pod.Namespace))
+			row[i] = int32(memo[i].count(n, nodes[n], &cs[i].selector, pod.Namespace))
 		}
 	})
 	if err := ctx.Err(); err != nil {

@@ -20,6 +20,12 @@ const testParallelism = 4
 // nodes, so it reads the same lister Score phases use in production.
 func newPlugin(t testing.TB, args any, nodes ...*framework.NodeInfo) (*PodTopologySpread, *runtime.Framework) {
 	t.Helper()
+	return newPluginOn(t, args, fwtest.NewLister(nodes...))
+}
+
+// newPluginOn is newPlugin over a lister the caller keeps changing.
+func newPluginOn(t testing.TB, args any, lister *fwtest.Lister) (*PodTopologySpread, *runtime.Framework) {
+	t.Helper()
 	var pl *PodTopologySpread
 	reg := framework.Registry{Name: func(ctx context.Context, a any, h framework.Handle) (framework.Plugin, error) {
 		p, err := New(ctx, a, h)
@@ -32,7 +38,7 @@ func newPlugin(t testing.TB, args any, nodes ...*framework.NodeInfo) (*PodTopolo
 		Plugins:    runtime.Plugins{MultiPoint: runtime.PluginSet{Enabled: []runtime.PluginRef{{Name: Name, Weight: 2}}}},
 		PluginArgs: map[string]any{Name: args},
 	}
-	fwk, err := runtime.NewFramework(ctx, reg, prof, runtime.WithSnapshotSharedLister(fwtest.NewLister(nodes...)), runtime.WithParallelism(testParallelism))
+	fwk, err := runtime.NewFramework(ctx, reg, prof, runtime.WithSnapshotSharedLister(lister), runtime.WithParallelism(testParallelism))
 	if err != nil {
 		t.Fatal(err)
 	}

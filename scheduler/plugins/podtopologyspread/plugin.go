@@ -3,6 +3,13 @@
 // nodes whose domain would get too far ahead of the emptiest one, soft
 // constraints (ScheduleAnyway) score nodes in emptier domains higher.
 // Kube: pkg/scheduler/framework/plugins/podtopologyspread.
+//
+// Domains are node label values, as in kube: nodes need the
+// kubernetes.io/hostname and topology.kubernetes.io/zone labels for the
+// system default spreading to have any effect. Deviations from kube: the
+// default constraints select pods by the incoming pod's own labels (Berth
+// has no services or controllers to take a selector from), and pods are
+// never skipped as terminating (Berth pods carry no deletion timestamp).
 package podtopologyspread
 
 import (
@@ -35,6 +42,8 @@ type PodTopologySpread struct {
 	// systemDefaulted relaxes PreScore for kube's built-in defaults: a
 	// node without a zone label is still spread by hostname.
 	systemDefaulted bool
+	// memos keep per-node counts across cycles (see countMemos).
+	memos countMemos
 }
 
 var (

@@ -20,12 +20,15 @@ func TestNewArgs(t *testing.T) {
 		wantDefaults []framework.TopologySpreadConstraint
 		wantSystem   bool
 	}{
-		{name: "nil: system defaults", args: nil, wantDefaults: systemDefaultConstraints, wantSystem: true},
-		{name: "empty args: system defaults", args: Args{}, wantDefaults: systemDefaultConstraints, wantSystem: true},
+		{name: "nil: Berth's default is List with no constraints", args: nil},
+		{name: "empty args: List with no constraints", args: Args{}},
+		{name: "System asked for", args: &Args{DefaultingType: SystemDefaulting}, wantDefaults: systemDefaultConstraints, wantSystem: true},
+		{name: "List constraints without a type", args: &Args{DefaultConstraints: []framework.TopologySpreadConstraint{zoneSoft}},
+			wantDefaults: []framework.TopologySpreadConstraint{zoneSoft}},
 		{name: "List without constraints", args: &Args{DefaultingType: ListDefaulting}},
 		{name: "List with constraints", args: Args{DefaultingType: ListDefaulting, DefaultConstraints: []framework.TopologySpreadConstraint{zoneSoft}},
 			wantDefaults: []framework.TopologySpreadConstraint{zoneSoft}},
-		{name: "System with constraints", args: &Args{DefaultConstraints: []framework.TopologySpreadConstraint{zoneSoft}}, wantErr: "when defaultConstraints are not empty"},
+		{name: "System with constraints", args: &Args{DefaultingType: SystemDefaulting, DefaultConstraints: []framework.TopologySpreadConstraint{zoneSoft}}, wantErr: "when defaultConstraints are not empty"},
 		{name: "unknown defaulting type", args: &Args{DefaultingType: "Zone"}, wantErr: `unsupported value "Zone"`},
 		{name: "wrong args type", args: 42, wantErr: "want args of type *Args, got int"},
 		{name: "maxSkew 0", args: &Args{DefaultingType: ListDefaulting, DefaultConstraints: []framework.TopologySpreadConstraint{{TopologyKey: "zone", WhenUnsatisfiable: soft}}},

@@ -121,6 +121,16 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 		state.Write(preScoreStateKey, s)
 		return nil
 	}
+	memos := pl.memos.acquire()
+	if memos != nil {
+		defer memos.release()
+	}
+	memo := make([]*countMemo, len(s.constraints))
+	for i := range s.constraints {
+		if len(s.index[i]) > 0 {
+			memo[i] = memos.forSelector(&s.constraints[i].selector, p.Namespace, len(all))
+		}
+	}
 	aff := nodeaffinity.GetRequiredNodeAffinity(p)
 	pl.parallelizer.Until(ctx, len(all), func(n int) {
 		node := all[n].Node()
@@ -138,7 +148,7 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 			if !ok {
 				continue
 			}
-			if cnt := countMatching(all[n].Pods, &c.selector, p.Namespace); cnt > 0 {
+			if cnt := memo[i].count(n, all[n], &c.selector, p.Namespace); cnt > 0 {
 				atomic.AddInt64(&s.counts[i][slot], int64(cnt))
 			}
 		}

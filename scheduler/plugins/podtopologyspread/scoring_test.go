@@ -189,7 +189,7 @@ func TestScore(t *testing.T) {
 			// a: 2*1.792+2 + 3*1.609+4 = 14.41 -> 14; b: 12.62 -> 13;
 			// x: 3.79+5.61 = 9.40 -> 9; y: 3.79 -> 4. max 14, min 4.
 			name: "system defaults select by the pod's labels and tolerate a missing zone",
-			args: nil,
+			args: &Args{DefaultingType: SystemDefaulting},
 			nodes: withHostnames([]*framework.Node{
 				mkNode("a").label(LabelTopologyZone, "zone1").obj(),
 				mkNode("b").label(LabelTopologyZone, "zone1").obj(),
@@ -292,7 +292,8 @@ func TestPreScoreSkipAndErrors(t *testing.T) {
 		{name: "only hard constraints", args: listArgs, nodes: fourNodes(), pod: mkPod("p").spread(1, "zone", hard, exists("foo")).obj(), want: framework.Skip},
 		{name: "own hard constraints suppress soft defaults", args: nil, nodes: fourNodes(), pod: mkPod("p").label("a", "b").spread(1, "zone", hard, exists("foo")).obj(), want: framework.Skip},
 		{name: "system defaults need pod labels", args: nil, nodes: fourNodes(), pod: mkPod("p").obj(), want: framework.Skip},
-		{name: "system defaults with labels", args: nil, nodes: fourNodes(), pod: mkPod("p").label("a", "b").obj(), want: framework.Success},
+		{name: "Berth's default: no default constraints", args: nil, nodes: fourNodes(), pod: mkPod("p").label("a", "b").obj(), want: framework.Skip},
+		{name: "system defaults with labels", args: &Args{DefaultingType: SystemDefaulting}, nodes: fourNodes(), pod: mkPod("p").label("a", "b").obj(), want: framework.Success},
 		{name: "no defaults with List and none given", args: listArgs, nodes: fourNodes(), pod: mkPod("p").label("a", "b").obj(), want: framework.Skip},
 		{name: "invalid selector", args: listArgs, nodes: fourNodes(), pod: mkPod("p").spread(1, "zone", soft, bad).obj(), want: framework.Error},
 	}
