@@ -139,7 +139,7 @@ func (sh *shard) forgetPending(p *framework.Pod) {
 }
 
 func (sh *shard) run(ctx context.Context) {
-	go sh.queue.Run(ctx)
+	sh.queue.Run(ctx) // starts its own goroutine; Close waits for it
 	stop := context.AfterFunc(ctx, sh.queue.Close)
 	defer stop()
 	for {
