@@ -7,258 +7,292 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
-	"sync"
-	"sync/atomic"
+	"text/tabwriter"
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/server"
 )
 
 type benchConfig struct {
 	addr        string
-	nodes       int
-	pods        int
+	workload    string
+	sizes       workloadSizes
+	shape       shape
 	batch       int
 	concurrency int
-	nodeCPU     int64
-	nodeMemory  int64
-	podCPU      int64
-	podMemory   int64
 	timeout     time.Duration
+	stall       time.Duration
 	dataDir     string
+	traceDir    string
+	traceWindow int
 	shards      int
 	quiet       bool
+	cpuProfile  string
 }
 
+const benchUsage = `Usage: berth bench [flags]
+
+Starts a server with embedded etcd (or targets --addr), registers nodes,
+binds the workload's init pods, then submits the measured pods and waits
+for each to be bound on WatchBindings, printing pods/s and submit-to-bound
+latency. Workloads mirror Kubernetes' scheduler_perf:
+
+  basic               plain pods (the default)
+  node-affinity       required node affinity on 2 of 10 zones (SchedulingNodeAffinity)
+  topology-spreading  hard zone spreading, maxSkew 1 (TopologySpreading)
+  pod-anti-affinity   required anti-affinity per hostname (SchedulingPodAntiAffinity)
+  preferred-affinity  preferred pod affinity per hostname (SchedulingPreferredPodAffinity)
+  preemption          low priority pods fill the nodes; high priority pods preempt
+                      them, the bench deleting each victim announced by EVICT (PreemptionBasic)
+  alibaba             replay of the Alibaba OpenB GPU trace, creations and deletions
+                      in trace order (--trace-dir)
+  all                 each in turn, a fresh server each, then a table
+
+Flags:
+`
+
 func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	bc, err := parseBenchFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	if bc.cpuProfile != "" {
+		f, err := os.Create(bc.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	_, err = runBenchmarks(ctx, bc, stdout)
+	return err
+}
+
+func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	var bc benchConfig
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&bc.addr, "addr", "", "target a running server instead of starting one with embedded etcd")
-	fs.IntVar(&bc.nodes, "nodes", 5000, "nodes to register")
-	fs.IntVar(&bc.pods, "pods", 10000, "pods to submit")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, benchUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&bc.addr, "addr", "", "target a running server instead of starting one with embedded etcd; what a run creates is deleted after it")
+	fs.StringVar(&bc.workload, "workload", workloadBasic, "workload to run: "+strings.Join(workloadNames(), ", ")+", or all")
+	fs.IntVar(&bc.sizes.nodes, "nodes", 0, "nodes to register (0: the workload's default; alibaba: the first N trace nodes)")
+	fs.IntVar(&bc.sizes.initPods, "init-pods", -1, "pods bound before measuring (-1: the workload's default)")
+	fs.IntVar(&bc.sizes.pods, "pods", 0, "pods to measure (0: the workload's default; alibaba: the first N trace pods by creation)")
 	fs.IntVar(&bc.batch, "batch", 100, "pods per SubmitPods call")
-	fs.IntVar(&bc.concurrency, "concurrency", 8, "SubmitPods calls in flight")
-	fs.Int64Var(&bc.nodeCPU, "node-cpu", 32000, "node allocatable cpu, millicores")
-	fs.Int64Var(&bc.nodeMemory, "node-memory", 128<<30, "node allocatable memory, bytes")
-	fs.Int64Var(&bc.podCPU, "pod-cpu", 100, "pod cpu request, millicores")
-	fs.Int64Var(&bc.podMemory, "pod-memory", 256<<20, "pod memory request, bytes")
-	fs.DurationVar(&bc.timeout, "timeout", 10*time.Minute, "give up after this long")
-	fs.StringVar(&bc.dataDir, "data-dir", "", "embedded etcd directory (default: a fresh temporary one)")
+	fs.IntVar(&bc.concurrency, "concurrency", 8, "SubmitPods calls in flight (and victim or trace deletions in flight)")
+	fs.Int64Var(&bc.shape.nodeCPU, "node-cpu", 0, "node allocatable cpu, millicores (0: the workload's; basic 32000, others 4000; ignored by preemption and alibaba)")
+	fs.Int64Var(&bc.shape.nodeMemory, "node-memory", 0, "node allocatable memory, bytes (0: the workload's; basic 128Gi, others 32Gi)")
+	fs.Int64Var(&bc.shape.podCPU, "pod-cpu", 0, "pod cpu request, millicores (0: the workload's, 100)")
+	fs.Int64Var(&bc.shape.podMemory, "pod-memory", 0, "pod memory request, bytes (0: the workload's; basic 256Mi, others 500Mi)")
+	fs.DurationVar(&bc.timeout, "timeout", 10*time.Minute, "give up on a workload after this long")
+	fs.DurationVar(&bc.stall, "stall", time.Minute, "give up on a workload when no pod binds, is evicted or deleted for this long (0: never)")
+	fs.StringVar(&bc.dataDir, "data-dir", "", "embedded etcd directory, one subdirectory per workload (default: fresh temporary ones)")
+	fs.StringVar(&bc.traceDir, "trace-dir", "", "directory of the Alibaba OpenB trace CSVs (default: the first "+traceDirFromRoot+" found walking up from the working directory)")
+	fs.IntVar(&bc.traceWindow, "trace-window", 1000, "trace replay: deletions that may wait for their pod at once; creations pause when they are full")
 	fs.IntVar(&bc.shards, "shard-loops", 0, "scheduling loops of the embedded server (0: one per CPU)")
 	fs.BoolVar(&bc.quiet, "quiet", false, "no progress lines")
+	fs.StringVar(&bc.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (bench and embedded server) to this file")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return bc, err
 	}
-	if bc.nodes < 1 || bc.pods < 1 || bc.batch < 1 || bc.concurrency < 1 {
-		return errors.New("--nodes, --pods, --batch and --concurrency must be positive")
+	if fs.NArg() > 0 {
+		return bc, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if bc.sizes.nodes < 0 || bc.sizes.pods < 0 || bc.batch < 1 || bc.concurrency < 1 || bc.traceWindow < 1 {
+		return bc, errors.New("--nodes and --pods must not be negative; --batch, --concurrency and --trace-window must be positive")
+	}
+	return bc, nil
+}
+
+// runBenchmarks runs the selected workloads, each with a fresh server
+// unless --addr is set, and prints a summary line per workload and, for
+// more than one, a table. It fails if any workload did.
+func runBenchmarks(ctx context.Context, bc benchConfig, out io.Writer) ([]runResult, error) {
+	names := []string{bc.workload}
+	if bc.workload == workloadAll {
+		names = workloadNames()
+	}
+	var results []runResult
+	for _, name := range names {
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(out, "\n=== workload %s\n", name)
+		res := benchOne(ctx, bc, name, out)
+		printResult(out, res)
+		results = append(results, res)
+	}
+	if len(names) > 1 {
+		printTable(out, results)
+	}
+	var failed []string
+	for _, r := range results {
+		if r.err != nil || len(r.violations) > 0 {
+			failed = append(failed, r.workload)
+		}
+	}
+	switch {
+	case len(results) == 1 && results[0].err != nil:
+		return results, fmt.Errorf("%s: %w", results[0].workload, results[0].err)
+	case len(results) == 1 && len(failed) == 1:
+		return results, fmt.Errorf("%s: %d placements violate the workload's constraints", results[0].workload, len(results[0].violations))
+	case len(failed) > 0:
+		return results, fmt.Errorf("%d of %d workloads failed: %s", len(failed), len(results), strings.Join(failed, ", "))
+	case ctx.Err() != nil:
+		return results, ctx.Err()
+	}
+	return results, nil
+}
+
+// benchOne runs one workload within --timeout.
+func benchOne(ctx context.Context, bc benchConfig, name string, out io.Writer) runResult {
+	res := runResult{workload: name}
+	var tr *trace
+	if name == workloadAlibaba {
+		dir, err := resolveTraceDir(bc.traceDir)
+		if err != nil && bc.workload == workloadAll && bc.traceDir == "" {
+			res.skipped = err.Error()
+			return res
+		}
+		if err == nil {
+			tr, err = loadTrace(dir, bc.sizes.nodes, bc.sizes.pods)
+		}
+		if err != nil {
+			res.err = err
+			return res
+		}
+	}
+	run := fmt.Sprintf("bench-%d", time.Now().UnixNano()%1e9)
+	w, err := newWorkload(name, run, bc.sizes, bc.shape, tr)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	fmt.Fprintf(out, "%d nodes, %d init pods, %d measured pods\n", w.nodes, w.initPods, w.pods)
 	ctx, cancel := context.WithTimeout(ctx, bc.timeout)
 	defer cancel()
 
 	addr := bc.addr
 	if addr == "" {
-		dir := bc.dataDir
-		if dir == "" {
-			tmp, err := os.MkdirTemp("", "berth-bench-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(tmp)
-			dir = tmp
-		}
-		srv, err := server.Start(ctx, server.Config{
-			Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: dir, Logger: zap.NewNop(),
-			Scheduler: schedulerConfigForBench(bc),
-		})
+		srv, dir, cleanup, err := startBenchServer(ctx, bc, name)
 		if err != nil {
-			return err
+			res.err = err
+			return res
 		}
+		defer cleanup()
 		defer srv.Stop()
 		addr = srv.Addr()
-		fmt.Fprintf(stdout, "started berth at %s with embedded etcd in %s\n", addr, dir)
+		fmt.Fprintf(out, "started berth at %s with embedded etcd in %s\n", addr, dir)
 	}
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return err
+		res.err = err
+		return res
 	}
 	defer conn.Close()
-	return runBench(ctx, bc, conn, stdout)
+	return runWorkload(ctx, bc, w, run, conn, out)
 }
 
-func runBench(ctx context.Context, bc benchConfig, conn *grpc.ClientConn, out io.Writer) error {
-	cluster := berthv1.NewClusterServiceClient(conn)
-	pods := berthv1.NewPodServiceClient(conn)
-	sched := berthv1.NewSchedulerServiceClient(conn)
-	run := fmt.Sprintf("bench-%d", time.Now().UnixNano()%1e9)
-
-	start := time.Now()
-	lastRev, err := registerNodes(ctx, cluster, bc, run)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "registered %d nodes in %s\n", bc.nodes, time.Since(start).Round(time.Millisecond))
-
-	// Watch from the last node write: every binding of this run comes after.
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	stream, err := sched.WatchBindings(watchCtx, &berthv1.WatchBindingsRequest{FromRevision: lastRev})
-	if err != nil {
-		return err
-	}
-	submitted := make([]atomic.Int64, bc.pods) // unix nanos of each pod's submit
-	var nSubmitted, nBound atomic.Int64
-	latencies := make([]time.Duration, 0, bc.pods)
-	allBound := make(chan error, 1)
-	var lastBound time.Time
-	go func() {
-		seen := make([]bool, bc.pods)
-		for {
-			resp, err := stream.Recv()
-			if err != nil {
-				allBound <- fmt.Errorf("watch: %w", err)
-				return
-			}
-			ev := resp.GetEvent()
-			if ev.GetType() != berthv1.BindingEventType_BINDING_EVENT_TYPE_BOUND || !strings.HasPrefix(ev.GetName(), run+"-") {
-				continue
-			}
-			var i int
-			if _, err := fmt.Sscanf(ev.GetName()[len(run)+1:], "%d", &i); err != nil || i < 0 || i >= bc.pods {
-				continue
-			}
-			if seen[i] {
-				allBound <- fmt.Errorf("pod %s bound twice (revision %d)", ev.GetName(), ev.GetRevision())
-				return
-			}
-			seen[i] = true
-			now := time.Now()
-			latencies = append(latencies, now.Sub(time.Unix(0, submitted[i].Load())))
-			lastBound = now
-			if nBound.Add(1) == int64(bc.pods) {
-				allBound <- nil
-				return
-			}
+// startBenchServer starts a fresh in-process server: its own etcd
+// directory per workload, so no run sees another's nodes.
+func startBenchServer(ctx context.Context, bc benchConfig, workload string) (*server.Server, string, func(), error) {
+	dir := filepath.Join(bc.dataDir, workload)
+	cleanup := func() {}
+	if bc.dataDir == "" {
+		tmp, err := os.MkdirTemp("", "berth-bench-")
+		if err != nil {
+			return nil, "", nil, err
 		}
-	}()
-
-	progressDone := make(chan struct{})
-	var progress sync.WaitGroup
-	if !bc.quiet {
-		progress.Add(1)
-		go func() {
-			defer progress.Done()
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			var prev int64
-			for {
-				select {
-				case <-progressDone:
-					return
-				case <-t.C:
-					b := nBound.Load()
-					fmt.Fprintf(out, "  submitted %d/%d  bound %d  (%d pods/s)\n", nSubmitted.Load(), bc.pods, b, b-prev)
-					prev = b
-				}
-			}
-		}()
+		dir, cleanup = tmp, func() { os.RemoveAll(tmp) }
 	}
-
-	submitStart := time.Now()
-	if err := submitPods(ctx, pods, bc, run, submitted, &nSubmitted); err != nil {
-		close(progressDone)
-		return err
-	}
-	submitDur := time.Since(submitStart)
-	err = <-allBound
-	close(progressDone)
-	progress.Wait()
+	srv, err := server.Start(ctx, server.Config{
+		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: dir, Logger: zap.NewNop(),
+		Scheduler: schedulerConfigForBench(bc),
+	})
 	if err != nil {
-		return fmt.Errorf("%w (%d of %d pods bound)", err, nBound.Load(), bc.pods)
+		cleanup()
+		return nil, "", nil, err
 	}
-	total := lastBound.Sub(submitStart)
-	slices.Sort(latencies)
-	pct := func(p float64) time.Duration {
-		return latencies[int(p*float64(len(latencies)-1))].Round(100 * time.Microsecond)
-	}
-	fmt.Fprintf(out, "\nnodes %d, pods %d: all bound in %s\n", bc.nodes, bc.pods, total.Round(time.Millisecond))
-	fmt.Fprintf(out, "submit rate:      %.0f pods/s (durable acks)\n", float64(bc.pods)/submitDur.Seconds())
-	fmt.Fprintf(out, "throughput:       %.0f pods/s (submitted, bound durably, seen on the watch)\n", float64(bc.pods)/total.Seconds())
-	fmt.Fprintf(out, "submit-to-bound:  p50 %s  p90 %s  p99 %s  max %s\n", pct(0.50), pct(0.90), pct(0.99), latencies[len(latencies)-1].Round(100*time.Microsecond))
-	return nil
+	return srv, dir, cleanup, nil
 }
 
-func registerNodes(ctx context.Context, cluster berthv1.ClusterServiceClient, bc benchConfig, run string) (int64, error) {
-	var maxRev atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(64)
-	for i := 0; i < bc.nodes; i++ {
-		g.Go(func() error {
-			resp, err := cluster.UpsertNode(gctx, &berthv1.UpsertNodeRequest{Node: &berthv1.Node{
-				Name: fmt.Sprintf("%s-node-%05d", run, i),
-				Allocatable: map[string]int64{
-					"cpu": bc.nodeCPU, "memory": bc.nodeMemory, "pods": 110, "ephemeral-storage": 100 << 30,
-				},
-				Labels: map[string]string{
-					"kubernetes.io/hostname":      fmt.Sprintf("%s-node-%05d", run, i),
-					"topology.kubernetes.io/zone": fmt.Sprintf("zone-%d", i%10),
-				},
-			}})
-			if err != nil {
-				return fmt.Errorf("upsert node %d: %w", i, err)
-			}
-			for {
-				cur := maxRev.Load()
-				if resp.GetRevision() <= cur || maxRev.CompareAndSwap(cur, resp.GetRevision()) {
-					return nil
-				}
-			}
-		})
+// resolveTraceDir returns --trace-dir, or the trace found walking up from
+// the working directory.
+func resolveTraceDir(flagDir string) (string, error) {
+	if flagDir != "" {
+		return flagDir, nil
 	}
-	return maxRev.Load(), g.Wait()
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	if dir := findTraceDir(wd); dir != "" {
+		return dir, nil
+	}
+	return "", fmt.Errorf("no %s above %s: pass --trace-dir", traceDirFromRoot, wd)
 }
 
-func submitPods(ctx context.Context, pods berthv1.PodServiceClient, bc benchConfig, run string, submitted []atomic.Int64, n *atomic.Int64) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(bc.concurrency)
-	for lo := 0; lo < bc.pods; lo += bc.batch {
-		hi := min(lo+bc.batch, bc.pods)
-		g.Go(func() error {
-			req := &berthv1.SubmitPodsRequest{}
-			for i := lo; i < hi; i++ {
-				req.Pods = append(req.Pods, &berthv1.Pod{
-					Namespace: "bench", Name: fmt.Sprintf("%s-%d", run, i),
-					Labels: map[string]string{"app": run},
-					Containers: []*berthv1.Container{{
-						Name: "main", Image: "registry.example/app:1",
-						Requests: map[string]int64{"cpu": bc.podCPU, "memory": bc.podMemory},
-					}},
-				})
-			}
-			now := time.Now().UnixNano()
-			for i := lo; i < hi; i++ {
-				submitted[i].Store(now)
-			}
-			resp, err := pods.SubmitPods(gctx, req)
-			if err != nil {
-				return fmt.Errorf("submit pods %d-%d: %w", lo, hi-1, err)
-			}
-			for i, r := range resp.GetResults() {
-				if r.GetCode() != 0 {
-					return fmt.Errorf("submit pod %d: code %d: %s", lo+i, r.GetCode(), r.GetMessage())
-				}
-			}
-			n.Add(int64(hi - lo))
-			return nil
-		})
+// printResult prints the latency lines and the one-line summary.
+func printResult(out io.Writer, r runResult) {
+	if r.bound > 0 {
+		verb := "all bound"
+		if r.bound < r.pods {
+			verb = fmt.Sprintf("%d bound", r.bound)
+		}
+		fmt.Fprintf(out, "\nnodes %d, pods %d: %s in %s\n", r.nodes, r.pods, verb, r.elapsed.Round(time.Millisecond))
+		if r.submitDur > 0 {
+			fmt.Fprintf(out, "submit rate:      %.0f pods/s (durable acks)\n", float64(r.pods)/r.submitDur.Seconds())
+		}
+		fmt.Fprintf(out, "throughput:       %.0f pods/s (submitted, bound durably, seen on the watch)\n", r.podsPerSec())
+		fmt.Fprintf(out, "submit-to-bound:  p50 %s  p90 %s  p99 %s  max %s\n",
+			r.percentile(0.50), r.percentile(0.90), r.percentile(0.99), r.latencies[len(r.latencies)-1].Round(100*time.Microsecond))
 	}
-	return g.Wait()
+	if r.evictErrors > 0 {
+		fmt.Fprintf(out, "%d victim deletions failed\n", r.evictErrors)
+	}
+	for _, v := range r.violations {
+		fmt.Fprintf(out, "VIOLATION: %s\n", v)
+	}
+	if r.err != nil {
+		fmt.Fprintf(out, "FAILED: %v\n", r.err)
+	}
+	if r.skipped != "" {
+		fmt.Fprintf(out, "skipped: %s\n", r.skipped)
+		return
+	}
+	fmt.Fprintf(out, "summary: workload=%s nodes=%d init=%d pods=%d bound=%d unschedulable=%d evicted=%d deleted=%d pods/s=%.0f p50=%s p99=%s violations=%d status=%q\n",
+		r.workload, r.nodes, r.initPods, r.pods, r.bound, r.unschedulable, r.evicts, r.deletes, r.podsPerSec(),
+		r.percentile(0.50), r.percentile(0.99), len(r.violations), firstLine(r.err))
+}
+
+// printTable prints one row per workload.
+func printTable(out io.Writer, results []runResult) {
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "workload\tnodes\tinit\tpods\tbound\tpods/s\tp50\tp99\tstatus")
+	for _, r := range results {
+		status := firstLine(r.err)
+		switch {
+		case r.skipped != "":
+			status = "skipped: " + r.skipped
+		case r.err == nil && len(r.violations) > 0:
+			status = fmt.Sprintf("%d violations", len(r.violations))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\n", r.workload, r.nodes, r.initPods, r.pods, r.bound,
+			r.podsPerSec(), r.percentile(0.50), r.percentile(0.99), status)
+	}
+	tw.Flush()
 }

@@ -1,0 +1,434 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+)
+
+// Workload names, in the order --workload all runs them. Each mirrors a
+// scheduler_perf workload of Kubernetes (test/integration/scheduler_perf).
+const (
+	workloadBasic             = "basic"
+	workloadNodeAffinity      = "node-affinity"
+	workloadTopologySpreading = "topology-spreading"
+	workloadPodAntiAffinity   = "pod-anti-affinity"
+	workloadPreferredAffinity = "preferred-affinity"
+	workloadPreemption        = "preemption"
+	workloadAlibaba           = "alibaba"
+	workloadAll               = "all"
+)
+
+func workloadNames() []string {
+	return []string{
+		workloadBasic, workloadNodeAffinity, workloadTopologySpreading, workloadPodAntiAffinity,
+		workloadPreferredAffinity, workloadPreemption, workloadAlibaba,
+	}
+}
+
+// Labels and namespaces every workload's nodes and pods use.
+const (
+	labelHostname = "kubernetes.io/hostname"
+	labelZone     = "topology.kubernetes.io/zone"
+	benchZones    = 10
+	// Measured and init pods live in separate namespaces, as scheduler_perf
+	// puts them in sched-1 and sched-0; affinity terms name both.
+	measuredNamespace = "bench"
+	initNamespace     = "bench-init"
+)
+
+// podPhase says which step of a workload a pod belongs to.
+type podPhase int
+
+const (
+	phaseInit     podPhase = iota // bound before measuring, not counted
+	phaseMeasured                 // counted in throughput and latency
+	numPhases
+)
+
+// workload is one scenario: a node template, pods bound before the
+// measured phase (init), and the measured pods. A trace workload replays
+// its trace instead of init and measured pods.
+type workload struct {
+	name     string
+	nodes    int
+	initPods int
+	pods     int
+	node     func(i int) *berthv1.Node
+	initPod  func(i int) *berthv1.Pod
+	pod      func(i int) *berthv1.Pod
+	// check inspects the final placements for violations of the workload's
+	// hard constraints, which a race between shards could cause.
+	check func(ps []placement) []string
+	// expectEvictions: the measured pods can only bind by preempting.
+	expectEvictions bool
+	trace           *trace
+	// notes are printed before the run: what the workload simplifies.
+	notes []string
+}
+
+// placement is where one pod of a run ended up; node is an index into the
+// workload's nodes, -1 when the pod is not bound.
+type placement struct {
+	phase podPhase
+	node  int
+}
+
+// workloadSizes are the --nodes, --init-pods and --pods overrides; 0 (-1
+// for initPods) keeps the workload's default.
+type workloadSizes struct {
+	nodes, initPods, pods int
+}
+
+// nodesOr is the --nodes override, or def.
+func (s workloadSizes) nodesOr(def int) int {
+	if s.nodes > 0 {
+		return s.nodes
+	}
+	return def
+}
+
+// resolve fills each size not overridden from the defaults given.
+func (s workloadSizes) resolve(nodes, initPods, pods int) workloadSizes {
+	nodes = s.nodesOr(nodes)
+	if s.initPods >= 0 {
+		initPods = s.initPods
+	}
+	if s.pods > 0 {
+		pods = s.pods
+	}
+	return workloadSizes{nodes: nodes, initPods: initPods, pods: pods}
+}
+
+// shape is the resources of the node and pod templates; zero fields of an
+// override keep the workload's own.
+type shape struct {
+	nodeCPU, nodeMemory, podCPU, podMemory int64
+}
+
+func (s shape) with(override shape) shape {
+	if override.nodeCPU > 0 {
+		s.nodeCPU = override.nodeCPU
+	}
+	if override.nodeMemory > 0 {
+		s.nodeMemory = override.nodeMemory
+	}
+	if override.podCPU > 0 {
+		s.podCPU = override.podCPU
+	}
+	if override.podMemory > 0 {
+		s.podMemory = override.podMemory
+	}
+	return s
+}
+
+var (
+	// basicShape is what berth bench always used: big nodes, small pods.
+	basicShape = shape{nodeCPU: 32000, nodeMemory: 128 << 30, podCPU: 100, podMemory: 256 << 20}
+	// perfShape is scheduler_perf's node-default and pod-default templates.
+	perfShape = shape{nodeCPU: 4000, nodeMemory: 32 << 30, podCPU: 100, podMemory: 500 << 20}
+)
+
+// Preemption sizes, from scheduler_perf's PreemptionBasic: 900m low
+// priority pods fill a 4-core node four deep, and a 3-core preemptor needs
+// three of them gone.
+const (
+	preemptionVictimCPU     = 900
+	preemptionPreemptorCPU  = 3000
+	preemptionVictimsToFill = 4
+	preemptionLowPriority   = 1
+	preemptionHighPriority  = 100
+)
+
+// nodeAffinityZones are the zones node-affinity pods require.
+var nodeAffinityZones = []string{zoneName(0), zoneName(1)}
+
+// template builds a run's nodes and pods. Names carry the run id so runs
+// against one long-lived server do not collide.
+type template struct {
+	run   string
+	shape shape
+}
+
+func zoneName(i int) string { return fmt.Sprintf("zone-%d", i) }
+
+// nodeZone is the zone template.node gives node i.
+func nodeZone(i int) int { return i % benchZones }
+
+func (t template) nodeName(i int) string { return fmt.Sprintf("%s-node-%05d", t.run, i) }
+
+func (t template) node(i int) *berthv1.Node {
+	name := t.nodeName(i)
+	return &berthv1.Node{
+		Name: name,
+		Allocatable: map[string]int64{
+			"cpu": t.shape.nodeCPU, "memory": t.shape.nodeMemory, "pods": 110, "ephemeral-storage": 100 << 30,
+		},
+		Labels: map[string]string{labelHostname: name, labelZone: zoneName(nodeZone(i))},
+	}
+}
+
+// appLabel is the label every pod of the run carries, and the one their
+// affinity and spreading selectors match.
+func (t template) appLabel() map[string]string { return map[string]string{"app": t.run} }
+
+// pod is a pod with one container and the template's requests; init pods
+// go to initNamespace with distinct names.
+func (t template) pod(phase podPhase, i int) *berthv1.Pod {
+	ns, name := measuredNamespace, fmt.Sprintf("%s-%d", t.run, i)
+	if phase == phaseInit {
+		ns, name = initNamespace, fmt.Sprintf("%s-init-%d", t.run, i)
+	}
+	return &berthv1.Pod{
+		Namespace: ns, Name: name,
+		Labels: t.appLabel(),
+		Containers: []*berthv1.Container{{
+			Name: "main", Image: "registry.example/app:1",
+			Requests: map[string]int64{"cpu": t.shape.podCPU, "memory": t.shape.podMemory},
+		}},
+	}
+}
+
+// affinityTerm selects the run's pods in both namespaces, on one node.
+func (t template) affinityTerm() *berthv1.PodAffinityTerm {
+	return &berthv1.PodAffinityTerm{
+		LabelSelector: &berthv1.LabelSelector{MatchLabels: t.appLabel()},
+		Namespaces:    []string{initNamespace, measuredNamespace},
+		TopologyKey:   labelHostname,
+	}
+}
+
+// newWorkload builds the named workload for one run.
+func newWorkload(name, run string, sizes workloadSizes, override shape, tr *trace) (*workload, error) {
+	t := template{run: run, shape: perfShape.with(override)}
+	w := &workload{name: name}
+	// Default sizes follow scheduler_perf's 5000Nodes workloads, scaled
+	// with --nodes where they depend on it.
+	n := sizes.nodesOr(5000)
+	var s workloadSizes
+	switch name {
+	case workloadBasic:
+		t.shape = basicShape.with(override)
+		s = sizes.resolve(n, 0, 10000)
+		w.pod = func(i int) *berthv1.Pod { return t.pod(phaseMeasured, i) }
+		w.initPod = func(i int) *berthv1.Pod { return t.pod(phaseInit, i) }
+
+	case workloadNodeAffinity:
+		// SchedulingNodeAffinity: init and measured pods alike require two
+		// of the ten zones.
+		s = sizes.resolve(n, n, 1000)
+		withAffinity := func(p *berthv1.Pod) *berthv1.Pod {
+			p.Affinity = &berthv1.Affinity{NodeAffinity: &berthv1.NodeAffinity{
+				Required: &berthv1.NodeSelector{NodeSelectorTerms: []*berthv1.NodeSelectorTerm{{
+					MatchExpressions: []*berthv1.NodeSelectorRequirement{{
+						Key: labelZone, Operator: berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_IN,
+						Values: nodeAffinityZones,
+					}},
+				}}},
+			}}
+			return p
+		}
+		w.initPod = func(i int) *berthv1.Pod { return withAffinity(t.pod(phaseInit, i)) }
+		w.pod = func(i int) *berthv1.Pod { return withAffinity(t.pod(phaseMeasured, i)) }
+		w.check = checkNodeAffinity
+
+	case workloadTopologySpreading:
+		// TopologySpreading: default init pods, then measured pods that
+		// must stay within a skew of one across zones.
+		s = sizes.resolve(n, n, 2000)
+		w.initPod = func(i int) *berthv1.Pod {
+			p := t.pod(phaseInit, i)
+			p.Labels = map[string]string{"app": t.run + "-init"}
+			return p
+		}
+		w.pod = func(i int) *berthv1.Pod {
+			p := t.pod(phaseMeasured, i)
+			p.TopologySpreadConstraints = []*berthv1.TopologySpreadConstraint{{
+				MaxSkew: 1, TopologyKey: labelZone,
+				WhenUnsatisfiable: berthv1.UnsatisfiableConstraintAction_UNSATISFIABLE_CONSTRAINT_ACTION_DO_NOT_SCHEDULE,
+				LabelSelector:     &berthv1.LabelSelector{MatchLabels: t.appLabel()},
+			}}
+			return p
+		}
+		w.check = checkZoneSkew
+
+	case workloadPodAntiAffinity:
+		// SchedulingPodAntiAffinity: every pod, init or measured, repels
+		// every other from its node, so each needs a node of its own.
+		s = sizes.resolve(n, n/5, n/5)
+		if s.initPods+s.pods > s.nodes {
+			return nil, fmt.Errorf("%s: init pods + pods (%d) must not exceed nodes (%d): one pod per node", name, s.initPods+s.pods, s.nodes)
+		}
+		withAntiAffinity := func(p *berthv1.Pod) *berthv1.Pod {
+			p.Affinity = &berthv1.Affinity{PodAntiAffinity: &berthv1.PodAntiAffinity{
+				Required: []*berthv1.PodAffinityTerm{t.affinityTerm()},
+			}}
+			return p
+		}
+		w.initPod = func(i int) *berthv1.Pod { return withAntiAffinity(t.pod(phaseInit, i)) }
+		w.pod = func(i int) *berthv1.Pod { return withAntiAffinity(t.pod(phaseMeasured, i)) }
+		w.check = checkOnePerNode
+
+	case workloadPreferredAffinity:
+		// SchedulingPreferredPodAffinity: pods prefer nodes that already run
+		// pods of the run.
+		s = sizes.resolve(n, n, 1000)
+		withPreferred := func(p *berthv1.Pod) *berthv1.Pod {
+			p.Affinity = &berthv1.Affinity{PodAffinity: &berthv1.PodAffinity{
+				Preferred: []*berthv1.WeightedPodAffinityTerm{{Weight: 100, Term: t.affinityTerm()}},
+			}}
+			return p
+		}
+		w.initPod = func(i int) *berthv1.Pod { return withPreferred(t.pod(phaseInit, i)) }
+		w.pod = func(i int) *berthv1.Pod { return withPreferred(t.pod(phaseMeasured, i)) }
+
+	case workloadPreemption:
+		// PreemptionBasic: low priority init pods fill every node exactly;
+		// each high priority pod then has to evict three of them. The
+		// shapes are fixed: resource overrides would break the fill. The
+		// default is scheduler_perf's 500 nodes (its 5000-node variant is
+		// disabled there); --nodes 5000 gives 20000 victims.
+		t.shape = perfShape
+		n = sizes.nodesOr(500)
+		s = sizes.resolve(n, preemptionVictimsToFill*n, n)
+		if s.pods > s.nodes {
+			return nil, fmt.Errorf("%s: pods (%d) must not exceed nodes (%d): one preemptor fits per node", name, s.pods, s.nodes)
+		}
+		w.initPod = func(i int) *berthv1.Pod {
+			p := t.pod(phaseInit, i)
+			p.Priority = preemptionLowPriority
+			p.Containers[0].Requests["cpu"] = preemptionVictimCPU
+			return p
+		}
+		w.pod = func(i int) *berthv1.Pod {
+			p := t.pod(phaseMeasured, i)
+			p.Priority = preemptionHighPriority
+			p.PreemptionPolicy = berthv1.PreemptionPolicy_PREEMPTION_POLICY_PREEMPT_LOWER_PRIORITY
+			p.Containers[0].Requests["cpu"] = preemptionPreemptorCPU
+			return p
+		}
+		w.expectEvictions = true
+		if s.initPods < preemptionVictimsToFill*s.nodes {
+			w.notes = append(w.notes, fmt.Sprintf("%d init pods leave room on some nodes: fewer preemptions are needed", s.initPods))
+		}
+
+	case workloadAlibaba:
+		if tr == nil {
+			return nil, fmt.Errorf("%s: no trace loaded", name)
+		}
+		s = workloadSizes{nodes: len(tr.Nodes), pods: len(tr.Pods)}
+		w.node = func(i int) *berthv1.Node { return traceNodeToWire(run, i, tr.Nodes[i]) }
+		w.trace = tr
+		w.notes = append(w.notes, traceNotes(tr)...)
+
+	default:
+		return nil, fmt.Errorf("unknown workload %q (one of %s, %s)", name, strings.Join(workloadNames(), ", "), workloadAll)
+	}
+	if s.nodes < 1 || s.pods < 1 || s.initPods < 0 {
+		return nil, fmt.Errorf("%s: needs at least one node and one pod", name)
+	}
+	if w.node == nil {
+		w.node = t.node // after the switch: a method value copies t
+	}
+	w.nodes, w.initPods, w.pods = s.nodes, s.initPods, s.pods
+	return w, nil
+}
+
+// traceNodeToWire makes node i of a trace: its capacity as allocatable,
+// GPUs as the extended resource traceGPUResource, and the GPU model as a
+// label. Zones are dealt round robin like the other workloads'.
+func traceNodeToWire(run string, i int, n traceNode) *berthv1.Node {
+	name := run + "-" + n.Name
+	alloc := map[string]int64{
+		"cpu": n.CPUMilli, "memory": n.MemoryMiB << 20, "pods": 110, "ephemeral-storage": 100 << 30,
+	}
+	labels := map[string]string{labelHostname: name, labelZone: zoneName(nodeZone(i))}
+	if n.GPUs > 0 {
+		alloc[traceGPUResource] = n.GPUs
+	}
+	if n.Model != "" {
+		labels[traceModelLabel] = n.Model
+	}
+	return &berthv1.Node{Name: name, Allocatable: alloc, Labels: labels}
+}
+
+// tracePodToWire makes a trace pod: one container with its cpu and memory
+// requests, and its GPU count as traceGPUResource when it has any.
+func tracePodToWire(run string, p tracePod) *berthv1.Pod {
+	req := map[string]int64{"cpu": p.CPUMilli, "memory": p.MemoryMiB << 20}
+	if p.GPUs > 0 {
+		req[traceGPUResource] = p.GPUs
+	}
+	return &berthv1.Pod{
+		Namespace: measuredNamespace, Name: run + "-" + p.Name,
+		Labels:     map[string]string{"app": run},
+		Containers: []*berthv1.Container{{Name: "main", Image: "registry.example/trace:1", Requests: req}},
+	}
+}
+
+// traceNotes says what the replay simplifies.
+func traceNotes(tr *trace) []string {
+	var sharing int
+	for _, p := range tr.Pods {
+		if p.GPUs == 1 && p.GPUMilli > 0 && p.GPUMilli < 1000 {
+			sharing++
+		}
+	}
+	return []string{
+		fmt.Sprintf("trace: %d nodes, %d pods, %d events (creations and deletions in trace order, time compressed)",
+			len(tr.Nodes), len(tr.Pods), len(tr.Events)),
+		fmt.Sprintf("trace: %d GPU-sharing pods (gpu_milli < 1000) are replayed as one whole %s each", sharing, traceGPUResource),
+	}
+}
+
+// Checks of the final placements. Each returns at most a few descriptions.
+
+const maxViolations = 5
+
+func checkNodeAffinity(ps []placement) []string {
+	var out []string
+	for i, p := range ps {
+		if p.node < 0 {
+			continue
+		}
+		if z := nodeZone(p.node); z > 1 && len(out) < maxViolations {
+			out = append(out, fmt.Sprintf("pod %d on a node of %s, outside %v", i, zoneName(z), nodeAffinityZones))
+		}
+	}
+	return out
+}
+
+// checkZoneSkew: placing each pod with a skew of at most one keeps the
+// final counts within one of each other, since the minimum never falls.
+func checkZoneSkew(ps []placement) []string {
+	var counts [benchZones]int
+	for _, p := range ps {
+		if p.phase == phaseMeasured && p.node >= 0 {
+			counts[nodeZone(p.node)]++
+		}
+	}
+	lo, hi := counts[0], counts[0]
+	for _, c := range counts {
+		lo, hi = min(lo, c), max(hi, c)
+	}
+	if hi-lo > 1 {
+		return []string{fmt.Sprintf("zone skew %d > 1: pods per zone %v", hi-lo, counts)}
+	}
+	return nil
+}
+
+func checkOnePerNode(ps []placement) []string {
+	seen := map[int]int{}
+	var out []string
+	for i, p := range ps {
+		if p.node < 0 {
+			continue
+		}
+		if j, dup := seen[p.node]; dup && len(out) < maxViolations {
+			out = append(out, fmt.Sprintf("pods %d and %d share node %d", j, i, p.node))
+		}
+		seen[p.node] = i
+	}
+	return out
+}

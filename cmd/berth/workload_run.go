@@ -1,0 +1,403 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+)
+
+// runResult is the outcome of one workload.
+type runResult struct {
+	workload              string
+	nodes, initPods, pods int
+	bound                 int // measured pods bound
+	unschedulable         int // measured pods never bound (trace) or found unschedulable (on failure)
+	evicts, deletes       int
+	evictErrors           int
+	initDur               time.Duration
+	submitDur             time.Duration   // measured pods' SubmitPods calls
+	replayDur             time.Duration   // trace: all creations and deletions
+	elapsed               time.Duration   // first measured submit to last measured bind
+	latencies             []time.Duration // submit to bound, sorted
+	violations            []string
+	err                   error
+	skipped               string // why the workload did not run, if it did not
+}
+
+func (r runResult) podsPerSec() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.bound) / r.elapsed.Seconds()
+}
+
+// percentile of the sorted latencies; 0 when there are none.
+func (r runResult) percentile(p float64) time.Duration {
+	if len(r.latencies) == 0 {
+		return 0
+	}
+	return r.latencies[int(p*float64(len(r.latencies)-1))].Round(100 * time.Microsecond)
+}
+
+// runner runs one workload against one server.
+type runner struct {
+	bc      benchConfig
+	w       *workload
+	run     string
+	out     io.Writer
+	cluster berthv1.ClusterServiceClient
+	pods    berthv1.PodServiceClient
+	sched   berthv1.SchedulerServiceClient
+	t       *tracker
+	// nodeNames and nodeIndex map node indexes to names and back.
+	nodeNames []string
+	nodeIndex map[string]int
+
+	// unschedMsgs: why replayed pods were unschedulable when deleted.
+	unschedMu   sync.Mutex
+	unschedMsgs map[int32]string
+}
+
+// runWorkload registers the nodes, binds the init pods, then submits and
+// measures the measured pods (or replays the trace).
+func runWorkload(ctx context.Context, bc benchConfig, w *workload, run string, conn grpc.ClientConnInterface, out io.Writer) runResult {
+	r := &runner{
+		bc: bc, w: w, run: run, out: out,
+		cluster: berthv1.NewClusterServiceClient(conn),
+		pods:    berthv1.NewPodServiceClient(conn),
+		sched:   berthv1.NewSchedulerServiceClient(conn),
+		t:       newTracker(),
+	}
+	res := runResult{workload: w.name, nodes: w.nodes, initPods: w.initPods, pods: w.pods}
+	res.err = r.execute(ctx, &res)
+	if bc.addr != "" {
+		// A shared server outlives the run: leave it as it was.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		if err := r.cleanup(cctx); err != nil {
+			fmt.Fprintf(out, "cleanup: %v\n", err)
+		}
+		cancel()
+	}
+	return res
+}
+
+func (r *runner) execute(ctx context.Context, res *runResult) error {
+	for _, n := range r.w.notes {
+		fmt.Fprintf(r.out, "note: %s\n", n)
+	}
+	start := time.Now()
+	lastRev, err := r.registerNodes(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(r.out, "registered %d nodes in %s\n", r.w.nodes, time.Since(start).Round(time.Millisecond))
+
+	// Watch from the last node write: every binding of this run comes after.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	stream, err := r.sched.WatchBindings(watchCtx, &berthv1.WatchBindingsRequest{FromRevision: lastRev})
+	if err != nil {
+		stopWatch()
+		return err
+	}
+	var watching sync.WaitGroup
+	watching.Add(1)
+	go func() {
+		defer watching.Done()
+		r.t.watch(watchCtx, stream)
+	}()
+	ev := r.t.evict(watchCtx, r.pods, r.bc.concurrency)
+	defer func() {
+		stopWatch()
+		watching.Wait()
+		res.evictErrors, _ = ev.wait()
+		c := r.t.counts()
+		res.evicts, res.deletes = c.evicts, c.deletes
+	}()
+
+	if r.w.trace != nil {
+		err = r.replay(ctx, res)
+	} else {
+		err = r.phases(ctx, res)
+	}
+	if err != nil {
+		return err
+	}
+	if r.w.check != nil {
+		res.violations = r.w.check(r.placements())
+	}
+	return nil
+}
+
+// phases binds the init pods, then measures the others.
+func (r *runner) phases(ctx context.Context, res *runResult) error {
+	if r.w.initPods > 0 {
+		start := time.Now()
+		if _, err := r.phase(ctx, phaseInit, r.w.initPods, r.w.initPod); err != nil {
+			return fmt.Errorf("init pods: %w", err)
+		}
+		res.initDur = time.Since(start)
+		fmt.Fprintf(r.out, "bound %d init pods in %s (not measured)\n", r.w.initPods, res.initDur.Round(time.Millisecond))
+	}
+	start := time.Now()
+	submitDur, err := r.phase(ctx, phaseMeasured, r.w.pods, r.w.pod)
+	res.submitDur = submitDur
+	r.measure(res, start)
+	if err != nil {
+		res.unschedulable = r.reportUnschedulable(ctx)
+		hint := ""
+		if r.w.expectEvictions && r.t.counts().evicts == 0 {
+			hint = " (no EVICT event seen: does the scheduler preempt?)"
+		}
+		return fmt.Errorf("%w: %d of %d pods bound%s", err, res.bound, r.w.pods, hint)
+	}
+	return nil
+}
+
+// phase submits n pods built by build and waits until all are bound. It
+// returns how long the submissions took.
+func (r *runner) phase(ctx context.Context, phase podPhase, n int, build func(int) *berthv1.Pod) (time.Duration, error) {
+	slots := make([]int32, n)
+	for i := range n {
+		slots[i] = r.t.add(build(i), phase)
+	}
+	stopProgress := r.progress(phase, n)
+	defer stopProgress()
+	r.t.touch()
+	start := time.Now()
+	sub := newSubmitter(ctx, r.pods, r.t, r.bc.concurrency)
+	for lo := 0; lo < n; lo += r.bc.batch {
+		sub.submit(slots[lo:min(lo+r.bc.batch, n)])
+	}
+	if err := sub.wait(); err != nil {
+		return time.Since(start), err
+	}
+	submitDur := time.Since(start)
+	return submitDur, r.t.waitFor(ctx, r.bc.stall, func(c trackerCounts) bool { return c.bound[phase] >= n })
+}
+
+// measure fills the throughput and latency of the measured pods bound so
+// far, counted from start.
+func (r *runner) measure(res *runResult, start time.Time) {
+	r.t.mu.Lock()
+	defer r.t.mu.Unlock()
+	res.latencies = res.latencies[:0]
+	var last int64
+	for _, p := range r.t.pods {
+		if p.phase != phaseMeasured || p.boundAt == 0 {
+			continue
+		}
+		res.latencies = append(res.latencies, time.Duration(p.boundAt-p.submitted))
+		last = max(last, p.boundAt)
+	}
+	res.bound = len(res.latencies)
+	slices.Sort(res.latencies)
+	if last > 0 {
+		res.elapsed = time.Unix(0, last).Sub(start)
+	}
+}
+
+// placements lists where every pod of the run is, in slot order.
+func (r *runner) placements() []placement {
+	r.t.mu.Lock()
+	defer r.t.mu.Unlock()
+	out := make([]placement, len(r.t.pods))
+	for i, p := range r.t.pods {
+		out[i] = placement{phase: p.phase, node: -1}
+		if p.boundAt != 0 && !p.deleted {
+			if n, ok := r.nodeIndex[p.node]; ok {
+				out[i].node = n
+			}
+		}
+	}
+	return out
+}
+
+// reportUnschedulable counts the run's measured pods the server marks
+// unschedulable and prints the diagnosis of the first, so a failed run says
+// why.
+func (r *runner) reportUnschedulable(ctx context.Context) int {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var n int
+	var sample *berthv1.Pod
+	req := &berthv1.ListPodsRequest{Namespace: measuredNamespace, Phase: berthv1.PodPhase_POD_PHASE_UNSCHEDULABLE, PageSize: 5000}
+	for {
+		resp, err := r.pods.ListPods(ctx, req)
+		if err != nil {
+			fmt.Fprintf(r.out, "list unschedulable pods: %v\n", err)
+			return n
+		}
+		for _, p := range resp.GetPods() {
+			if strings.HasPrefix(p.GetName(), r.run+"-") {
+				n++
+				if sample == nil {
+					sample = p
+				}
+			}
+		}
+		if resp.GetNextPageToken() == "" {
+			break
+		}
+		req.PageToken = resp.GetNextPageToken()
+	}
+	if sample != nil {
+		fmt.Fprintf(r.out, "%d measured pods unschedulable; e.g. %s: %s\n", n, sample.GetName(), sample.GetStatus().GetMessage())
+	}
+	return n
+}
+
+// progress prints a line a second until the returned func is called.
+func (r *runner) progress(phase podPhase, n int) func() {
+	if r.bc.quiet {
+		return func() {}
+	}
+	name := map[podPhase]string{phaseInit: "init", phaseMeasured: "measured"}[phase]
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		prev := r.t.counts().bound[phase]
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				c := r.t.counts()
+				line := fmt.Sprintf("  %s: submitted %d/%d  bound %d  (%d pods/s)", name, c.sent[phase], n, c.bound[phase], c.bound[phase]-prev)
+				if c.evicts > 0 || c.deletes > 0 {
+					line += fmt.Sprintf("  evicted %d  deleted %d", c.evicts, c.deletes)
+				}
+				fmt.Fprintln(r.out, line)
+				prev = c.bound[phase]
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// registerNodes upserts every node with 64 calls in flight and returns
+// the highest revision written.
+func (r *runner) registerNodes(ctx context.Context) (int64, error) {
+	nodes := make([]*berthv1.Node, r.w.nodes)
+	r.nodeNames = make([]string, r.w.nodes)
+	r.nodeIndex = make(map[string]int, r.w.nodes)
+	for i := range nodes {
+		nodes[i] = r.w.node(i)
+		r.nodeNames[i] = nodes[i].GetName()
+		r.nodeIndex[r.nodeNames[i]] = i
+	}
+	var maxRev atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	for i, n := range nodes {
+		g.Go(func() error {
+			resp, err := r.cluster.UpsertNode(gctx, &berthv1.UpsertNodeRequest{Node: n})
+			if err != nil {
+				return fmt.Errorf("upsert node %d: %w", i, err)
+			}
+			for {
+				cur := maxRev.Load()
+				if resp.GetRevision() <= cur || maxRev.CompareAndSwap(cur, resp.GetRevision()) {
+					return nil
+				}
+			}
+		})
+	}
+	err := g.Wait()
+	return maxRev.Load(), err
+}
+
+// cleanup deletes what the run created, for runs against a shared server.
+func (r *runner) cleanup(ctx context.Context) error {
+	r.t.mu.Lock()
+	var pods []*berthv1.Pod
+	for _, p := range r.t.pods {
+		if p.submitted != 0 && !p.deleted {
+			pods = append(pods, p.pod)
+		}
+	}
+	r.t.mu.Unlock()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	for _, p := range pods {
+		g.Go(func() error {
+			_, err := r.pods.DeletePod(gctx, &berthv1.DeletePodRequest{Namespace: p.GetNamespace(), Name: p.GetName()})
+			return ignoreNotFound(err)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	for name := range r.nodeIndex {
+		g.Go(func() error {
+			_, err := r.cluster.DeleteNode(gctx, &berthv1.DeleteNodeRequest{Name: name})
+			return ignoreNotFound(err)
+		})
+	}
+	return g.Wait()
+}
+
+// submitter sends SubmitPods calls with a bounded number in flight.
+type submitter struct {
+	ctx  context.Context
+	pods berthv1.PodServiceClient
+	t    *tracker
+	g    *errgroup.Group
+}
+
+func newSubmitter(ctx context.Context, pods berthv1.PodServiceClient, t *tracker, concurrency int) *submitter {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(concurrency)
+	return &submitter{ctx: gctx, pods: pods, t: t, g: g}
+}
+
+// submit sends one batch; it blocks while the limit of calls is in flight.
+func (s *submitter) submit(slots []int32) {
+	s.g.Go(func() error {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		resp, err := s.pods.SubmitPods(s.ctx, &berthv1.SubmitPodsRequest{Pods: s.t.startSubmit(slots)})
+		if err != nil {
+			return fmt.Errorf("submit %d pods: %w", len(slots), err)
+		}
+		return s.t.acked(slots, resp.GetResults())
+	})
+}
+
+// wait returns once every batch is acknowledged, with the first failure.
+func (s *submitter) wait() error { return s.g.Wait() }
+
+// firstLine shortens an error for the summary table.
+func firstLine(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	msg := err.Error()
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = "timeout: " + msg
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
