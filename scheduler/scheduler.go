@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -81,6 +82,11 @@ type Scheduler struct {
 
 	nominator *nominator
 	budgets   budgetSet
+
+	// placeMu serialises assumptions across shards, so a pod whose
+	// placement depends on other pods can be re-checked against the very
+	// latest state before it is assumed. See shard.assume.
+	placeMu sync.Mutex
 }
 
 // New builds a Scheduler; Run starts it.
@@ -253,6 +259,7 @@ func (s *Scheduler) DeletePod(p *framework.Pod) {
 		s.logger.Warn("cache remove failed", zap.String("pod", p.Key()), zap.Error(err))
 		return
 	}
+	fmt.Fprintf(os.Stderr, "DBG %s delete %s on %s\n", time.Now().Format("05.000"), p.Key(), cached.NodeName)
 	ev := framework.ClusterEvent{Resource: framework.EventResourceAssigned, ActionType: framework.ActionDelete, Label: "AssignedPodDelete"}
 	s.metrics.event(ev.Label)
 	s.broadcast(ev, cached, nil)

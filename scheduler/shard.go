@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -171,6 +173,9 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 	}
 	sh.inFlight[key] = pod
 	sh.mu.Unlock()
+	if pod.Priority == 100 {
+		fmt.Fprintf(os.Stderr, "DBG %s pop %s att=%d nom=%q rev=%d qpinom=%q\n", time.Now().Format("05.000"), key, qpi.Attempts, pod.NominatedNodeName, pod.Revision, qpi.Pod.NominatedNodeName)
+	}
 
 	start := time.Now()
 	fwk := sh.frameworkFor(pod)
@@ -216,7 +221,7 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 	assumed := *pod
 	assumed.NodeName = result.SuggestedHost
 	assumedInfo := withPod(qpi.PodInfo, &assumed)
-	if err := sh.s.cache.AssumePod(assumedInfo); err != nil {
+	if err := sh.assume(ctx, fwk, qpi.PodInfo, assumedInfo); err != nil {
 		// Another shard filled the node after our snapshot: try again now,
 		// against a fresher snapshot, with no backoff.
 		sh.s.metrics.conflict()
@@ -246,6 +251,52 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 	}()
 }
 
+// assume charges the pod to its chosen node. The cache re-checks room and
+// ports against live state, which settles races between shards for those.
+// Constraints that span pods (inter-pod affinity and anti-affinity, either
+// the pod's own or existing pods' against it, and hard topology spreading)
+// can be broken by a pod another shard placed after this cycle's snapshot;
+// for pods they apply to, the chosen node is filtered again against a fresh
+// snapshot. Every assumption holds placeMu, so nothing is placed between
+// that re-check and this assumption.
+func (sh *shard) assume(ctx context.Context, fwk *fwruntime.Framework, pi, assumedInfo *framework.PodInfo) error {
+	sh.s.placeMu.Lock()
+	defer sh.s.placeMu.Unlock()
+	if sh.snapshot.Generation() < framework.CurrentGeneration() && sh.dependsOnOtherPods(pi.Pod) {
+		if err := sh.s.cache.UpdateSnapshot(sh.snapshot); err != nil {
+			return err
+		}
+		ni, err := sh.snapshot.Get(assumedInfo.Pod.NodeName)
+		if err != nil {
+			return fmt.Errorf("%w: %v", cache.ErrConflict, err)
+		}
+		state := framework.NewCycleState()
+		if _, st, _ := fwk.RunPreFilterPlugins(ctx, state, pi); !st.IsSuccess() {
+			return fmt.Errorf("%w: pre-filter on re-check: %s", cache.ErrConflict, st.Message())
+		}
+		if st := fwk.RunFilterPluginsWithNominatedPods(ctx, state, pi, ni); !st.IsSuccess() {
+			return fmt.Errorf("%w: node %s no longer fits: %s", cache.ErrConflict, ni.Node().Name, st.Message())
+		}
+	}
+	return sh.s.cache.AssumePod(assumedInfo)
+}
+
+// dependsOnOtherPods reports whether a pod's fit on a node can change when
+// pods land elsewhere: its own inter-pod affinity or hard spreading, or any
+// existing pod's required anti-affinity (which might select it).
+func (sh *shard) dependsOnOtherPods(p *framework.Pod) bool {
+	if a := p.Affinity; a != nil && ((a.PodAffinity != nil && len(a.PodAffinity.Required) > 0) ||
+		(a.PodAntiAffinity != nil && len(a.PodAntiAffinity.Required) > 0)) {
+		return true
+	}
+	for _, c := range p.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != framework.ScheduleAnyway {
+			return true
+		}
+	}
+	return len(sh.snapshot.HavePodsWithRequiredAntiAffinityList()) > 0
+}
+
 // bind runs the binding cycle. It uses its own context: a shutdown must
 // not abandon a commit halfway, and Run waits for these to end.
 func (sh *shard) bind(fwk *fwruntime.Framework, state *framework.CycleState, qpi *framework.QueuedPodInfo, assumed *framework.Pod) {
@@ -263,6 +314,7 @@ func (sh *shard) bind(fwk *fwruntime.Framework, state *framework.CycleState, qpi
 	if !st.IsSuccess() {
 		fwk.RunReservePluginsUnreserve(ctx, state, assumed, node)
 		sh.forget(assumed)
+		fmt.Fprintf(os.Stderr, "DBG %s bindfail %s %v\n", time.Now().Format("05.000"), assumed.Key(), st.AsError())
 		if errors.Is(st.AsError(), ErrConflict) {
 			// The stored pod changed under us; the watch brings its new
 			// state, and settle queues that if it is still pending.
@@ -285,6 +337,9 @@ func (sh *shard) bind(fwk *fwruntime.Framework, state *framework.CycleState, qpi
 		e2e = time.Since(*qpi.InitialAttemptTimestamp)
 	}
 	sh.s.metrics.bound(time.Since(start).Seconds(), e2e.Seconds())
+	if assumed.Priority == 100 {
+		fmt.Fprintf(os.Stderr, "DBG %s bound %s %s\n", time.Now().Format("05.000"), assumed.Key(), node)
+	}
 	sh.settle(assumed.Key(), nil)
 }
 
@@ -321,6 +376,9 @@ func (sh *shard) failed(ctx context.Context, qpi *framework.QueuedPodInfo, fitEr
 		}()
 	}
 	sh.settle(pod.Key(), func() {
+		if pod.Priority == 100 {
+			fmt.Fprintf(os.Stderr, "DBG %s failed %s msg=%s\n", time.Now().Format("05.000"), pod.Key(), fitErr.Error())
+		}
 		if err := sh.queue.AddUnschedulableIfNotPresent(qpi); err != nil {
 			sh.s.logger.Warn("requeue unschedulable pod", zap.String("pod", pod.Key()), zap.Error(err))
 		}
@@ -338,6 +396,11 @@ func (sh *shard) preempt(ctx context.Context, fwk *fwruntime.Framework, state *f
 	}
 	if msg := st.Message(); msg != "" && !st.IsSuccess() {
 		fitErr.Diagnosis.PostFilterMsg = msg
+	}
+	if res != nil && res.NominatingInfo != nil {
+		fmt.Fprintf(os.Stderr, "DBG %s preempt %s -> %q st=%s\n", time.Now().Format("05.000"), qpi.Pod.Key(), res.NominatingInfo.NominatedNodeName, st.Message())
+	} else {
+		fmt.Fprintf(os.Stderr, "DBG %s nopreempt %s st=%s\n", time.Now().Format("05.000"), qpi.Pod.Key(), st.Message())
 	}
 	if res == nil || res.NominatingInfo.Mode() != framework.ModeOverride {
 		return qpi

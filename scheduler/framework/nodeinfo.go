@@ -206,6 +206,10 @@ var generation atomic.Int64
 // NextGeneration returns a fresh, strictly increasing generation number.
 func NextGeneration() int64 { return generation.Add(1) }
 
+// CurrentGeneration is the latest generation handed out: a snapshot whose
+// Generation is lower may miss a change.
+func CurrentGeneration() int64 { return generation.Load() }
+
 // NodeInfo aggregates a node and the pods on it. Snapshots hold clones; only
 // the cache mutates the originals.
 type NodeInfo struct {
