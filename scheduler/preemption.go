@@ -70,6 +70,36 @@ func (n *nominator) forget(p *framework.Pod) {
 	n.set(&framework.PodInfo{Pod: p}, "")
 }
 
+// lookup returns the pod's nomination, if any: the recorded pod and node.
+func (n *nominator) lookup(key string) (*framework.PodInfo, string) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	node, ok := n.nodeOf[key]
+	if !ok {
+		return nil, ""
+	}
+	return n.byNode[node][key], node
+}
+
+// nominatingEvictor records the preemptor's nomination before the victims
+// are marked: the orchestrator may delete them, and the watch free their
+// room, before Evict even returns, and until the nomination is recorded
+// any pod of any shard could take that room.
+type nominatingEvictor struct {
+	nominator *nominator
+	next      framework.Evictor
+}
+
+var _ framework.Evictor = nominatingEvictor{}
+
+// Evict implements framework.Evictor.
+func (e nominatingEvictor) Evict(ctx context.Context, preemptor *framework.Pod, node string, victims []*framework.Pod) error {
+	nominated := *preemptor
+	nominated.NominatedNodeName = node
+	e.nominator.set(framework.NewPodInfo(&nominated), node)
+	return e.next.Evict(ctx, preemptor, node, victims)
+}
+
 // budgetSet is the cluster's disruption budgets, fed by the store's watch.
 type budgetSet struct {
 	mu sync.RWMutex
@@ -131,7 +161,7 @@ func (s *Scheduler) withPreemptionArgs(profiles []*fwruntime.Profile) []*fwrunti
 		case defaultpreemption.Args:
 			args = a
 		}
-		args.Evictor = s.committer
+		args.Evictor = nominatingEvictor{nominator: s.nominator, next: s.committer}
 		args.Budgets = &s.budgets
 		// A victim marked for eviction still holds its node until the
 		// orchestrator deletes it; preempting again for the same room

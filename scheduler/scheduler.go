@@ -81,6 +81,10 @@ type Scheduler struct {
 	binding sync.WaitGroup
 
 	nominator *nominator
+	// preemptMu serialises preemption across shards: each dry run must see
+	// the nominations of the others, or two shards pick the same room and
+	// all but one preemptor must preempt again.
+	preemptMu sync.Mutex
 	budgets   budgetSet
 
 	// placeMu serialises assumptions across shards, so a pod whose

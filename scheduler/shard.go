@@ -186,6 +186,9 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 		sh.s.metrics.attempt("unschedulable", time.Since(start).Seconds())
 		return
 	}
+	// Read before the snapshot, so anything placed while it is taken
+	// counts as placed after it.
+	placedBefore := sh.s.cache.Placements()
 	if err := sh.s.cache.UpdateSnapshot(sh.snapshot); err != nil {
 		sh.s.logger.Error("snapshot update failed", zap.Error(err))
 		sh.retryLater(qpi)
@@ -221,7 +224,7 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 	assumed := *pod
 	assumed.NodeName = result.SuggestedHost
 	assumedInfo := withPod(qpi.PodInfo, &assumed)
-	if err := sh.assume(ctx, fwk, qpi.PodInfo, assumedInfo); err != nil {
+	if err := sh.assume(ctx, fwk, state, placedBefore, qpi.PodInfo, assumedInfo); err != nil {
 		// Another shard filled the node after our snapshot: try again now,
 		// against a fresher snapshot, with no backoff.
 		sh.s.metrics.conflict()
@@ -255,30 +258,58 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 // ports against live state, which settles races between shards for those.
 // Constraints that span pods (inter-pod affinity and anti-affinity, either
 // the pod's own or existing pods' against it, and hard topology spreading)
-// can be broken by a pod another shard placed after this cycle's snapshot;
-// for pods they apply to, the chosen node is filtered again against a fresh
-// snapshot. Every assumption holds placeMu, so nothing is placed between
-// that re-check and this assumption.
-func (sh *shard) assume(ctx context.Context, fwk *fwruntime.Framework, pi, assumedInfo *framework.PodInfo) error {
+// can be broken by pods another shard placed after this cycle's snapshot.
+// For pods they apply to, those placements are folded into a copy of the
+// cycle's state (as Kubernetes adds nominated pods) and the chosen node is
+// filtered again on its live NodeInfo. Every assumption holds placeMu, so
+// nothing is placed between that re-check and this assumption.
+func (sh *shard) assume(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, placedBefore int64, pi, assumedInfo *framework.PodInfo) error {
 	sh.s.placeMu.Lock()
 	defer sh.s.placeMu.Unlock()
-	if sh.snapshot.Generation() < framework.CurrentGeneration() && sh.dependsOnOtherPods(pi.Pod) {
-		if err := sh.s.cache.UpdateSnapshot(sh.snapshot); err != nil {
-			return err
-		}
-		ni, err := sh.snapshot.Get(assumedInfo.Pod.NodeName)
-		if err != nil {
+	if sh.s.cache.Placements() != placedBefore && sh.dependsOnOtherPods(pi.Pod) {
+		if err := sh.recheck(ctx, fwk, state, placedBefore, pi, assumedInfo.Pod.NodeName); err != nil {
 			return fmt.Errorf("%w: %v", cache.ErrConflict, err)
-		}
-		state := framework.NewCycleState()
-		if _, st, _ := fwk.RunPreFilterPlugins(ctx, state, pi); !st.IsSuccess() {
-			return fmt.Errorf("%w: pre-filter on re-check: %s", cache.ErrConflict, st.Message())
-		}
-		if st := fwk.RunFilterPluginsWithNominatedPods(ctx, state, pi, ni); !st.IsSuccess() {
-			return fmt.Errorf("%w: node %s no longer fits: %s", cache.ErrConflict, ni.Node().Name, st.Message())
 		}
 	}
 	return sh.s.cache.AssumePod(assumedInfo)
+}
+
+// recheck filters node again for pi, counting the pods placed since
+// placement number placedBefore. Called with placeMu held.
+func (sh *shard) recheck(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, placedBefore int64, pi *framework.PodInfo, node string) error {
+	live, ok := sh.s.cache.NodeInfo(node)
+	if !ok {
+		return fmt.Errorf("node %s is gone", node)
+	}
+	placed, ok := sh.s.cache.PlacedSince(placedBefore)
+	st := state.Clone()
+	if ok {
+		for _, q := range placed {
+			if q.Pod.Key() == pi.Pod.Key() {
+				continue
+			}
+			qNode, ok := sh.s.cache.NodeInfo(q.Pod.NodeName)
+			if !ok {
+				continue
+			}
+			if s := fwk.RunPreFilterExtensionAddPod(ctx, st, pi, q, qNode); !s.IsSuccess() {
+				return s.AsError()
+			}
+		}
+	} else {
+		// Too many placements to replay: compute the state afresh.
+		if err := sh.s.cache.UpdateSnapshot(sh.snapshot); err != nil {
+			return err
+		}
+		st = framework.NewCycleState()
+		if _, s, _ := fwk.RunPreFilterPlugins(ctx, st, pi); !s.IsSuccess() {
+			return fmt.Errorf("pre-filter: %s", s.Message())
+		}
+	}
+	if s := fwk.RunFilterPluginsWithNominatedPods(ctx, st, pi, live); !s.IsSuccess() {
+		return fmt.Errorf("node %s no longer fits: %s", node, s.Message())
+	}
+	return nil
 }
 
 // dependsOnOtherPods reports whether a pod's fit on a node can change when
@@ -390,9 +421,20 @@ func (sh *shard) failed(ctx context.Context, qpi *framework.QueuedPodInfo, fitEr
 // waits, nominated, for their deletion to requeue it; filters of every
 // shard count it on that node meanwhile.
 func (sh *shard) preempt(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, qpi *framework.QueuedPodInfo, fitErr *framework.FitError) *framework.QueuedPodInfo {
+	// Held until the nomination is recorded, so the next preemption, in any
+	// shard, counts it. The evictor records it early; a failed eviction
+	// takes it back.
+	sh.s.preemptMu.Lock()
+	defer sh.s.preemptMu.Unlock()
+	prevPI, prevNode := sh.s.nominator.lookup(qpi.Pod.Key())
 	res, st := fwk.RunPostFilterPlugins(ctx, state, qpi.PodInfo, fitErr.Diagnosis.NodeToStatus)
 	if st.Code() == framework.Error {
 		sh.s.logger.Warn("preemption failed", zap.String("pod", qpi.Pod.Key()), zap.Error(st.AsError()))
+		if prevPI != nil {
+			sh.s.nominator.set(prevPI, prevNode)
+		} else {
+			sh.s.nominator.forget(qpi.Pod)
+		}
 	}
 	if msg := st.Message(); msg != "" && !st.IsSuccess() {
 		fitErr.Diagnosis.PostFilterMsg = msg

@@ -77,6 +77,8 @@ type Cache struct {
 	// it. NodeInfos in the cache point at these shared entries; clones copy
 	// them, freezing NumNodes at clone time as Kubernetes does.
 	images map[string]*framework.ImageStateSummary
+	// placed numbers new placements for cross-shard re-checks.
+	placed placementLog
 }
 
 type nodeItem struct {
@@ -297,7 +299,11 @@ func (c *Cache) AddPod(p *framework.Pod) error {
 			return err
 		}
 	}
-	c.addPodLocked(framework.NewPodInfo(p), false)
+	pi := framework.NewPodInfo(p)
+	c.addPodLocked(pi, false)
+	if !ok || ps.nodeName != p.NodeName {
+		c.placed.record(pi)
+	}
 	return nil
 }
 
@@ -360,6 +366,7 @@ func (c *Cache) AssumePod(pi *framework.PodInfo) error {
 		return fmt.Errorf("%w: pod %s on node %s: %s", ErrConflict, key, p.NodeName, reason)
 	}
 	c.addPodLocked(pi, true)
+	c.placed.record(pi)
 	return nil
 }
 
