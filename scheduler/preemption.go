@@ -84,7 +84,9 @@ func (n *nominator) lookup(key string) (*framework.PodInfo, string) {
 // nominatingEvictor records the preemptor's nomination before the victims
 // are marked: the orchestrator may delete them, and the watch free their
 // room, before Evict even returns, and until the nomination is recorded
-// any pod of any shard could take that room.
+// any pod of any shard could take that room. Once it is recorded, other
+// preemptions may go ahead (see withPreemptionSlot) while the victims are
+// written.
 type nominatingEvictor struct {
 	nominator *nominator
 	next      framework.Evictor
@@ -97,7 +99,23 @@ func (e nominatingEvictor) Evict(ctx context.Context, preemptor *framework.Pod, 
 	nominated := *preemptor
 	nominated.NominatedNodeName = node
 	e.nominator.set(framework.NewPodInfo(&nominated), node)
+	if release, ok := ctx.Value(preemptionSlotKey{}).(func()); ok {
+		release()
+	}
 	return e.next.Evict(ctx, preemptor, node, victims)
+}
+
+type preemptionSlotKey struct{}
+
+// withPreemptionSlot takes the scheduler's preemption lock, which makes
+// each preemption's dry run see the nominations of all earlier ones, so two
+// shards never pick the same room. The returned release is idempotent; it
+// is also carried in ctx so the evictor can let the next preemption in as
+// soon as the nomination is recorded, not after the victims' writes.
+func (s *Scheduler) withPreemptionSlot(ctx context.Context) (context.Context, func()) {
+	s.preemptMu.Lock()
+	release := sync.OnceFunc(s.preemptMu.Unlock)
+	return context.WithValue(ctx, preemptionSlotKey{}, release), release
 }
 
 // budgetSet is the cluster's disruption budgets, fed by the store's watch.

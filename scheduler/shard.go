@@ -266,24 +266,39 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 func (sh *shard) assume(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, placedBefore int64, pi, assumedInfo *framework.PodInfo) error {
 	sh.s.placeMu.Lock()
 	defer sh.s.placeMu.Unlock()
-	if sh.s.cache.Placements() != placedBefore && sh.dependsOnOtherPods(pi.Pod) {
-		if err := sh.recheck(ctx, fwk, state, placedBefore, pi, assumedInfo.Pod.NodeName); err != nil {
+	if sh.s.cache.Placements() != placedBefore {
+		placed, complete := sh.s.cache.PlacedSince(placedBefore)
+		var err error
+		switch {
+		case hasCrossPodTerms(pi.Pod):
+			// Its plugins ran in the cycle, so their state can take the
+			// new placements.
+			err = sh.recheck(ctx, fwk, state, placed, complete, pi, assumedInfo.Pod.NodeName)
+		case !complete || anyRequiredAntiAffinity(placed):
+			// Its inter-pod plugins skipped in the cycle (nothing
+			// concerned it then), so there is no state to extend: start
+			// afresh.
+			err = sh.recheck(ctx, fwk, nil, nil, false, pi, assumedInfo.Pod.NodeName)
+		}
+		if err != nil {
 			return fmt.Errorf("%w: %v", cache.ErrConflict, err)
 		}
 	}
 	return sh.s.cache.AssumePod(assumedInfo)
 }
 
-// recheck filters node again for pi, counting the pods placed since
-// placement number placedBefore. Called with placeMu held.
-func (sh *shard) recheck(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, placedBefore int64, pi *framework.PodInfo, node string) error {
+// recheck filters node again for pi. With a state and the complete list of
+// pods placed since, it folds them into a copy of that state; otherwise it
+// computes the state afresh from an updated snapshot. Called with placeMu
+// held.
+func (sh *shard) recheck(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, placed []*framework.PodInfo, complete bool, pi *framework.PodInfo, node string) error {
 	live, ok := sh.s.cache.NodeInfo(node)
 	if !ok {
 		return fmt.Errorf("node %s is gone", node)
 	}
-	placed, ok := sh.s.cache.PlacedSince(placedBefore)
-	st := state.Clone()
-	if ok {
+	var st *framework.CycleState
+	if state != nil && complete {
+		st = state.Clone()
 		for _, q := range placed {
 			if q.Pod.Key() == pi.Pod.Key() {
 				continue
@@ -297,7 +312,6 @@ func (sh *shard) recheck(ctx context.Context, fwk *fwruntime.Framework, state *f
 			}
 		}
 	} else {
-		// Too many placements to replay: compute the state afresh.
 		if err := sh.s.cache.UpdateSnapshot(sh.snapshot); err != nil {
 			return err
 		}
@@ -312,10 +326,10 @@ func (sh *shard) recheck(ctx context.Context, fwk *fwruntime.Framework, state *f
 	return nil
 }
 
-// dependsOnOtherPods reports whether a pod's fit on a node can change when
-// pods land elsewhere: its own inter-pod affinity or hard spreading, or any
-// existing pod's required anti-affinity (which might select it).
-func (sh *shard) dependsOnOtherPods(p *framework.Pod) bool {
+// hasCrossPodTerms reports whether a pod's own spec makes its fit depend on
+// other pods: required inter-pod affinity or anti-affinity, or hard
+// topology spreading.
+func hasCrossPodTerms(p *framework.Pod) bool {
 	if a := p.Affinity; a != nil && ((a.PodAffinity != nil && len(a.PodAffinity.Required) > 0) ||
 		(a.PodAntiAffinity != nil && len(a.PodAntiAffinity.Required) > 0)) {
 		return true
@@ -325,7 +339,16 @@ func (sh *shard) dependsOnOtherPods(p *framework.Pod) bool {
 			return true
 		}
 	}
-	return len(sh.snapshot.HavePodsWithRequiredAntiAffinityList()) > 0
+	return false
+}
+
+func anyRequiredAntiAffinity(pods []*framework.PodInfo) bool {
+	for _, q := range pods {
+		if framework.HasRequiredAntiAffinity(q.Pod) {
+			return true
+		}
+	}
+	return false
 }
 
 // bind runs the binding cycle. It uses its own context: a shutdown must
@@ -422,10 +445,10 @@ func (sh *shard) failed(ctx context.Context, qpi *framework.QueuedPodInfo, fitEr
 // shard count it on that node meanwhile.
 func (sh *shard) preempt(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, qpi *framework.QueuedPodInfo, fitErr *framework.FitError) *framework.QueuedPodInfo {
 	// Held until the nomination is recorded, so the next preemption, in any
-	// shard, counts it. The evictor records it early; a failed eviction
-	// takes it back.
-	sh.s.preemptMu.Lock()
-	defer sh.s.preemptMu.Unlock()
+	// shard, counts it. The evictor records it early (and releases the
+	// slot); a failed eviction takes it back.
+	ctx, release := sh.s.withPreemptionSlot(ctx)
+	defer release()
 	prevPI, prevNode := sh.s.nominator.lookup(qpi.Pod.Key())
 	res, st := fwk.RunPostFilterPlugins(ctx, state, qpi.PodInfo, fitErr.Diagnosis.NodeToStatus)
 	if st.Code() == framework.Error {
