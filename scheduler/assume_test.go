@@ -16,7 +16,9 @@ func (nopCommitter) Bind(context.Context, *framework.Pod, string) error { return
 func (nopCommitter) RecordUnschedulable(context.Context, *framework.Pod, *framework.FitError) error {
 	return nil
 }
-func (nopCommitter) Evict(context.Context, *framework.Pod, string, []*framework.Pod) error { return nil }
+func (nopCommitter) Evict(context.Context, *framework.Pod, string, []*framework.Pod) error {
+	return nil
+}
 
 func podWith(name string, labels map[string]string, anti *framework.PodAntiAffinity) *framework.Pod {
 	return &framework.Pod{
