@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -263,7 +262,6 @@ func (s *Scheduler) DeletePod(p *framework.Pod) {
 		s.logger.Warn("cache remove failed", zap.String("pod", p.Key()), zap.Error(err))
 		return
 	}
-	fmt.Fprintf(os.Stderr, "DBG %s delete %s on %s\n", time.Now().Format("05.000"), p.Key(), cached.NodeName)
 	ev := framework.ClusterEvent{Resource: framework.EventResourceAssigned, ActionType: framework.ActionDelete, Label: "AssignedPodDelete"}
 	s.metrics.event(ev.Label)
 	s.broadcast(ev, cached, nil)

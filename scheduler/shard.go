@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -173,9 +172,6 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 	}
 	sh.inFlight[key] = pod
 	sh.mu.Unlock()
-	if pod.Priority == 100 {
-		fmt.Fprintf(os.Stderr, "DBG %s pop %s att=%d nom=%q rev=%d qpinom=%q\n", time.Now().Format("05.000"), key, qpi.Attempts, pod.NominatedNodeName, pod.Revision, qpi.Pod.NominatedNodeName)
-	}
 
 	start := time.Now()
 	fwk := sh.frameworkFor(pod)
@@ -368,7 +364,6 @@ func (sh *shard) bind(fwk *fwruntime.Framework, state *framework.CycleState, qpi
 	if !st.IsSuccess() {
 		fwk.RunReservePluginsUnreserve(ctx, state, assumed, node)
 		sh.forget(assumed)
-		fmt.Fprintf(os.Stderr, "DBG %s bindfail %s %v\n", time.Now().Format("05.000"), assumed.Key(), st.AsError())
 		if errors.Is(st.AsError(), ErrConflict) {
 			// The stored pod changed under us; the watch brings its new
 			// state, and settle queues that if it is still pending.
@@ -391,9 +386,6 @@ func (sh *shard) bind(fwk *fwruntime.Framework, state *framework.CycleState, qpi
 		e2e = time.Since(*qpi.InitialAttemptTimestamp)
 	}
 	sh.s.metrics.bound(time.Since(start).Seconds(), e2e.Seconds())
-	if assumed.Priority == 100 {
-		fmt.Fprintf(os.Stderr, "DBG %s bound %s %s\n", time.Now().Format("05.000"), assumed.Key(), node)
-	}
 	sh.settle(assumed.Key(), nil)
 }
 
@@ -430,9 +422,6 @@ func (sh *shard) failed(ctx context.Context, qpi *framework.QueuedPodInfo, fitEr
 		}()
 	}
 	sh.settle(pod.Key(), func() {
-		if pod.Priority == 100 {
-			fmt.Fprintf(os.Stderr, "DBG %s failed %s msg=%s\n", time.Now().Format("05.000"), pod.Key(), fitErr.Error())
-		}
 		if err := sh.queue.AddUnschedulableIfNotPresent(qpi); err != nil {
 			sh.s.logger.Warn("requeue unschedulable pod", zap.String("pod", pod.Key()), zap.Error(err))
 		}
@@ -461,11 +450,6 @@ func (sh *shard) preempt(ctx context.Context, fwk *fwruntime.Framework, state *f
 	}
 	if msg := st.Message(); msg != "" && !st.IsSuccess() {
 		fitErr.Diagnosis.PostFilterMsg = msg
-	}
-	if res != nil && res.NominatingInfo != nil {
-		fmt.Fprintf(os.Stderr, "DBG %s preempt %s -> %q st=%s\n", time.Now().Format("05.000"), qpi.Pod.Key(), res.NominatingInfo.NominatedNodeName, st.Message())
-	} else {
-		fmt.Fprintf(os.Stderr, "DBG %s nopreempt %s st=%s\n", time.Now().Format("05.000"), qpi.Pod.Key(), st.Message())
 	}
 	if res == nil || res.NominatingInfo.Mode() != framework.ModeOverride {
 		return qpi
@@ -504,7 +488,12 @@ func (sh *shard) settle(key string, requeue func()) {
 	latest, pending := sh.pending[key]
 	switch {
 	case !pending:
-		// Bound (by this attempt or otherwise) or deleted.
+		// Bound (by this attempt or otherwise) or deleted. A nomination
+		// this attempt recorded after the pod's delete cleared it would
+		// otherwise hold its node's room for good.
+		if attempted != nil {
+			sh.s.nominator.forget(attempted)
+		}
 	case attempted == nil || latest.UID != attempted.UID:
 		sh.queue.Add(latest)
 	case requeue != nil:
