@@ -73,20 +73,52 @@ func (c committer) RecordUnschedulable(ctx context.Context, p *framework.Pod, fi
 // no mark.
 func (c committer) Evict(ctx context.Context, preemptor *framework.Pod, _ string, victims []*framework.Pod) error {
 	by := preemptor.Key()
-	var errs []error
+	mark := func(p *berthv1.Pod) error {
+		if p.Status == nil {
+			p.Status = &berthv1.PodStatus{}
+		}
+		p.Status.PreemptedBy = by
+		return nil
+	}
+	// Marks go out together from the records the cache holds; a victim
+	// that changed since is read and marked again on its own.
+	updates := make([]store.PodUpdate, 0, len(victims))
+	var stale []*framework.Pod
 	for _, v := range victims {
-		_, _, err := c.store.UpdatePod(ctx, v.Namespace, v.Name, v.UID, func(p *berthv1.Pod) error {
-			if p.Status == nil {
-				p.Status = &berthv1.PodStatus{}
-			}
-			p.Status.PreemptedBy = by
-			return nil
-		})
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		next, err := sourceOf(v)
+		if err != nil {
+			stale = append(stale, v)
+			continue
+		}
+		_ = mark(next)
+		updates = append(updates, store.PodUpdate{Pod: next, ExpectedModRevision: v.Revision})
+	}
+	var errs []error
+	for i, res := range c.store.UpdatePods(ctx, updates) {
+		switch {
+		case res.Err == nil:
+		case errors.Is(res.Err, store.ErrConflict):
+			stale = append(stale, victimOf(victims, updates[i].Pod))
+		default:
+			errs = append(errs, fmt.Errorf("evict %s/%s: %w", updates[i].Pod.GetNamespace(), updates[i].Pod.GetName(), res.Err))
+		}
+	}
+	for _, v := range stale {
+		if _, _, err := c.store.UpdatePod(ctx, v.Namespace, v.Name, v.UID, mark); err != nil && !errors.Is(err, store.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("evict %s: %w", v.Key(), err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// victimOf finds the core pod a wire update was made from.
+func victimOf(victims []*framework.Pod, p *berthv1.Pod) *framework.Pod {
+	for _, v := range victims {
+		if v.Namespace == p.GetNamespace() && v.Name == p.GetName() {
+			return v
+		}
+	}
+	return &framework.Pod{Namespace: p.GetNamespace(), Name: p.GetName(), UID: p.GetUid()}
 }
 
 func budgetToCore(b *berthv1.DisruptionBudget) framework.DisruptionBudget {
