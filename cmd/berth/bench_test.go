@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +103,12 @@ func TestPrintTable(t *testing.T) {
 }
 
 func TestAllSkipsAlibabaWithoutTrace(t *testing.T) {
-	t.Chdir(t.TempDir()) // no trace above
+	// Deep enough that the search never leaves the temporary directory.
+	deep := filepath.Join(t.TempDir(), "a", "b", "c", "d", "e")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(deep) // no trace above
 	bc := smallBench(t, workloadAll, workloadSizes{initPods: -1})
 	bc.traceDir = ""
 	var out bytes.Buffer

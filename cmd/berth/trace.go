@@ -156,7 +156,10 @@ func traceEvents(pods []tracePod) []traceEvent {
 // findTraceDir walks up from dir looking for traceDirFromRoot; "" when no
 // ancestor has it.
 func findTraceDir(dir string) string {
-	for {
+	// A few levels cover the repository's own directories (go test runs in
+	// cmd/berth, three below the root, whose sibling is shared/); going
+	// further would find unrelated trees.
+	for up := 0; up <= maxTraceSearchUp; up++ {
 		candidate := filepath.Join(dir, traceDirFromRoot)
 		if _, err := os.Stat(filepath.Join(candidate, tracePodFile)); err == nil {
 			return candidate
@@ -167,7 +170,11 @@ func findTraceDir(dir string) string {
 		}
 		dir = parent
 	}
+	return ""
 }
+
+// maxTraceSearchUp is how many parent directories findTraceDir looks in.
+const maxTraceSearchUp = 4
 
 // csvTable reads a CSV with a header row and looks columns up by name, so
 // the parsers do not depend on column order.
