@@ -186,14 +186,26 @@ func (pl *PodTopologySpread) calPreFilterState(ctx context.Context, pod *framewo
 		memo[i] = memos.forSelector(&cs[i].selector, pod.Namespace, len(nodes))
 	}
 
-	// Count per node in parallel into one flat table (-1: the node is not
-	// an eligible domain member), then merge in node order.
+	// Domain ids per node, per constraint, from the cross-cycle index.
 	k := len(cs)
+	domIDs := make([][]int32, k)
+	domValues := make([][]string, k)
+	for i := range cs {
+		ids, values := pl.domains.lookup(cs[i].topologyKey, nodes)
+		domIDs[i], domValues[i] = ids, values
+	}
+
+	// Count per node in parallel into one flat table (-1: the node is not
+	// an eligible domain member), then merge by domain id.
 	counts := make([]int32, len(nodes)*k)
 	pl.parallelizer.Until(ctx, len(nodes), func(n int) {
 		row := counts[n*k : (n+1)*k]
 		node := nodes[n].Node()
-		if node == nil || !nodeHasTopologyKeys(node.Labels, cs) {
+		hasKeys := node != nil
+		for i := 0; hasKeys && i < k; i++ {
+			hasKeys = domIDs[i][n] >= 0
+		}
+		if !hasKeys {
 			for i := range row {
 				row[i] = -1
 			}
@@ -210,11 +222,19 @@ func (pl *PodTopologySpread) calPreFilterState(ctx context.Context, pod *framewo
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for n, ni := range nodes {
-		row := counts[n*k : (n+1)*k]
-		for i := range cs {
-			if row[i] >= 0 {
-				s.tpValueToMatchNum[i][ni.Node().Labels[cs[i].topologyKey]] += int(row[i])
+	for i := range cs {
+		perDomain := make([]int, len(domValues[i]))
+		present := make([]bool, len(domValues[i]))
+		for n := range nodes {
+			if c := counts[n*k+i]; c >= 0 {
+				id := domIDs[i][n]
+				perDomain[id] += int(c)
+				present[id] = true
+			}
+		}
+		for id, ok := range present {
+			if ok {
+				s.tpValueToMatchNum[i][domValues[i][id]] = perDomain[id]
 			}
 		}
 	}

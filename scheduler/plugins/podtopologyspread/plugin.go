@@ -44,6 +44,8 @@ type PodTopologySpread struct {
 	systemDefaulted bool
 	// memos keep per-node counts across cycles (see countMemos).
 	memos countMemos
+	// domains keep each node's domain per topology key across cycles.
+	domains domainIndexes
 }
 
 var (
