@@ -13,7 +13,7 @@ import (
 type nopCommitter struct{}
 
 func (nopCommitter) Bind(context.Context, *framework.Pod, string) error { return nil }
-func (nopCommitter) RecordUnschedulable(context.Context, *framework.Pod, *framework.FitError) error {
+func (nopCommitter) RecordUnschedulable(context.Context, *framework.Pod, Unschedulable) error {
 	return nil
 }
 func (nopCommitter) Evict(context.Context, *framework.Pod, string, []*framework.Pod) error {

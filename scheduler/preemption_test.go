@@ -36,7 +36,7 @@ var _ Committer = (*slowEvictor)(nil)
 
 func (*slowEvictor) Bind(context.Context, *framework.Pod, string) error { return nil }
 
-func (e *slowEvictor) RecordUnschedulable(_ context.Context, p *framework.Pod, _ *framework.FitError) error {
+func (e *slowEvictor) RecordUnschedulable(_ context.Context, p *framework.Pod, _ Unschedulable) error {
 	e.status <- p.Key()
 	return nil
 }

@@ -36,7 +36,18 @@ type Committer interface {
 	framework.Evictor
 	// RecordUnschedulable stores why the pod found no node. Best effort: a
 	// lost write only delays the message a user sees.
-	RecordUnschedulable(ctx context.Context, pod *framework.Pod, fitErr *framework.FitError) error
+	RecordUnschedulable(ctx context.Context, pod *framework.Pod, why Unschedulable) error
+}
+
+// Unschedulable is what is recorded about an attempt that found no node.
+// The core builds it once: both parts walk every node's status.
+type Unschedulable struct {
+	// Message is kube's summary, e.g. "0/3 nodes are available: ...".
+	Message string
+	// NumNodes is how many nodes the attempt considered.
+	NumNodes int
+	// Reasons are the rejection reasons with their node counts.
+	Reasons []framework.ReasonCount
 }
 
 // Config configures a Scheduler. Zero fields take the defaults noted.

@@ -409,12 +409,13 @@ func (sh *shard) failed(ctx context.Context, qpi *framework.QueuedPodInfo, fitEr
 	sh.mu.Unlock()
 	if msg := fitErr.Error(); msg != recorded.StatusMessage || recorded.Phase != framework.PodUnschedulable ||
 		pod.NominatedNodeName != recorded.NominatedNodeName {
+		why := Unschedulable{Message: msg, NumNodes: fitErr.NumAllNodes, Reasons: fitErr.ReasonCounts()}
 		sh.s.binding.Add(1)
 		go func() {
 			defer sh.s.binding.Done()
 			wctx, cancel := context.WithTimeout(context.Background(), sh.s.cfg.BindTimeout)
 			defer cancel()
-			if err := sh.s.committer.RecordUnschedulable(wctx, pod, fitErr); err != nil {
+			if err := sh.s.committer.RecordUnschedulable(wctx, pod, why); err != nil {
 				sh.s.metrics.statusWrite("error")
 				return
 			}

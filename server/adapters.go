@@ -49,18 +49,18 @@ func (c committer) Bind(ctx context.Context, p *framework.Pod, nodeName string) 
 }
 
 // RecordUnschedulable stores the diagnosis where GetPod shows it.
-func (c committer) RecordUnschedulable(ctx context.Context, p *framework.Pod, fitErr *framework.FitError) error {
+func (c committer) RecordUnschedulable(ctx context.Context, p *framework.Pod, why scheduler.Unschedulable) error {
 	next, err := sourceOf(p)
 	if err != nil {
 		return err
 	}
-	diag := &berthv1.SchedulingDiagnosis{NodesEvaluated: int32(fitErr.NumAllNodes), Time: timestamppb.New(time.Now())}
-	for _, rc := range fitErr.ReasonCounts() {
+	diag := &berthv1.SchedulingDiagnosis{NodesEvaluated: int32(why.NumNodes), Time: timestamppb.New(time.Now())}
+	for _, rc := range why.Reasons {
 		diag.Reasons = append(diag.Reasons, &berthv1.ReasonCount{Plugin: rc.Plugin, Reason: rc.Reason, NodeCount: int32(rc.Count)})
 	}
 	next.Status = &berthv1.PodStatus{
 		Phase:             berthv1.PodPhase_POD_PHASE_UNSCHEDULABLE,
-		Message:           fitErr.Error(),
+		Message:           why.Message,
 		NominatedNodeName: p.NominatedNodeName,
 		Diagnosis:         diag,
 	}
