@@ -24,7 +24,7 @@ func toStatus(err error, what string) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := status.FromError(err); ok && !isPlain(err) {
+	if _, ok := status.FromError(err); ok {
 		return err
 	}
 	var compacted *store.CompactedError
@@ -59,11 +59,4 @@ func toStatus(err error, what string) error {
 	default:
 		return status.Errorf(codes.Internal, "%s: %v", what, err)
 	}
-}
-
-// isPlain reports whether err only looks like a status because status.FromError
-// wraps unknown errors.
-func isPlain(err error) bool {
-	st, _ := status.FromError(err)
-	return st.Code() == codes.Unknown
 }

@@ -124,7 +124,7 @@ func (ps *podService) UpdatePod(ctx context.Context, req *berthv1.UpdatePodReque
 		return nil
 	})
 	if err != nil {
-		if _, ok := status.FromError(err); ok && !isPlain(err) {
+		if _, ok := status.FromError(err); ok {
 			return nil, err
 		}
 		return nil, toStatus(err, what)
