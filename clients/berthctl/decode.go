@@ -21,6 +21,20 @@ func readFile(path string, stdin io.Reader) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
+// readMessages reads the messages of a -f file (or stdin for "-"); errors
+// name the file.
+func readMessages[T proto.Message](path string, stdin io.Reader, newMsg func() T) ([]T, error) {
+	data, err := readFile(path, stdin)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := decodeMessages(data, newMsg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return msgs, nil
+}
+
 // decodeMessages reads messages of one type from JSON or YAML. The input
 // may hold one object, a list of objects, several YAML documents, or a
 // stream of JSON values (e.g. one object per line); lists and single objects

@@ -23,11 +23,7 @@ func (c *cli) explain(fs *flag.FlagSet) runFunc {
 		req := &berthv1.ExplainRequest{}
 		switch {
 		case *file != "" && len(args) == 0:
-			data, err := readFile(*file, c.stdin)
-			if err != nil {
-				return err
-			}
-			pods, err := decodeMessages(data, func() *berthv1.Pod { return &berthv1.Pod{} })
+			pods, err := readMessages(*file, c.stdin, func() *berthv1.Pod { return new(berthv1.Pod) })
 			if err != nil {
 				return err
 			}

@@ -79,12 +79,8 @@ func (c *cli) nodeAdd(fs *flag.FlagSet) runFunc {
 			if err := conflictsWithFile(fs, nodeSpecFlagNames); err != nil {
 				return err
 			}
-			data, err := readFile(*file, c.stdin)
-			if err != nil {
+			if nodes, err = readMessages(*file, c.stdin, func() *berthv1.Node { return new(berthv1.Node) }); err != nil {
 				return err
-			}
-			if nodes, err = decodeMessages(data, func() *berthv1.Node { return new(berthv1.Node) }); err != nil {
-				return fmt.Errorf("%s: %w", *file, err)
 			}
 		} else {
 			if err := wantArgs(args, "NAME"); err != nil {

@@ -108,12 +108,8 @@ func (c *cli) podSubmit(fs *flag.FlagSet) runFunc {
 			if err := conflictsWithFile(fs, podSpecFlagNames); err != nil {
 				return err
 			}
-			data, err := readFile(*file, c.stdin)
-			if err != nil {
+			if pods, err = readMessages(*file, c.stdin, func() *berthv1.Pod { return new(berthv1.Pod) }); err != nil {
 				return err
-			}
-			if pods, err = decodeMessages(data, func() *berthv1.Pod { return new(berthv1.Pod) }); err != nil {
-				return fmt.Errorf("%s: %w", *file, err)
 			}
 			for _, pod := range pods {
 				if pod.Namespace == "" {
