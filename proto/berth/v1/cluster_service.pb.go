@@ -21,6 +21,107 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// RenewNodeLeaseRequest names the node whose lease to renew.
+type RenewNodeLeaseRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Name of the node.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewNodeLeaseRequest) Reset() {
+	*x = RenewNodeLeaseRequest{}
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewNodeLeaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewNodeLeaseRequest) ProtoMessage() {}
+
+func (x *RenewNodeLeaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewNodeLeaseRequest.ProtoReflect.Descriptor instead.
+func (*RenewNodeLeaseRequest) Descriptor() ([]byte, []int) {
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RenewNodeLeaseRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// RenewNodeLeaseResponse says how long the node stays reachable.
+type RenewNodeLeaseResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Seconds until the lease expires unless renewed again.
+	TtlSeconds int64 `protobuf:"varint,1,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	// Whether the lease had expired and this renewal brought the node back.
+	Restored      bool `protobuf:"varint,2,opt,name=restored,proto3" json:"restored,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewNodeLeaseResponse) Reset() {
+	*x = RenewNodeLeaseResponse{}
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewNodeLeaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewNodeLeaseResponse) ProtoMessage() {}
+
+func (x *RenewNodeLeaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewNodeLeaseResponse.ProtoReflect.Descriptor instead.
+func (*RenewNodeLeaseResponse) Descriptor() ([]byte, []int) {
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RenewNodeLeaseResponse) GetTtlSeconds() int64 {
+	if x != nil {
+		return x.TtlSeconds
+	}
+	return 0
+}
+
+func (x *RenewNodeLeaseResponse) GetRestored() bool {
+	if x != nil {
+		return x.Restored
+	}
+	return false
+}
+
 // UpsertDisruptionBudgetRequest carries the budget to store.
 type UpsertDisruptionBudgetRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -32,7 +133,7 @@ type UpsertDisruptionBudgetRequest struct {
 
 func (x *UpsertDisruptionBudgetRequest) Reset() {
 	*x = UpsertDisruptionBudgetRequest{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[0]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -44,7 +145,7 @@ func (x *UpsertDisruptionBudgetRequest) String() string {
 func (*UpsertDisruptionBudgetRequest) ProtoMessage() {}
 
 func (x *UpsertDisruptionBudgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[0]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -57,7 +158,7 @@ func (x *UpsertDisruptionBudgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertDisruptionBudgetRequest.ProtoReflect.Descriptor instead.
 func (*UpsertDisruptionBudgetRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{0}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *UpsertDisruptionBudgetRequest) GetBudget() *DisruptionBudget {
@@ -80,7 +181,7 @@ type UpsertDisruptionBudgetResponse struct {
 
 func (x *UpsertDisruptionBudgetResponse) Reset() {
 	*x = UpsertDisruptionBudgetResponse{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[1]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -92,7 +193,7 @@ func (x *UpsertDisruptionBudgetResponse) String() string {
 func (*UpsertDisruptionBudgetResponse) ProtoMessage() {}
 
 func (x *UpsertDisruptionBudgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[1]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -105,7 +206,7 @@ func (x *UpsertDisruptionBudgetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertDisruptionBudgetResponse.ProtoReflect.Descriptor instead.
 func (*UpsertDisruptionBudgetResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{1}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *UpsertDisruptionBudgetResponse) GetBudget() *DisruptionBudget {
@@ -135,7 +236,7 @@ type DeleteDisruptionBudgetRequest struct {
 
 func (x *DeleteDisruptionBudgetRequest) Reset() {
 	*x = DeleteDisruptionBudgetRequest{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[2]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -147,7 +248,7 @@ func (x *DeleteDisruptionBudgetRequest) String() string {
 func (*DeleteDisruptionBudgetRequest) ProtoMessage() {}
 
 func (x *DeleteDisruptionBudgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[2]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -160,7 +261,7 @@ func (x *DeleteDisruptionBudgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDisruptionBudgetRequest.ProtoReflect.Descriptor instead.
 func (*DeleteDisruptionBudgetRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{2}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DeleteDisruptionBudgetRequest) GetNamespace() string {
@@ -188,7 +289,7 @@ type DeleteDisruptionBudgetResponse struct {
 
 func (x *DeleteDisruptionBudgetResponse) Reset() {
 	*x = DeleteDisruptionBudgetResponse{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[3]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -200,7 +301,7 @@ func (x *DeleteDisruptionBudgetResponse) String() string {
 func (*DeleteDisruptionBudgetResponse) ProtoMessage() {}
 
 func (x *DeleteDisruptionBudgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[3]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -213,7 +314,7 @@ func (x *DeleteDisruptionBudgetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDisruptionBudgetResponse.ProtoReflect.Descriptor instead.
 func (*DeleteDisruptionBudgetResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{3}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DeleteDisruptionBudgetResponse) GetRevision() int64 {
@@ -234,7 +335,7 @@ type ListDisruptionBudgetsRequest struct {
 
 func (x *ListDisruptionBudgetsRequest) Reset() {
 	*x = ListDisruptionBudgetsRequest{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[4]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -246,7 +347,7 @@ func (x *ListDisruptionBudgetsRequest) String() string {
 func (*ListDisruptionBudgetsRequest) ProtoMessage() {}
 
 func (x *ListDisruptionBudgetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[4]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -259,7 +360,7 @@ func (x *ListDisruptionBudgetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDisruptionBudgetsRequest.ProtoReflect.Descriptor instead.
 func (*ListDisruptionBudgetsRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{4}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListDisruptionBudgetsRequest) GetNamespace() string {
@@ -280,7 +381,7 @@ type ListDisruptionBudgetsResponse struct {
 
 func (x *ListDisruptionBudgetsResponse) Reset() {
 	*x = ListDisruptionBudgetsResponse{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[5]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -292,7 +393,7 @@ func (x *ListDisruptionBudgetsResponse) String() string {
 func (*ListDisruptionBudgetsResponse) ProtoMessage() {}
 
 func (x *ListDisruptionBudgetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[5]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -305,7 +406,7 @@ func (x *ListDisruptionBudgetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDisruptionBudgetsResponse.ProtoReflect.Descriptor instead.
 func (*ListDisruptionBudgetsResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{5}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListDisruptionBudgetsResponse) GetBudgets() []*DisruptionBudget {
@@ -318,7 +419,8 @@ func (x *ListDisruptionBudgetsResponse) GetBudgets() []*DisruptionBudget {
 // UpsertNodeRequest carries the node to store.
 type UpsertNodeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The node; name is required.
+	// The node; name is required. Its lease_ttl_seconds, if above zero, starts
+	// (or restarts) the node's lease.
 	Node          *Node `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -326,7 +428,7 @@ type UpsertNodeRequest struct {
 
 func (x *UpsertNodeRequest) Reset() {
 	*x = UpsertNodeRequest{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[6]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -338,7 +440,7 @@ func (x *UpsertNodeRequest) String() string {
 func (*UpsertNodeRequest) ProtoMessage() {}
 
 func (x *UpsertNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[6]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -351,7 +453,7 @@ func (x *UpsertNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpsertNodeRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{6}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UpsertNodeRequest) GetNode() *Node {
@@ -374,7 +476,7 @@ type UpsertNodeResponse struct {
 
 func (x *UpsertNodeResponse) Reset() {
 	*x = UpsertNodeResponse{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[7]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -386,7 +488,7 @@ func (x *UpsertNodeResponse) String() string {
 func (*UpsertNodeResponse) ProtoMessage() {}
 
 func (x *UpsertNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[7]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -399,7 +501,7 @@ func (x *UpsertNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpsertNodeResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{7}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UpsertNodeResponse) GetNode() *Node {
@@ -427,7 +529,7 @@ type DeleteNodeRequest struct {
 
 func (x *DeleteNodeRequest) Reset() {
 	*x = DeleteNodeRequest{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[8]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -439,7 +541,7 @@ func (x *DeleteNodeRequest) String() string {
 func (*DeleteNodeRequest) ProtoMessage() {}
 
 func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[8]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -452,7 +554,7 @@ func (x *DeleteNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNodeRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{8}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeleteNodeRequest) GetName() string {
@@ -473,7 +575,7 @@ type DeleteNodeResponse struct {
 
 func (x *DeleteNodeResponse) Reset() {
 	*x = DeleteNodeResponse{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[9]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +587,7 @@ func (x *DeleteNodeResponse) String() string {
 func (*DeleteNodeResponse) ProtoMessage() {}
 
 func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[9]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +600,7 @@ func (x *DeleteNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteNodeResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{9}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DeleteNodeResponse) GetRevision() int64 {
@@ -519,7 +621,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[10]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -531,7 +633,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[10]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -544,7 +646,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{10}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetNodeRequest) GetName() string {
@@ -568,7 +670,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[11]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -580,7 +682,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[11]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -593,7 +695,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{11}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetNodeResponse) GetNode() *Node {
@@ -623,7 +725,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[12]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -635,7 +737,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[12]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -648,7 +750,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{12}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListNodesRequest) GetPageSize() int32 {
@@ -678,7 +780,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[13]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -690,7 +792,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_cluster_service_proto_msgTypes[13]
+	mi := &file_berth_v1_cluster_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -703,7 +805,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{13}
+	return file_berth_v1_cluster_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -724,7 +826,13 @@ var File_berth_v1_cluster_service_proto protoreflect.FileDescriptor
 
 const file_berth_v1_cluster_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1eberth/v1/cluster_service.proto\x12\bberth.v1\x1a\x14berth/v1/types.proto\"S\n" +
+	"\x1eberth/v1/cluster_service.proto\x12\bberth.v1\x1a\x14berth/v1/types.proto\"+\n" +
+	"\x15RenewNodeLeaseRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"U\n" +
+	"\x16RenewNodeLeaseResponse\x12\x1f\n" +
+	"\vttl_seconds\x18\x01 \x01(\x03R\n" +
+	"ttlSeconds\x12\x1a\n" +
+	"\brestored\x18\x02 \x01(\bR\brestored\"S\n" +
 	"\x1dUpsertDisruptionBudgetRequest\x122\n" +
 	"\x06budget\x18\x01 \x01(\v2\x1a.berth.v1.DisruptionBudgetR\x06budget\"p\n" +
 	"\x1eUpsertDisruptionBudgetResponse\x122\n" +
@@ -759,7 +867,7 @@ const file_berth_v1_cluster_service_proto_rawDesc = "" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"a\n" +
 	"\x11ListNodesResponse\x12$\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x0e.berth.v1.NodeR\x05nodes\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xec\x04\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xc1\x05\n" +
 	"\x0eClusterService\x12G\n" +
 	"\n" +
 	"UpsertNode\x12\x1b.berth.v1.UpsertNodeRequest\x1a\x1c.berth.v1.UpsertNodeResponse\x12G\n" +
@@ -769,7 +877,8 @@ const file_berth_v1_cluster_service_proto_rawDesc = "" +
 	"\tListNodes\x12\x1a.berth.v1.ListNodesRequest\x1a\x1b.berth.v1.ListNodesResponse\x12k\n" +
 	"\x16UpsertDisruptionBudget\x12'.berth.v1.UpsertDisruptionBudgetRequest\x1a(.berth.v1.UpsertDisruptionBudgetResponse\x12k\n" +
 	"\x16DeleteDisruptionBudget\x12'.berth.v1.DeleteDisruptionBudgetRequest\x1a(.berth.v1.DeleteDisruptionBudgetResponse\x12h\n" +
-	"\x15ListDisruptionBudgets\x12&.berth.v1.ListDisruptionBudgetsRequest\x1a'.berth.v1.ListDisruptionBudgetsResponseB2Z0github.com/berth-io/berth/proto/berth/v1;berthv1b\x06proto3"
+	"\x15ListDisruptionBudgets\x12&.berth.v1.ListDisruptionBudgetsRequest\x1a'.berth.v1.ListDisruptionBudgetsResponse\x12S\n" +
+	"\x0eRenewNodeLease\x12\x1f.berth.v1.RenewNodeLeaseRequest\x1a .berth.v1.RenewNodeLeaseResponseB2Z0github.com/berth-io/berth/proto/berth/v1;berthv1b\x06proto3"
 
 var (
 	file_berth_v1_cluster_service_proto_rawDescOnce sync.Once
@@ -783,51 +892,55 @@ func file_berth_v1_cluster_service_proto_rawDescGZIP() []byte {
 	return file_berth_v1_cluster_service_proto_rawDescData
 }
 
-var file_berth_v1_cluster_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_berth_v1_cluster_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_berth_v1_cluster_service_proto_goTypes = []any{
-	(*UpsertDisruptionBudgetRequest)(nil),  // 0: berth.v1.UpsertDisruptionBudgetRequest
-	(*UpsertDisruptionBudgetResponse)(nil), // 1: berth.v1.UpsertDisruptionBudgetResponse
-	(*DeleteDisruptionBudgetRequest)(nil),  // 2: berth.v1.DeleteDisruptionBudgetRequest
-	(*DeleteDisruptionBudgetResponse)(nil), // 3: berth.v1.DeleteDisruptionBudgetResponse
-	(*ListDisruptionBudgetsRequest)(nil),   // 4: berth.v1.ListDisruptionBudgetsRequest
-	(*ListDisruptionBudgetsResponse)(nil),  // 5: berth.v1.ListDisruptionBudgetsResponse
-	(*UpsertNodeRequest)(nil),              // 6: berth.v1.UpsertNodeRequest
-	(*UpsertNodeResponse)(nil),             // 7: berth.v1.UpsertNodeResponse
-	(*DeleteNodeRequest)(nil),              // 8: berth.v1.DeleteNodeRequest
-	(*DeleteNodeResponse)(nil),             // 9: berth.v1.DeleteNodeResponse
-	(*GetNodeRequest)(nil),                 // 10: berth.v1.GetNodeRequest
-	(*GetNodeResponse)(nil),                // 11: berth.v1.GetNodeResponse
-	(*ListNodesRequest)(nil),               // 12: berth.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),              // 13: berth.v1.ListNodesResponse
-	(*DisruptionBudget)(nil),               // 14: berth.v1.DisruptionBudget
-	(*Node)(nil),                           // 15: berth.v1.Node
-	(*NodeUsage)(nil),                      // 16: berth.v1.NodeUsage
+	(*RenewNodeLeaseRequest)(nil),          // 0: berth.v1.RenewNodeLeaseRequest
+	(*RenewNodeLeaseResponse)(nil),         // 1: berth.v1.RenewNodeLeaseResponse
+	(*UpsertDisruptionBudgetRequest)(nil),  // 2: berth.v1.UpsertDisruptionBudgetRequest
+	(*UpsertDisruptionBudgetResponse)(nil), // 3: berth.v1.UpsertDisruptionBudgetResponse
+	(*DeleteDisruptionBudgetRequest)(nil),  // 4: berth.v1.DeleteDisruptionBudgetRequest
+	(*DeleteDisruptionBudgetResponse)(nil), // 5: berth.v1.DeleteDisruptionBudgetResponse
+	(*ListDisruptionBudgetsRequest)(nil),   // 6: berth.v1.ListDisruptionBudgetsRequest
+	(*ListDisruptionBudgetsResponse)(nil),  // 7: berth.v1.ListDisruptionBudgetsResponse
+	(*UpsertNodeRequest)(nil),              // 8: berth.v1.UpsertNodeRequest
+	(*UpsertNodeResponse)(nil),             // 9: berth.v1.UpsertNodeResponse
+	(*DeleteNodeRequest)(nil),              // 10: berth.v1.DeleteNodeRequest
+	(*DeleteNodeResponse)(nil),             // 11: berth.v1.DeleteNodeResponse
+	(*GetNodeRequest)(nil),                 // 12: berth.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),                // 13: berth.v1.GetNodeResponse
+	(*ListNodesRequest)(nil),               // 14: berth.v1.ListNodesRequest
+	(*ListNodesResponse)(nil),              // 15: berth.v1.ListNodesResponse
+	(*DisruptionBudget)(nil),               // 16: berth.v1.DisruptionBudget
+	(*Node)(nil),                           // 17: berth.v1.Node
+	(*NodeUsage)(nil),                      // 18: berth.v1.NodeUsage
 }
 var file_berth_v1_cluster_service_proto_depIdxs = []int32{
-	14, // 0: berth.v1.UpsertDisruptionBudgetRequest.budget:type_name -> berth.v1.DisruptionBudget
-	14, // 1: berth.v1.UpsertDisruptionBudgetResponse.budget:type_name -> berth.v1.DisruptionBudget
-	14, // 2: berth.v1.ListDisruptionBudgetsResponse.budgets:type_name -> berth.v1.DisruptionBudget
-	15, // 3: berth.v1.UpsertNodeRequest.node:type_name -> berth.v1.Node
-	15, // 4: berth.v1.UpsertNodeResponse.node:type_name -> berth.v1.Node
-	15, // 5: berth.v1.GetNodeResponse.node:type_name -> berth.v1.Node
-	16, // 6: berth.v1.GetNodeResponse.usage:type_name -> berth.v1.NodeUsage
-	15, // 7: berth.v1.ListNodesResponse.nodes:type_name -> berth.v1.Node
-	6,  // 8: berth.v1.ClusterService.UpsertNode:input_type -> berth.v1.UpsertNodeRequest
-	8,  // 9: berth.v1.ClusterService.DeleteNode:input_type -> berth.v1.DeleteNodeRequest
-	10, // 10: berth.v1.ClusterService.GetNode:input_type -> berth.v1.GetNodeRequest
-	12, // 11: berth.v1.ClusterService.ListNodes:input_type -> berth.v1.ListNodesRequest
-	0,  // 12: berth.v1.ClusterService.UpsertDisruptionBudget:input_type -> berth.v1.UpsertDisruptionBudgetRequest
-	2,  // 13: berth.v1.ClusterService.DeleteDisruptionBudget:input_type -> berth.v1.DeleteDisruptionBudgetRequest
-	4,  // 14: berth.v1.ClusterService.ListDisruptionBudgets:input_type -> berth.v1.ListDisruptionBudgetsRequest
-	7,  // 15: berth.v1.ClusterService.UpsertNode:output_type -> berth.v1.UpsertNodeResponse
-	9,  // 16: berth.v1.ClusterService.DeleteNode:output_type -> berth.v1.DeleteNodeResponse
-	11, // 17: berth.v1.ClusterService.GetNode:output_type -> berth.v1.GetNodeResponse
-	13, // 18: berth.v1.ClusterService.ListNodes:output_type -> berth.v1.ListNodesResponse
-	1,  // 19: berth.v1.ClusterService.UpsertDisruptionBudget:output_type -> berth.v1.UpsertDisruptionBudgetResponse
-	3,  // 20: berth.v1.ClusterService.DeleteDisruptionBudget:output_type -> berth.v1.DeleteDisruptionBudgetResponse
-	5,  // 21: berth.v1.ClusterService.ListDisruptionBudgets:output_type -> berth.v1.ListDisruptionBudgetsResponse
-	15, // [15:22] is the sub-list for method output_type
-	8,  // [8:15] is the sub-list for method input_type
+	16, // 0: berth.v1.UpsertDisruptionBudgetRequest.budget:type_name -> berth.v1.DisruptionBudget
+	16, // 1: berth.v1.UpsertDisruptionBudgetResponse.budget:type_name -> berth.v1.DisruptionBudget
+	16, // 2: berth.v1.ListDisruptionBudgetsResponse.budgets:type_name -> berth.v1.DisruptionBudget
+	17, // 3: berth.v1.UpsertNodeRequest.node:type_name -> berth.v1.Node
+	17, // 4: berth.v1.UpsertNodeResponse.node:type_name -> berth.v1.Node
+	17, // 5: berth.v1.GetNodeResponse.node:type_name -> berth.v1.Node
+	18, // 6: berth.v1.GetNodeResponse.usage:type_name -> berth.v1.NodeUsage
+	17, // 7: berth.v1.ListNodesResponse.nodes:type_name -> berth.v1.Node
+	8,  // 8: berth.v1.ClusterService.UpsertNode:input_type -> berth.v1.UpsertNodeRequest
+	10, // 9: berth.v1.ClusterService.DeleteNode:input_type -> berth.v1.DeleteNodeRequest
+	12, // 10: berth.v1.ClusterService.GetNode:input_type -> berth.v1.GetNodeRequest
+	14, // 11: berth.v1.ClusterService.ListNodes:input_type -> berth.v1.ListNodesRequest
+	2,  // 12: berth.v1.ClusterService.UpsertDisruptionBudget:input_type -> berth.v1.UpsertDisruptionBudgetRequest
+	4,  // 13: berth.v1.ClusterService.DeleteDisruptionBudget:input_type -> berth.v1.DeleteDisruptionBudgetRequest
+	6,  // 14: berth.v1.ClusterService.ListDisruptionBudgets:input_type -> berth.v1.ListDisruptionBudgetsRequest
+	0,  // 15: berth.v1.ClusterService.RenewNodeLease:input_type -> berth.v1.RenewNodeLeaseRequest
+	9,  // 16: berth.v1.ClusterService.UpsertNode:output_type -> berth.v1.UpsertNodeResponse
+	11, // 17: berth.v1.ClusterService.DeleteNode:output_type -> berth.v1.DeleteNodeResponse
+	13, // 18: berth.v1.ClusterService.GetNode:output_type -> berth.v1.GetNodeResponse
+	15, // 19: berth.v1.ClusterService.ListNodes:output_type -> berth.v1.ListNodesResponse
+	3,  // 20: berth.v1.ClusterService.UpsertDisruptionBudget:output_type -> berth.v1.UpsertDisruptionBudgetResponse
+	5,  // 21: berth.v1.ClusterService.DeleteDisruptionBudget:output_type -> berth.v1.DeleteDisruptionBudgetResponse
+	7,  // 22: berth.v1.ClusterService.ListDisruptionBudgets:output_type -> berth.v1.ListDisruptionBudgetsResponse
+	1,  // 23: berth.v1.ClusterService.RenewNodeLease:output_type -> berth.v1.RenewNodeLeaseResponse
+	16, // [16:24] is the sub-list for method output_type
+	8,  // [8:16] is the sub-list for method input_type
 	8,  // [8:8] is the sub-list for extension type_name
 	8,  // [8:8] is the sub-list for extension extendee
 	0,  // [0:8] is the sub-list for field type_name
@@ -845,7 +958,7 @@ func file_berth_v1_cluster_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_berth_v1_cluster_service_proto_rawDesc), len(file_berth_v1_cluster_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,6 +26,7 @@ const (
 	ClusterService_UpsertDisruptionBudget_FullMethodName = "/berth.v1.ClusterService/UpsertDisruptionBudget"
 	ClusterService_DeleteDisruptionBudget_FullMethodName = "/berth.v1.ClusterService/DeleteDisruptionBudget"
 	ClusterService_ListDisruptionBudgets_FullMethodName  = "/berth.v1.ClusterService/ListDisruptionBudgets"
+	ClusterService_RenewNodeLease_FullMethodName         = "/berth.v1.ClusterService/RenewNodeLease"
 )
 
 // ClusterServiceClient is the client API for ClusterService service.
@@ -49,6 +50,9 @@ type ClusterServiceClient interface {
 	DeleteDisruptionBudget(ctx context.Context, in *DeleteDisruptionBudgetRequest, opts ...grpc.CallOption) (*DeleteDisruptionBudgetResponse, error)
 	// ListDisruptionBudgets lists every disruption budget.
 	ListDisruptionBudgets(ctx context.Context, in *ListDisruptionBudgetsRequest, opts ...grpc.CallOption) (*ListDisruptionBudgetsResponse, error)
+	// RenewNodeLease keeps a node with lease_ttl_seconds reachable for
+	// another TTL. Renewing an expired lease brings the node back.
+	RenewNodeLease(ctx context.Context, in *RenewNodeLeaseRequest, opts ...grpc.CallOption) (*RenewNodeLeaseResponse, error)
 }
 
 type clusterServiceClient struct {
@@ -129,6 +133,16 @@ func (c *clusterServiceClient) ListDisruptionBudgets(ctx context.Context, in *Li
 	return out, nil
 }
 
+func (c *clusterServiceClient) RenewNodeLease(ctx context.Context, in *RenewNodeLeaseRequest, opts ...grpc.CallOption) (*RenewNodeLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RenewNodeLeaseResponse)
+	err := c.cc.Invoke(ctx, ClusterService_RenewNodeLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClusterServiceServer is the server API for ClusterService service.
 // All implementations must embed UnimplementedClusterServiceServer
 // for forward compatibility.
@@ -150,6 +164,9 @@ type ClusterServiceServer interface {
 	DeleteDisruptionBudget(context.Context, *DeleteDisruptionBudgetRequest) (*DeleteDisruptionBudgetResponse, error)
 	// ListDisruptionBudgets lists every disruption budget.
 	ListDisruptionBudgets(context.Context, *ListDisruptionBudgetsRequest) (*ListDisruptionBudgetsResponse, error)
+	// RenewNodeLease keeps a node with lease_ttl_seconds reachable for
+	// another TTL. Renewing an expired lease brings the node back.
+	RenewNodeLease(context.Context, *RenewNodeLeaseRequest) (*RenewNodeLeaseResponse, error)
 	mustEmbedUnimplementedClusterServiceServer()
 }
 
@@ -180,6 +197,9 @@ func (UnimplementedClusterServiceServer) DeleteDisruptionBudget(context.Context,
 }
 func (UnimplementedClusterServiceServer) ListDisruptionBudgets(context.Context, *ListDisruptionBudgetsRequest) (*ListDisruptionBudgetsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListDisruptionBudgets not implemented")
+}
+func (UnimplementedClusterServiceServer) RenewNodeLease(context.Context, *RenewNodeLeaseRequest) (*RenewNodeLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RenewNodeLease not implemented")
 }
 func (UnimplementedClusterServiceServer) mustEmbedUnimplementedClusterServiceServer() {}
 func (UnimplementedClusterServiceServer) testEmbeddedByValue()                        {}
@@ -328,6 +348,24 @@ func _ClusterService_ListDisruptionBudgets_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ClusterService_RenewNodeLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RenewNodeLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).RenewNodeLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_RenewNodeLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).RenewNodeLease(ctx, req.(*RenewNodeLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ClusterService_ServiceDesc is the grpc.ServiceDesc for ClusterService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -362,6 +400,10 @@ var ClusterService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListDisruptionBudgets",
 			Handler:    _ClusterService_ListDisruptionBudgets_Handler,
+		},
+		{
+			MethodName: "RenewNodeLease",
+			Handler:    _ClusterService_RenewNodeLease_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -21,6 +21,821 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ConfirmBindingRequest names the pod that started.
+type ConfirmBindingRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace of the pod.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Name of the pod.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Uid of the pod incarnation that started. Required.
+	Uid string `protobuf:"bytes,3,opt,name=uid,proto3" json:"uid,omitempty"`
+	// Node the pod started on; if set it must be the pod's node.
+	NodeName      string `protobuf:"bytes,4,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfirmBindingRequest) Reset() {
+	*x = ConfirmBindingRequest{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfirmBindingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfirmBindingRequest) ProtoMessage() {}
+
+func (x *ConfirmBindingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfirmBindingRequest.ProtoReflect.Descriptor instead.
+func (*ConfirmBindingRequest) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ConfirmBindingRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ConfirmBindingRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ConfirmBindingRequest) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *ConfirmBindingRequest) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+// ConfirmBindingResponse is the pod as now stored.
+type ConfirmBindingResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pod, now RUNNING.
+	Pod *Pod `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	// Revision of the write (or of the stored pod, if it was already running).
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfirmBindingResponse) Reset() {
+	*x = ConfirmBindingResponse{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfirmBindingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfirmBindingResponse) ProtoMessage() {}
+
+func (x *ConfirmBindingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfirmBindingResponse.ProtoReflect.Descriptor instead.
+func (*ConfirmBindingResponse) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ConfirmBindingResponse) GetPod() *Pod {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+func (x *ConfirmBindingResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// RejectBindingRequest names the pod a node could not start.
+type RejectBindingRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace of the pod.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Name of the pod.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Uid of the pod incarnation. Required.
+	Uid string `protobuf:"bytes,3,opt,name=uid,proto3" json:"uid,omitempty"`
+	// Node that could not start it; if set it must be the pod's node.
+	NodeName string `protobuf:"bytes,4,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	// Why, for the pod's status and for Explain.
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RejectBindingRequest) Reset() {
+	*x = RejectBindingRequest{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RejectBindingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RejectBindingRequest) ProtoMessage() {}
+
+func (x *RejectBindingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RejectBindingRequest.ProtoReflect.Descriptor instead.
+func (*RejectBindingRequest) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RejectBindingRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *RejectBindingRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RejectBindingRequest) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *RejectBindingRequest) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *RejectBindingRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// RejectBindingResponse is the pod as now stored.
+type RejectBindingResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pod, PENDING again.
+	Pod *Pod `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	// Revision of the write.
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RejectBindingResponse) Reset() {
+	*x = RejectBindingResponse{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RejectBindingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RejectBindingResponse) ProtoMessage() {}
+
+func (x *RejectBindingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RejectBindingResponse.ProtoReflect.Descriptor instead.
+func (*RejectBindingResponse) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RejectBindingResponse) GetPod() *Pod {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+func (x *RejectBindingResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// CompletePodRequest names a pod that finished.
+type CompletePodRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace of the pod.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Name of the pod.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Uid of the pod incarnation. Required.
+	Uid string `protobuf:"bytes,3,opt,name=uid,proto3" json:"uid,omitempty"`
+	// POD_PHASE_SUCCEEDED or POD_PHASE_FAILED.
+	Phase PodPhase `protobuf:"varint,4,opt,name=phase,proto3,enum=berth.v1.PodPhase" json:"phase,omitempty"`
+	// Optional explanation, kept in the pod's status.
+	Message       string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompletePodRequest) Reset() {
+	*x = CompletePodRequest{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompletePodRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompletePodRequest) ProtoMessage() {}
+
+func (x *CompletePodRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompletePodRequest.ProtoReflect.Descriptor instead.
+func (*CompletePodRequest) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CompletePodRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *CompletePodRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CompletePodRequest) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *CompletePodRequest) GetPhase() PodPhase {
+	if x != nil {
+		return x.Phase
+	}
+	return PodPhase_POD_PHASE_UNSPECIFIED
+}
+
+func (x *CompletePodRequest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// CompletePodResponse is the pod as now stored.
+type CompletePodResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pod, in its terminal phase.
+	Pod *Pod `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	// Revision of the write.
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompletePodResponse) Reset() {
+	*x = CompletePodResponse{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompletePodResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompletePodResponse) ProtoMessage() {}
+
+func (x *CompletePodResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompletePodResponse.ProtoReflect.Descriptor instead.
+func (*CompletePodResponse) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CompletePodResponse) GetPod() *Pod {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+func (x *CompletePodResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// UpsertPodGroupRequest carries the group to store.
+type UpsertPodGroupRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The group.
+	PodGroup      *PodGroup `protobuf:"bytes,1,opt,name=pod_group,json=podGroup,proto3" json:"pod_group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpsertPodGroupRequest) Reset() {
+	*x = UpsertPodGroupRequest{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpsertPodGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpsertPodGroupRequest) ProtoMessage() {}
+
+func (x *UpsertPodGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpsertPodGroupRequest.ProtoReflect.Descriptor instead.
+func (*UpsertPodGroupRequest) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *UpsertPodGroupRequest) GetPodGroup() *PodGroup {
+	if x != nil {
+		return x.PodGroup
+	}
+	return nil
+}
+
+// UpsertPodGroupResponse is the group as stored.
+type UpsertPodGroupResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The group.
+	PodGroup *PodGroup `protobuf:"bytes,1,opt,name=pod_group,json=podGroup,proto3" json:"pod_group,omitempty"`
+	// Revision of the write.
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpsertPodGroupResponse) Reset() {
+	*x = UpsertPodGroupResponse{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpsertPodGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpsertPodGroupResponse) ProtoMessage() {}
+
+func (x *UpsertPodGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpsertPodGroupResponse.ProtoReflect.Descriptor instead.
+func (*UpsertPodGroupResponse) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *UpsertPodGroupResponse) GetPodGroup() *PodGroup {
+	if x != nil {
+		return x.PodGroup
+	}
+	return nil
+}
+
+func (x *UpsertPodGroupResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// DeletePodGroupRequest names the group to remove.
+type DeletePodGroupRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace of the group.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Name of the group.
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeletePodGroupRequest) Reset() {
+	*x = DeletePodGroupRequest{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletePodGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletePodGroupRequest) ProtoMessage() {}
+
+func (x *DeletePodGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletePodGroupRequest.ProtoReflect.Descriptor instead.
+func (*DeletePodGroupRequest) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DeletePodGroupRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *DeletePodGroupRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// DeletePodGroupResponse confirms the removal.
+type DeletePodGroupResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Revision of the delete.
+	Revision      int64 `protobuf:"varint,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeletePodGroupResponse) Reset() {
+	*x = DeletePodGroupResponse{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletePodGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletePodGroupResponse) ProtoMessage() {}
+
+func (x *DeletePodGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletePodGroupResponse.ProtoReflect.Descriptor instead.
+func (*DeletePodGroupResponse) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DeletePodGroupResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// GetPodGroupRequest names the group to read.
+type GetPodGroupRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace of the group.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Name of the group.
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPodGroupRequest) Reset() {
+	*x = GetPodGroupRequest{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPodGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPodGroupRequest) ProtoMessage() {}
+
+func (x *GetPodGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPodGroupRequest.ProtoReflect.Descriptor instead.
+func (*GetPodGroupRequest) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *GetPodGroupRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *GetPodGroupRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// GetPodGroupResponse is the group and how far its members got.
+type GetPodGroupResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The group.
+	PodGroup *PodGroup `protobuf:"bytes,1,opt,name=pod_group,json=podGroup,proto3" json:"pod_group,omitempty"`
+	// Members stored, in any phase.
+	Members int32 `protobuf:"varint,2,opt,name=members,proto3" json:"members,omitempty"`
+	// Members bound or running.
+	Bound         int32 `protobuf:"varint,3,opt,name=bound,proto3" json:"bound,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPodGroupResponse) Reset() {
+	*x = GetPodGroupResponse{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPodGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPodGroupResponse) ProtoMessage() {}
+
+func (x *GetPodGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPodGroupResponse.ProtoReflect.Descriptor instead.
+func (*GetPodGroupResponse) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GetPodGroupResponse) GetPodGroup() *PodGroup {
+	if x != nil {
+		return x.PodGroup
+	}
+	return nil
+}
+
+func (x *GetPodGroupResponse) GetMembers() int32 {
+	if x != nil {
+		return x.Members
+	}
+	return 0
+}
+
+func (x *GetPodGroupResponse) GetBound() int32 {
+	if x != nil {
+		return x.Bound
+	}
+	return 0
+}
+
+// ListPodGroupsRequest selects groups.
+type ListPodGroupsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace to list; empty for all.
+	Namespace     string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPodGroupsRequest) Reset() {
+	*x = ListPodGroupsRequest{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPodGroupsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPodGroupsRequest) ProtoMessage() {}
+
+func (x *ListPodGroupsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPodGroupsRequest.ProtoReflect.Descriptor instead.
+func (*ListPodGroupsRequest) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ListPodGroupsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+// ListPodGroupsResponse holds the groups.
+type ListPodGroupsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The groups, ordered by namespace and name.
+	PodGroups     []*PodGroup `protobuf:"bytes,1,rep,name=pod_groups,json=podGroups,proto3" json:"pod_groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPodGroupsResponse) Reset() {
+	*x = ListPodGroupsResponse{}
+	mi := &file_berth_v1_pod_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPodGroupsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPodGroupsResponse) ProtoMessage() {}
+
+func (x *ListPodGroupsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_pod_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPodGroupsResponse.ProtoReflect.Descriptor instead.
+func (*ListPodGroupsResponse) Descriptor() ([]byte, []int) {
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListPodGroupsResponse) GetPodGroups() []*PodGroup {
+	if x != nil {
+		return x.PodGroups
+	}
+	return nil
+}
+
 // UpdatePodRequest says what to change.
 type UpdatePodRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -43,7 +858,7 @@ type UpdatePodRequest struct {
 
 func (x *UpdatePodRequest) Reset() {
 	*x = UpdatePodRequest{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[0]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -55,7 +870,7 @@ func (x *UpdatePodRequest) String() string {
 func (*UpdatePodRequest) ProtoMessage() {}
 
 func (x *UpdatePodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[0]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -68,7 +883,7 @@ func (x *UpdatePodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePodRequest.ProtoReflect.Descriptor instead.
 func (*UpdatePodRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{0}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UpdatePodRequest) GetNamespace() string {
@@ -126,7 +941,7 @@ type UpdatePodResponse struct {
 
 func (x *UpdatePodResponse) Reset() {
 	*x = UpdatePodResponse{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[1]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -138,7 +953,7 @@ func (x *UpdatePodResponse) String() string {
 func (*UpdatePodResponse) ProtoMessage() {}
 
 func (x *UpdatePodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[1]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -151,7 +966,7 @@ func (x *UpdatePodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePodResponse.ProtoReflect.Descriptor instead.
 func (*UpdatePodResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{1}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *UpdatePodResponse) GetPod() *Pod {
@@ -179,7 +994,7 @@ type SubmitPodRequest struct {
 
 func (x *SubmitPodRequest) Reset() {
 	*x = SubmitPodRequest{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[2]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -191,7 +1006,7 @@ func (x *SubmitPodRequest) String() string {
 func (*SubmitPodRequest) ProtoMessage() {}
 
 func (x *SubmitPodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[2]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -204,7 +1019,7 @@ func (x *SubmitPodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPodRequest.ProtoReflect.Descriptor instead.
 func (*SubmitPodRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{2}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SubmitPodRequest) GetPod() *Pod {
@@ -227,7 +1042,7 @@ type SubmitPodResponse struct {
 
 func (x *SubmitPodResponse) Reset() {
 	*x = SubmitPodResponse{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[3]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -239,7 +1054,7 @@ func (x *SubmitPodResponse) String() string {
 func (*SubmitPodResponse) ProtoMessage() {}
 
 func (x *SubmitPodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[3]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -252,7 +1067,7 @@ func (x *SubmitPodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPodResponse.ProtoReflect.Descriptor instead.
 func (*SubmitPodResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{3}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SubmitPodResponse) GetPod() *Pod {
@@ -280,7 +1095,7 @@ type SubmitPodsRequest struct {
 
 func (x *SubmitPodsRequest) Reset() {
 	*x = SubmitPodsRequest{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[4]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -292,7 +1107,7 @@ func (x *SubmitPodsRequest) String() string {
 func (*SubmitPodsRequest) ProtoMessage() {}
 
 func (x *SubmitPodsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[4]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -305,7 +1120,7 @@ func (x *SubmitPodsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPodsRequest.ProtoReflect.Descriptor instead.
 func (*SubmitPodsRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{4}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SubmitPodsRequest) GetPods() []*Pod {
@@ -326,7 +1141,7 @@ type SubmitPodsResponse struct {
 
 func (x *SubmitPodsResponse) Reset() {
 	*x = SubmitPodsResponse{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[5]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -338,7 +1153,7 @@ func (x *SubmitPodsResponse) String() string {
 func (*SubmitPodsResponse) ProtoMessage() {}
 
 func (x *SubmitPodsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[5]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -351,7 +1166,7 @@ func (x *SubmitPodsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPodsResponse.ProtoReflect.Descriptor instead.
 func (*SubmitPodsResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{5}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SubmitPodsResponse) GetResults() []*SubmitPodResult {
@@ -378,7 +1193,7 @@ type SubmitPodResult struct {
 
 func (x *SubmitPodResult) Reset() {
 	*x = SubmitPodResult{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[6]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -390,7 +1205,7 @@ func (x *SubmitPodResult) String() string {
 func (*SubmitPodResult) ProtoMessage() {}
 
 func (x *SubmitPodResult) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[6]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -403,7 +1218,7 @@ func (x *SubmitPodResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPodResult.ProtoReflect.Descriptor instead.
 func (*SubmitPodResult) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{6}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SubmitPodResult) GetPod() *Pod {
@@ -449,7 +1264,7 @@ type DeletePodRequest struct {
 
 func (x *DeletePodRequest) Reset() {
 	*x = DeletePodRequest{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[7]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -461,7 +1276,7 @@ func (x *DeletePodRequest) String() string {
 func (*DeletePodRequest) ProtoMessage() {}
 
 func (x *DeletePodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[7]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -474,7 +1289,7 @@ func (x *DeletePodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePodRequest.ProtoReflect.Descriptor instead.
 func (*DeletePodRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{7}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeletePodRequest) GetNamespace() string {
@@ -509,7 +1324,7 @@ type DeletePodResponse struct {
 
 func (x *DeletePodResponse) Reset() {
 	*x = DeletePodResponse{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[8]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -521,7 +1336,7 @@ func (x *DeletePodResponse) String() string {
 func (*DeletePodResponse) ProtoMessage() {}
 
 func (x *DeletePodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[8]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -534,7 +1349,7 @@ func (x *DeletePodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePodResponse.ProtoReflect.Descriptor instead.
 func (*DeletePodResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{8}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeletePodResponse) GetRevision() int64 {
@@ -557,7 +1372,7 @@ type GetPodRequest struct {
 
 func (x *GetPodRequest) Reset() {
 	*x = GetPodRequest{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[9]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -569,7 +1384,7 @@ func (x *GetPodRequest) String() string {
 func (*GetPodRequest) ProtoMessage() {}
 
 func (x *GetPodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[9]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -582,7 +1397,7 @@ func (x *GetPodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPodRequest.ProtoReflect.Descriptor instead.
 func (*GetPodRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{9}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetPodRequest) GetNamespace() string {
@@ -610,7 +1425,7 @@ type GetPodResponse struct {
 
 func (x *GetPodResponse) Reset() {
 	*x = GetPodResponse{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[10]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -622,7 +1437,7 @@ func (x *GetPodResponse) String() string {
 func (*GetPodResponse) ProtoMessage() {}
 
 func (x *GetPodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[10]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -635,7 +1450,7 @@ func (x *GetPodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPodResponse.ProtoReflect.Descriptor instead.
 func (*GetPodResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{10}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetPodResponse) GetPod() *Pod {
@@ -664,7 +1479,7 @@ type ListPodsRequest struct {
 
 func (x *ListPodsRequest) Reset() {
 	*x = ListPodsRequest{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[11]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -676,7 +1491,7 @@ func (x *ListPodsRequest) String() string {
 func (*ListPodsRequest) ProtoMessage() {}
 
 func (x *ListPodsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[11]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -689,7 +1504,7 @@ func (x *ListPodsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPodsRequest.ProtoReflect.Descriptor instead.
 func (*ListPodsRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{11}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListPodsRequest) GetNamespace() string {
@@ -740,7 +1555,7 @@ type ListPodsResponse struct {
 
 func (x *ListPodsResponse) Reset() {
 	*x = ListPodsResponse{}
-	mi := &file_berth_v1_pod_service_proto_msgTypes[12]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -752,7 +1567,7 @@ func (x *ListPodsResponse) String() string {
 func (*ListPodsResponse) ProtoMessage() {}
 
 func (x *ListPodsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_pod_service_proto_msgTypes[12]
+	mi := &file_berth_v1_pod_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -765,7 +1580,7 @@ func (x *ListPodsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPodsResponse.ProtoReflect.Descriptor instead.
 func (*ListPodsResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{12}
+	return file_berth_v1_pod_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListPodsResponse) GetPods() []*Pod {
@@ -786,7 +1601,55 @@ var File_berth_v1_pod_service_proto protoreflect.FileDescriptor
 
 const file_berth_v1_pod_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1aberth/v1/pod_service.proto\x12\bberth.v1\x1a\x14berth/v1/types.proto\"\xe7\x01\n" +
+	"\x1aberth/v1/pod_service.proto\x12\bberth.v1\x1a\x14berth/v1/types.proto\"x\n" +
+	"\x15ConfirmBindingRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\x12\x1b\n" +
+	"\tnode_name\x18\x04 \x01(\tR\bnodeName\"U\n" +
+	"\x16ConfirmBindingResponse\x12\x1f\n" +
+	"\x03pod\x18\x01 \x01(\v2\r.berth.v1.PodR\x03pod\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"\x8f\x01\n" +
+	"\x14RejectBindingRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\x12\x1b\n" +
+	"\tnode_name\x18\x04 \x01(\tR\bnodeName\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"T\n" +
+	"\x15RejectBindingResponse\x12\x1f\n" +
+	"\x03pod\x18\x01 \x01(\v2\r.berth.v1.PodR\x03pod\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"\x9c\x01\n" +
+	"\x12CompletePodRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\x12(\n" +
+	"\x05phase\x18\x04 \x01(\x0e2\x12.berth.v1.PodPhaseR\x05phase\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"R\n" +
+	"\x13CompletePodResponse\x12\x1f\n" +
+	"\x03pod\x18\x01 \x01(\v2\r.berth.v1.PodR\x03pod\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"H\n" +
+	"\x15UpsertPodGroupRequest\x12/\n" +
+	"\tpod_group\x18\x01 \x01(\v2\x12.berth.v1.PodGroupR\bpodGroup\"e\n" +
+	"\x16UpsertPodGroupResponse\x12/\n" +
+	"\tpod_group\x18\x01 \x01(\v2\x12.berth.v1.PodGroupR\bpodGroup\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"I\n" +
+	"\x15DeletePodGroupRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"4\n" +
+	"\x16DeletePodGroupResponse\x12\x1a\n" +
+	"\brevision\x18\x01 \x01(\x03R\brevision\"F\n" +
+	"\x12GetPodGroupRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"v\n" +
+	"\x13GetPodGroupResponse\x12/\n" +
+	"\tpod_group\x18\x01 \x01(\v2\x12.berth.v1.PodGroupR\bpodGroup\x12\x18\n" +
+	"\amembers\x18\x02 \x01(\x05R\amembers\x12\x14\n" +
+	"\x05bound\x18\x03 \x01(\x05R\x05bound\"4\n" +
+	"\x14ListPodGroupsRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"J\n" +
+	"\x15ListPodGroupsResponse\x121\n" +
+	"\n" +
+	"pod_groups\x18\x01 \x03(\v2\x12.berth.v1.PodGroupR\tpodGroups\"\xe7\x01\n" +
 	"\x10UpdatePodRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
@@ -832,7 +1695,7 @@ const file_berth_v1_pod_service_proto_rawDesc = "" +
 	"page_token\x18\x05 \x01(\tR\tpageToken\"]\n" +
 	"\x10ListPodsResponse\x12!\n" +
 	"\x04pods\x18\x01 \x03(\v2\r.berth.v1.PodR\x04pods\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xa7\x03\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xe2\a\n" +
 	"\n" +
 	"PodService\x12D\n" +
 	"\tSubmitPod\x12\x1a.berth.v1.SubmitPodRequest\x1a\x1b.berth.v1.SubmitPodResponse\x12G\n" +
@@ -841,7 +1704,14 @@ const file_berth_v1_pod_service_proto_rawDesc = "" +
 	"\tDeletePod\x12\x1a.berth.v1.DeletePodRequest\x1a\x1b.berth.v1.DeletePodResponse\x12;\n" +
 	"\x06GetPod\x12\x17.berth.v1.GetPodRequest\x1a\x18.berth.v1.GetPodResponse\x12A\n" +
 	"\bListPods\x12\x19.berth.v1.ListPodsRequest\x1a\x1a.berth.v1.ListPodsResponse\x12D\n" +
-	"\tUpdatePod\x12\x1a.berth.v1.UpdatePodRequest\x1a\x1b.berth.v1.UpdatePodResponseB2Z0github.com/berth-io/berth/proto/berth/v1;berthv1b\x06proto3"
+	"\tUpdatePod\x12\x1a.berth.v1.UpdatePodRequest\x1a\x1b.berth.v1.UpdatePodResponse\x12S\n" +
+	"\x0eConfirmBinding\x12\x1f.berth.v1.ConfirmBindingRequest\x1a .berth.v1.ConfirmBindingResponse\x12P\n" +
+	"\rRejectBinding\x12\x1e.berth.v1.RejectBindingRequest\x1a\x1f.berth.v1.RejectBindingResponse\x12J\n" +
+	"\vCompletePod\x12\x1c.berth.v1.CompletePodRequest\x1a\x1d.berth.v1.CompletePodResponse\x12S\n" +
+	"\x0eUpsertPodGroup\x12\x1f.berth.v1.UpsertPodGroupRequest\x1a .berth.v1.UpsertPodGroupResponse\x12S\n" +
+	"\x0eDeletePodGroup\x12\x1f.berth.v1.DeletePodGroupRequest\x1a .berth.v1.DeletePodGroupResponse\x12J\n" +
+	"\vGetPodGroup\x12\x1c.berth.v1.GetPodGroupRequest\x1a\x1d.berth.v1.GetPodGroupResponse\x12P\n" +
+	"\rListPodGroups\x12\x1e.berth.v1.ListPodGroupsRequest\x1a\x1f.berth.v1.ListPodGroupsResponseB2Z0github.com/berth-io/berth/proto/berth/v1;berthv1b\x06proto3"
 
 var (
 	file_berth_v1_pod_service_proto_rawDescOnce sync.Once
@@ -855,51 +1725,88 @@ func file_berth_v1_pod_service_proto_rawDescGZIP() []byte {
 	return file_berth_v1_pod_service_proto_rawDescData
 }
 
-var file_berth_v1_pod_service_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_berth_v1_pod_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_berth_v1_pod_service_proto_goTypes = []any{
-	(*UpdatePodRequest)(nil),   // 0: berth.v1.UpdatePodRequest
-	(*UpdatePodResponse)(nil),  // 1: berth.v1.UpdatePodResponse
-	(*SubmitPodRequest)(nil),   // 2: berth.v1.SubmitPodRequest
-	(*SubmitPodResponse)(nil),  // 3: berth.v1.SubmitPodResponse
-	(*SubmitPodsRequest)(nil),  // 4: berth.v1.SubmitPodsRequest
-	(*SubmitPodsResponse)(nil), // 5: berth.v1.SubmitPodsResponse
-	(*SubmitPodResult)(nil),    // 6: berth.v1.SubmitPodResult
-	(*DeletePodRequest)(nil),   // 7: berth.v1.DeletePodRequest
-	(*DeletePodResponse)(nil),  // 8: berth.v1.DeletePodResponse
-	(*GetPodRequest)(nil),      // 9: berth.v1.GetPodRequest
-	(*GetPodResponse)(nil),     // 10: berth.v1.GetPodResponse
-	(*ListPodsRequest)(nil),    // 11: berth.v1.ListPodsRequest
-	(*ListPodsResponse)(nil),   // 12: berth.v1.ListPodsResponse
-	(*Pod)(nil),                // 13: berth.v1.Pod
-	(PodPhase)(0),              // 14: berth.v1.PodPhase
+	(*ConfirmBindingRequest)(nil),  // 0: berth.v1.ConfirmBindingRequest
+	(*ConfirmBindingResponse)(nil), // 1: berth.v1.ConfirmBindingResponse
+	(*RejectBindingRequest)(nil),   // 2: berth.v1.RejectBindingRequest
+	(*RejectBindingResponse)(nil),  // 3: berth.v1.RejectBindingResponse
+	(*CompletePodRequest)(nil),     // 4: berth.v1.CompletePodRequest
+	(*CompletePodResponse)(nil),    // 5: berth.v1.CompletePodResponse
+	(*UpsertPodGroupRequest)(nil),  // 6: berth.v1.UpsertPodGroupRequest
+	(*UpsertPodGroupResponse)(nil), // 7: berth.v1.UpsertPodGroupResponse
+	(*DeletePodGroupRequest)(nil),  // 8: berth.v1.DeletePodGroupRequest
+	(*DeletePodGroupResponse)(nil), // 9: berth.v1.DeletePodGroupResponse
+	(*GetPodGroupRequest)(nil),     // 10: berth.v1.GetPodGroupRequest
+	(*GetPodGroupResponse)(nil),    // 11: berth.v1.GetPodGroupResponse
+	(*ListPodGroupsRequest)(nil),   // 12: berth.v1.ListPodGroupsRequest
+	(*ListPodGroupsResponse)(nil),  // 13: berth.v1.ListPodGroupsResponse
+	(*UpdatePodRequest)(nil),       // 14: berth.v1.UpdatePodRequest
+	(*UpdatePodResponse)(nil),      // 15: berth.v1.UpdatePodResponse
+	(*SubmitPodRequest)(nil),       // 16: berth.v1.SubmitPodRequest
+	(*SubmitPodResponse)(nil),      // 17: berth.v1.SubmitPodResponse
+	(*SubmitPodsRequest)(nil),      // 18: berth.v1.SubmitPodsRequest
+	(*SubmitPodsResponse)(nil),     // 19: berth.v1.SubmitPodsResponse
+	(*SubmitPodResult)(nil),        // 20: berth.v1.SubmitPodResult
+	(*DeletePodRequest)(nil),       // 21: berth.v1.DeletePodRequest
+	(*DeletePodResponse)(nil),      // 22: berth.v1.DeletePodResponse
+	(*GetPodRequest)(nil),          // 23: berth.v1.GetPodRequest
+	(*GetPodResponse)(nil),         // 24: berth.v1.GetPodResponse
+	(*ListPodsRequest)(nil),        // 25: berth.v1.ListPodsRequest
+	(*ListPodsResponse)(nil),       // 26: berth.v1.ListPodsResponse
+	(*Pod)(nil),                    // 27: berth.v1.Pod
+	(PodPhase)(0),                  // 28: berth.v1.PodPhase
+	(*PodGroup)(nil),               // 29: berth.v1.PodGroup
 }
 var file_berth_v1_pod_service_proto_depIdxs = []int32{
-	13, // 0: berth.v1.UpdatePodResponse.pod:type_name -> berth.v1.Pod
-	13, // 1: berth.v1.SubmitPodRequest.pod:type_name -> berth.v1.Pod
-	13, // 2: berth.v1.SubmitPodResponse.pod:type_name -> berth.v1.Pod
-	13, // 3: berth.v1.SubmitPodsRequest.pods:type_name -> berth.v1.Pod
-	6,  // 4: berth.v1.SubmitPodsResponse.results:type_name -> berth.v1.SubmitPodResult
-	13, // 5: berth.v1.SubmitPodResult.pod:type_name -> berth.v1.Pod
-	13, // 6: berth.v1.GetPodResponse.pod:type_name -> berth.v1.Pod
-	14, // 7: berth.v1.ListPodsRequest.phase:type_name -> berth.v1.PodPhase
-	13, // 8: berth.v1.ListPodsResponse.pods:type_name -> berth.v1.Pod
-	2,  // 9: berth.v1.PodService.SubmitPod:input_type -> berth.v1.SubmitPodRequest
-	4,  // 10: berth.v1.PodService.SubmitPods:input_type -> berth.v1.SubmitPodsRequest
-	7,  // 11: berth.v1.PodService.DeletePod:input_type -> berth.v1.DeletePodRequest
-	9,  // 12: berth.v1.PodService.GetPod:input_type -> berth.v1.GetPodRequest
-	11, // 13: berth.v1.PodService.ListPods:input_type -> berth.v1.ListPodsRequest
-	0,  // 14: berth.v1.PodService.UpdatePod:input_type -> berth.v1.UpdatePodRequest
-	3,  // 15: berth.v1.PodService.SubmitPod:output_type -> berth.v1.SubmitPodResponse
-	5,  // 16: berth.v1.PodService.SubmitPods:output_type -> berth.v1.SubmitPodsResponse
-	8,  // 17: berth.v1.PodService.DeletePod:output_type -> berth.v1.DeletePodResponse
-	10, // 18: berth.v1.PodService.GetPod:output_type -> berth.v1.GetPodResponse
-	12, // 19: berth.v1.PodService.ListPods:output_type -> berth.v1.ListPodsResponse
-	1,  // 20: berth.v1.PodService.UpdatePod:output_type -> berth.v1.UpdatePodResponse
-	15, // [15:21] is the sub-list for method output_type
-	9,  // [9:15] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	27, // 0: berth.v1.ConfirmBindingResponse.pod:type_name -> berth.v1.Pod
+	27, // 1: berth.v1.RejectBindingResponse.pod:type_name -> berth.v1.Pod
+	28, // 2: berth.v1.CompletePodRequest.phase:type_name -> berth.v1.PodPhase
+	27, // 3: berth.v1.CompletePodResponse.pod:type_name -> berth.v1.Pod
+	29, // 4: berth.v1.UpsertPodGroupRequest.pod_group:type_name -> berth.v1.PodGroup
+	29, // 5: berth.v1.UpsertPodGroupResponse.pod_group:type_name -> berth.v1.PodGroup
+	29, // 6: berth.v1.GetPodGroupResponse.pod_group:type_name -> berth.v1.PodGroup
+	29, // 7: berth.v1.ListPodGroupsResponse.pod_groups:type_name -> berth.v1.PodGroup
+	27, // 8: berth.v1.UpdatePodResponse.pod:type_name -> berth.v1.Pod
+	27, // 9: berth.v1.SubmitPodRequest.pod:type_name -> berth.v1.Pod
+	27, // 10: berth.v1.SubmitPodResponse.pod:type_name -> berth.v1.Pod
+	27, // 11: berth.v1.SubmitPodsRequest.pods:type_name -> berth.v1.Pod
+	20, // 12: berth.v1.SubmitPodsResponse.results:type_name -> berth.v1.SubmitPodResult
+	27, // 13: berth.v1.SubmitPodResult.pod:type_name -> berth.v1.Pod
+	27, // 14: berth.v1.GetPodResponse.pod:type_name -> berth.v1.Pod
+	28, // 15: berth.v1.ListPodsRequest.phase:type_name -> berth.v1.PodPhase
+	27, // 16: berth.v1.ListPodsResponse.pods:type_name -> berth.v1.Pod
+	16, // 17: berth.v1.PodService.SubmitPod:input_type -> berth.v1.SubmitPodRequest
+	18, // 18: berth.v1.PodService.SubmitPods:input_type -> berth.v1.SubmitPodsRequest
+	21, // 19: berth.v1.PodService.DeletePod:input_type -> berth.v1.DeletePodRequest
+	23, // 20: berth.v1.PodService.GetPod:input_type -> berth.v1.GetPodRequest
+	25, // 21: berth.v1.PodService.ListPods:input_type -> berth.v1.ListPodsRequest
+	14, // 22: berth.v1.PodService.UpdatePod:input_type -> berth.v1.UpdatePodRequest
+	0,  // 23: berth.v1.PodService.ConfirmBinding:input_type -> berth.v1.ConfirmBindingRequest
+	2,  // 24: berth.v1.PodService.RejectBinding:input_type -> berth.v1.RejectBindingRequest
+	4,  // 25: berth.v1.PodService.CompletePod:input_type -> berth.v1.CompletePodRequest
+	6,  // 26: berth.v1.PodService.UpsertPodGroup:input_type -> berth.v1.UpsertPodGroupRequest
+	8,  // 27: berth.v1.PodService.DeletePodGroup:input_type -> berth.v1.DeletePodGroupRequest
+	10, // 28: berth.v1.PodService.GetPodGroup:input_type -> berth.v1.GetPodGroupRequest
+	12, // 29: berth.v1.PodService.ListPodGroups:input_type -> berth.v1.ListPodGroupsRequest
+	17, // 30: berth.v1.PodService.SubmitPod:output_type -> berth.v1.SubmitPodResponse
+	19, // 31: berth.v1.PodService.SubmitPods:output_type -> berth.v1.SubmitPodsResponse
+	22, // 32: berth.v1.PodService.DeletePod:output_type -> berth.v1.DeletePodResponse
+	24, // 33: berth.v1.PodService.GetPod:output_type -> berth.v1.GetPodResponse
+	26, // 34: berth.v1.PodService.ListPods:output_type -> berth.v1.ListPodsResponse
+	15, // 35: berth.v1.PodService.UpdatePod:output_type -> berth.v1.UpdatePodResponse
+	1,  // 36: berth.v1.PodService.ConfirmBinding:output_type -> berth.v1.ConfirmBindingResponse
+	3,  // 37: berth.v1.PodService.RejectBinding:output_type -> berth.v1.RejectBindingResponse
+	5,  // 38: berth.v1.PodService.CompletePod:output_type -> berth.v1.CompletePodResponse
+	7,  // 39: berth.v1.PodService.UpsertPodGroup:output_type -> berth.v1.UpsertPodGroupResponse
+	9,  // 40: berth.v1.PodService.DeletePodGroup:output_type -> berth.v1.DeletePodGroupResponse
+	11, // 41: berth.v1.PodService.GetPodGroup:output_type -> berth.v1.GetPodGroupResponse
+	13, // 42: berth.v1.PodService.ListPodGroups:output_type -> berth.v1.ListPodGroupsResponse
+	30, // [30:43] is the sub-list for method output_type
+	17, // [17:30] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_berth_v1_pod_service_proto_init() }
@@ -908,14 +1815,14 @@ func file_berth_v1_pod_service_proto_init() {
 		return
 	}
 	file_berth_v1_types_proto_init()
-	file_berth_v1_pod_service_proto_msgTypes[0].OneofWrappers = []any{}
+	file_berth_v1_pod_service_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_berth_v1_pod_service_proto_rawDesc), len(file_berth_v1_pod_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

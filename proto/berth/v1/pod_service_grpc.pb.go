@@ -19,12 +19,19 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	PodService_SubmitPod_FullMethodName  = "/berth.v1.PodService/SubmitPod"
-	PodService_SubmitPods_FullMethodName = "/berth.v1.PodService/SubmitPods"
-	PodService_DeletePod_FullMethodName  = "/berth.v1.PodService/DeletePod"
-	PodService_GetPod_FullMethodName     = "/berth.v1.PodService/GetPod"
-	PodService_ListPods_FullMethodName   = "/berth.v1.PodService/ListPods"
-	PodService_UpdatePod_FullMethodName  = "/berth.v1.PodService/UpdatePod"
+	PodService_SubmitPod_FullMethodName      = "/berth.v1.PodService/SubmitPod"
+	PodService_SubmitPods_FullMethodName     = "/berth.v1.PodService/SubmitPods"
+	PodService_DeletePod_FullMethodName      = "/berth.v1.PodService/DeletePod"
+	PodService_GetPod_FullMethodName         = "/berth.v1.PodService/GetPod"
+	PodService_ListPods_FullMethodName       = "/berth.v1.PodService/ListPods"
+	PodService_UpdatePod_FullMethodName      = "/berth.v1.PodService/UpdatePod"
+	PodService_ConfirmBinding_FullMethodName = "/berth.v1.PodService/ConfirmBinding"
+	PodService_RejectBinding_FullMethodName  = "/berth.v1.PodService/RejectBinding"
+	PodService_CompletePod_FullMethodName    = "/berth.v1.PodService/CompletePod"
+	PodService_UpsertPodGroup_FullMethodName = "/berth.v1.PodService/UpsertPodGroup"
+	PodService_DeletePodGroup_FullMethodName = "/berth.v1.PodService/DeletePodGroup"
+	PodService_GetPodGroup_FullMethodName    = "/berth.v1.PodService/GetPodGroup"
+	PodService_ListPodGroups_FullMethodName  = "/berth.v1.PodService/ListPodGroups"
 )
 
 // PodServiceClient is the client API for PodService service.
@@ -48,6 +55,26 @@ type PodServiceClient interface {
 	// UpdatePod changes the fields of a pending pod that may change: its
 	// scheduling gates and priority.
 	UpdatePod(ctx context.Context, in *UpdatePodRequest, opts ...grpc.CallOption) (*UpdatePodResponse, error)
+	// ConfirmBinding reports that a bound pod started on its node: the pod
+	// becomes RUNNING. Idempotent; keyed by uid so a stale report cannot touch
+	// a recreated pod.
+	ConfirmBinding(ctx context.Context, in *ConfirmBindingRequest, opts ...grpc.CallOption) (*ConfirmBindingResponse, error)
+	// RejectBinding reports that the node could not start a bound pod. The
+	// pod is taken off the node and scheduled again after a backoff, never
+	// onto the same node until that node changes. Idempotent; keyed by uid.
+	RejectBinding(ctx context.Context, in *RejectBindingRequest, opts ...grpc.CallOption) (*RejectBindingResponse, error)
+	// CompletePod reports that a pod finished (SUCCEEDED or FAILED); what it
+	// held is freed. Idempotent; keyed by uid.
+	CompletePod(ctx context.Context, in *CompletePodRequest, opts ...grpc.CallOption) (*CompletePodResponse, error)
+	// UpsertPodGroup creates or replaces a pod group (gang).
+	UpsertPodGroup(ctx context.Context, in *UpsertPodGroupRequest, opts ...grpc.CallOption) (*UpsertPodGroupResponse, error)
+	// DeletePodGroup removes a pod group; its pending members wait until it
+	// is created again.
+	DeletePodGroup(ctx context.Context, in *DeletePodGroupRequest, opts ...grpc.CallOption) (*DeletePodGroupResponse, error)
+	// GetPodGroup reads one pod group.
+	GetPodGroup(ctx context.Context, in *GetPodGroupRequest, opts ...grpc.CallOption) (*GetPodGroupResponse, error)
+	// ListPodGroups lists the pod groups of a namespace, or of all.
+	ListPodGroups(ctx context.Context, in *ListPodGroupsRequest, opts ...grpc.CallOption) (*ListPodGroupsResponse, error)
 }
 
 type podServiceClient struct {
@@ -118,6 +145,76 @@ func (c *podServiceClient) UpdatePod(ctx context.Context, in *UpdatePodRequest, 
 	return out, nil
 }
 
+func (c *podServiceClient) ConfirmBinding(ctx context.Context, in *ConfirmBindingRequest, opts ...grpc.CallOption) (*ConfirmBindingResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConfirmBindingResponse)
+	err := c.cc.Invoke(ctx, PodService_ConfirmBinding_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podServiceClient) RejectBinding(ctx context.Context, in *RejectBindingRequest, opts ...grpc.CallOption) (*RejectBindingResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RejectBindingResponse)
+	err := c.cc.Invoke(ctx, PodService_RejectBinding_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podServiceClient) CompletePod(ctx context.Context, in *CompletePodRequest, opts ...grpc.CallOption) (*CompletePodResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompletePodResponse)
+	err := c.cc.Invoke(ctx, PodService_CompletePod_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podServiceClient) UpsertPodGroup(ctx context.Context, in *UpsertPodGroupRequest, opts ...grpc.CallOption) (*UpsertPodGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpsertPodGroupResponse)
+	err := c.cc.Invoke(ctx, PodService_UpsertPodGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podServiceClient) DeletePodGroup(ctx context.Context, in *DeletePodGroupRequest, opts ...grpc.CallOption) (*DeletePodGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeletePodGroupResponse)
+	err := c.cc.Invoke(ctx, PodService_DeletePodGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podServiceClient) GetPodGroup(ctx context.Context, in *GetPodGroupRequest, opts ...grpc.CallOption) (*GetPodGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPodGroupResponse)
+	err := c.cc.Invoke(ctx, PodService_GetPodGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podServiceClient) ListPodGroups(ctx context.Context, in *ListPodGroupsRequest, opts ...grpc.CallOption) (*ListPodGroupsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPodGroupsResponse)
+	err := c.cc.Invoke(ctx, PodService_ListPodGroups_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PodServiceServer is the server API for PodService service.
 // All implementations must embed UnimplementedPodServiceServer
 // for forward compatibility.
@@ -139,6 +236,26 @@ type PodServiceServer interface {
 	// UpdatePod changes the fields of a pending pod that may change: its
 	// scheduling gates and priority.
 	UpdatePod(context.Context, *UpdatePodRequest) (*UpdatePodResponse, error)
+	// ConfirmBinding reports that a bound pod started on its node: the pod
+	// becomes RUNNING. Idempotent; keyed by uid so a stale report cannot touch
+	// a recreated pod.
+	ConfirmBinding(context.Context, *ConfirmBindingRequest) (*ConfirmBindingResponse, error)
+	// RejectBinding reports that the node could not start a bound pod. The
+	// pod is taken off the node and scheduled again after a backoff, never
+	// onto the same node until that node changes. Idempotent; keyed by uid.
+	RejectBinding(context.Context, *RejectBindingRequest) (*RejectBindingResponse, error)
+	// CompletePod reports that a pod finished (SUCCEEDED or FAILED); what it
+	// held is freed. Idempotent; keyed by uid.
+	CompletePod(context.Context, *CompletePodRequest) (*CompletePodResponse, error)
+	// UpsertPodGroup creates or replaces a pod group (gang).
+	UpsertPodGroup(context.Context, *UpsertPodGroupRequest) (*UpsertPodGroupResponse, error)
+	// DeletePodGroup removes a pod group; its pending members wait until it
+	// is created again.
+	DeletePodGroup(context.Context, *DeletePodGroupRequest) (*DeletePodGroupResponse, error)
+	// GetPodGroup reads one pod group.
+	GetPodGroup(context.Context, *GetPodGroupRequest) (*GetPodGroupResponse, error)
+	// ListPodGroups lists the pod groups of a namespace, or of all.
+	ListPodGroups(context.Context, *ListPodGroupsRequest) (*ListPodGroupsResponse, error)
 	mustEmbedUnimplementedPodServiceServer()
 }
 
@@ -166,6 +283,27 @@ func (UnimplementedPodServiceServer) ListPods(context.Context, *ListPodsRequest)
 }
 func (UnimplementedPodServiceServer) UpdatePod(context.Context, *UpdatePodRequest) (*UpdatePodResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdatePod not implemented")
+}
+func (UnimplementedPodServiceServer) ConfirmBinding(context.Context, *ConfirmBindingRequest) (*ConfirmBindingResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ConfirmBinding not implemented")
+}
+func (UnimplementedPodServiceServer) RejectBinding(context.Context, *RejectBindingRequest) (*RejectBindingResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RejectBinding not implemented")
+}
+func (UnimplementedPodServiceServer) CompletePod(context.Context, *CompletePodRequest) (*CompletePodResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CompletePod not implemented")
+}
+func (UnimplementedPodServiceServer) UpsertPodGroup(context.Context, *UpsertPodGroupRequest) (*UpsertPodGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpsertPodGroup not implemented")
+}
+func (UnimplementedPodServiceServer) DeletePodGroup(context.Context, *DeletePodGroupRequest) (*DeletePodGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeletePodGroup not implemented")
+}
+func (UnimplementedPodServiceServer) GetPodGroup(context.Context, *GetPodGroupRequest) (*GetPodGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPodGroup not implemented")
+}
+func (UnimplementedPodServiceServer) ListPodGroups(context.Context, *ListPodGroupsRequest) (*ListPodGroupsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPodGroups not implemented")
 }
 func (UnimplementedPodServiceServer) mustEmbedUnimplementedPodServiceServer() {}
 func (UnimplementedPodServiceServer) testEmbeddedByValue()                    {}
@@ -296,6 +434,132 @@ func _PodService_UpdatePod_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PodService_ConfirmBinding_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConfirmBindingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodServiceServer).ConfirmBinding(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodService_ConfirmBinding_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodServiceServer).ConfirmBinding(ctx, req.(*ConfirmBindingRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodService_RejectBinding_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RejectBindingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodServiceServer).RejectBinding(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodService_RejectBinding_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodServiceServer).RejectBinding(ctx, req.(*RejectBindingRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodService_CompletePod_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CompletePodRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodServiceServer).CompletePod(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodService_CompletePod_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodServiceServer).CompletePod(ctx, req.(*CompletePodRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodService_UpsertPodGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpsertPodGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodServiceServer).UpsertPodGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodService_UpsertPodGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodServiceServer).UpsertPodGroup(ctx, req.(*UpsertPodGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodService_DeletePodGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeletePodGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodServiceServer).DeletePodGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodService_DeletePodGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodServiceServer).DeletePodGroup(ctx, req.(*DeletePodGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodService_GetPodGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPodGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodServiceServer).GetPodGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodService_GetPodGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodServiceServer).GetPodGroup(ctx, req.(*GetPodGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodService_ListPodGroups_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPodGroupsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodServiceServer).ListPodGroups(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodService_ListPodGroups_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodServiceServer).ListPodGroups(ctx, req.(*ListPodGroupsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PodService_ServiceDesc is the grpc.ServiceDesc for PodService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -326,6 +590,34 @@ var PodService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdatePod",
 			Handler:    _PodService_UpdatePod_Handler,
+		},
+		{
+			MethodName: "ConfirmBinding",
+			Handler:    _PodService_ConfirmBinding_Handler,
+		},
+		{
+			MethodName: "RejectBinding",
+			Handler:    _PodService_RejectBinding_Handler,
+		},
+		{
+			MethodName: "CompletePod",
+			Handler:    _PodService_CompletePod_Handler,
+		},
+		{
+			MethodName: "UpsertPodGroup",
+			Handler:    _PodService_UpsertPodGroup_Handler,
+		},
+		{
+			MethodName: "DeletePodGroup",
+			Handler:    _PodService_DeletePodGroup_Handler,
+		},
+		{
+			MethodName: "GetPodGroup",
+			Handler:    _PodService_GetPodGroup_Handler,
+		},
+		{
+			MethodName: "ListPodGroups",
+			Handler:    _PodService_ListPodGroups_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -9,6 +9,7 @@ package berthv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -84,6 +85,171 @@ func (BindingEventType) EnumDescriptor() ([]byte, []int) {
 	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{0}
 }
 
+// ListReplicasRequest has no fields.
+type ListReplicasRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReplicasRequest) Reset() {
+	*x = ListReplicasRequest{}
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReplicasRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReplicasRequest) ProtoMessage() {}
+
+func (x *ListReplicasRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReplicasRequest.ProtoReflect.Descriptor instead.
+func (*ListReplicasRequest) Descriptor() ([]byte, []int) {
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{0}
+}
+
+// ListReplicasResponse lists the live replicas.
+type ListReplicasResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Replicas ordered by id.
+	Replicas []*Replica `protobuf:"bytes,1,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	// Total number of logical shards.
+	ShardCount    int32 `protobuf:"varint,2,opt,name=shard_count,json=shardCount,proto3" json:"shard_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReplicasResponse) Reset() {
+	*x = ListReplicasResponse{}
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReplicasResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReplicasResponse) ProtoMessage() {}
+
+func (x *ListReplicasResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReplicasResponse.ProtoReflect.Descriptor instead.
+func (*ListReplicasResponse) Descriptor() ([]byte, []int) {
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListReplicasResponse) GetReplicas() []*Replica {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+func (x *ListReplicasResponse) GetShardCount() int32 {
+	if x != nil {
+		return x.ShardCount
+	}
+	return 0
+}
+
+// Replica is one live berth serve process.
+type Replica struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unique id of the replica for this run.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Address its gRPC API listens on.
+	Address string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	// When it started.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// The shards it owns, ascending.
+	Shards        []int32 `protobuf:"varint,4,rep,packed,name=shards,proto3" json:"shards,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Replica) Reset() {
+	*x = Replica{}
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Replica) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Replica) ProtoMessage() {}
+
+func (x *Replica) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Replica.ProtoReflect.Descriptor instead.
+func (*Replica) Descriptor() ([]byte, []int) {
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Replica) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Replica) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *Replica) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *Replica) GetShards() []int32 {
+	if x != nil {
+		return x.Shards
+	}
+	return nil
+}
+
 // ScheduleRequest carries the pod to place.
 type ScheduleRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -95,7 +261,7 @@ type ScheduleRequest struct {
 
 func (x *ScheduleRequest) Reset() {
 	*x = ScheduleRequest{}
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[0]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -107,7 +273,7 @@ func (x *ScheduleRequest) String() string {
 func (*ScheduleRequest) ProtoMessage() {}
 
 func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[0]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -120,7 +286,7 @@ func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{0}
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ScheduleRequest) GetPod() *Pod {
@@ -144,7 +310,7 @@ type ScheduleResponse struct {
 
 func (x *ScheduleResponse) Reset() {
 	*x = ScheduleResponse{}
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[1]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -156,7 +322,7 @@ func (x *ScheduleResponse) String() string {
 func (*ScheduleResponse) ProtoMessage() {}
 
 func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[1]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -169,7 +335,7 @@ func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{1}
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ScheduleResponse) GetPod() *Pod {
@@ -202,7 +368,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[2]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -214,7 +380,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[2]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -227,7 +393,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{2}
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ExplainRequest) GetTarget() isExplainRequest_Target {
@@ -286,7 +452,7 @@ type PodReference struct {
 
 func (x *PodReference) Reset() {
 	*x = PodReference{}
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[3]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -298,7 +464,7 @@ func (x *PodReference) String() string {
 func (*PodReference) ProtoMessage() {}
 
 func (x *PodReference) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[3]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -311,7 +477,7 @@ func (x *PodReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodReference.ProtoReflect.Descriptor instead.
 func (*PodReference) Descriptor() ([]byte, []int) {
-	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{3}
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PodReference) GetNamespace() string {
@@ -347,7 +513,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[4]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -359,7 +525,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[4]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -372,7 +538,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{4}
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ExplainResponse) GetNodes() []*NodeExplanation {
@@ -433,7 +599,7 @@ type NodeExplanation struct {
 
 func (x *NodeExplanation) Reset() {
 	*x = NodeExplanation{}
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[5]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -445,7 +611,7 @@ func (x *NodeExplanation) String() string {
 func (*NodeExplanation) ProtoMessage() {}
 
 func (x *NodeExplanation) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[5]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -458,7 +624,7 @@ func (x *NodeExplanation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeExplanation.ProtoReflect.Descriptor instead.
 func (*NodeExplanation) Descriptor() ([]byte, []int) {
-	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{5}
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NodeExplanation) GetNodeName() string {
@@ -525,7 +691,7 @@ type PluginScore struct {
 
 func (x *PluginScore) Reset() {
 	*x = PluginScore{}
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[6]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -537,7 +703,7 @@ func (x *PluginScore) String() string {
 func (*PluginScore) ProtoMessage() {}
 
 func (x *PluginScore) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[6]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -550,7 +716,7 @@ func (x *PluginScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginScore.ProtoReflect.Descriptor instead.
 func (*PluginScore) Descriptor() ([]byte, []int) {
-	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{6}
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PluginScore) GetPlugin() string {
@@ -589,7 +755,7 @@ type PreemptionPlan struct {
 
 func (x *PreemptionPlan) Reset() {
 	*x = PreemptionPlan{}
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[7]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -601,7 +767,7 @@ func (x *PreemptionPlan) String() string {
 func (*PreemptionPlan) ProtoMessage() {}
 
 func (x *PreemptionPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[7]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -614,7 +780,7 @@ func (x *PreemptionPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptionPlan.ProtoReflect.Descriptor instead.
 func (*PreemptionPlan) Descriptor() ([]byte, []int) {
-	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{7}
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PreemptionPlan) GetNodeName() string {
@@ -650,7 +816,7 @@ type WatchBindingsRequest struct {
 
 func (x *WatchBindingsRequest) Reset() {
 	*x = WatchBindingsRequest{}
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[8]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -662,7 +828,7 @@ func (x *WatchBindingsRequest) String() string {
 func (*WatchBindingsRequest) ProtoMessage() {}
 
 func (x *WatchBindingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[8]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -675,7 +841,7 @@ func (x *WatchBindingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchBindingsRequest.ProtoReflect.Descriptor instead.
 func (*WatchBindingsRequest) Descriptor() ([]byte, []int) {
-	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{8}
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WatchBindingsRequest) GetFromRevision() int64 {
@@ -701,7 +867,7 @@ type WatchBindingsResponse struct {
 
 func (x *WatchBindingsResponse) Reset() {
 	*x = WatchBindingsResponse{}
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[9]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -713,7 +879,7 @@ func (x *WatchBindingsResponse) String() string {
 func (*WatchBindingsResponse) ProtoMessage() {}
 
 func (x *WatchBindingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[9]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -726,7 +892,7 @@ func (x *WatchBindingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchBindingsResponse.ProtoReflect.Descriptor instead.
 func (*WatchBindingsResponse) Descriptor() ([]byte, []int) {
-	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{9}
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WatchBindingsResponse) GetEvent() *BindingEvent {
@@ -759,14 +925,18 @@ type BindingEvent struct {
 	// etcd revision of the change; resume a watch from here.
 	Revision int64 `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
 	// For EVICT: the pod (namespace/name) the victim makes room for.
-	Preemptor     string `protobuf:"bytes,7,opt,name=preemptor,proto3" json:"preemptor,omitempty"`
+	Preemptor string `protobuf:"bytes,7,opt,name=preemptor,proto3" json:"preemptor,omitempty"`
+	// Why: the reason of a rejection (UNBOUND), or the lost node (NODE_LOST).
+	Message string `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
+	// Replica that made the binding (BOUND).
+	ScheduledBy   string `protobuf:"bytes,9,opt,name=scheduled_by,json=scheduledBy,proto3" json:"scheduled_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BindingEvent) Reset() {
 	*x = BindingEvent{}
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[10]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +948,7 @@ func (x *BindingEvent) String() string {
 func (*BindingEvent) ProtoMessage() {}
 
 func (x *BindingEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_scheduler_service_proto_msgTypes[10]
+	mi := &file_berth_v1_scheduler_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +961,7 @@ func (x *BindingEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BindingEvent.ProtoReflect.Descriptor instead.
 func (*BindingEvent) Descriptor() ([]byte, []int) {
-	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{10}
+	return file_berth_v1_scheduler_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *BindingEvent) GetType() BindingEventType {
@@ -843,11 +1013,36 @@ func (x *BindingEvent) GetPreemptor() string {
 	return ""
 }
 
+func (x *BindingEvent) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *BindingEvent) GetScheduledBy() string {
+	if x != nil {
+		return x.ScheduledBy
+	}
+	return ""
+}
+
 var File_berth_v1_scheduler_service_proto protoreflect.FileDescriptor
 
 const file_berth_v1_scheduler_service_proto_rawDesc = "" +
 	"\n" +
-	" berth/v1/scheduler_service.proto\x12\bberth.v1\x1a\x14berth/v1/types.proto\"2\n" +
+	" berth/v1/scheduler_service.proto\x12\bberth.v1\x1a\x14berth/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x15\n" +
+	"\x13ListReplicasRequest\"f\n" +
+	"\x14ListReplicasResponse\x12-\n" +
+	"\breplicas\x18\x01 \x03(\v2\x11.berth.v1.ReplicaR\breplicas\x12\x1f\n" +
+	"\vshard_count\x18\x02 \x01(\x05R\n" +
+	"shardCount\"\x86\x01\n" +
+	"\aReplica\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x129\n" +
+	"\n" +
+	"start_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12\x16\n" +
+	"\x06shards\x18\x04 \x03(\x05R\x06shards\"2\n" +
 	"\x0fScheduleRequest\x12\x1f\n" +
 	"\x03pod\x18\x01 \x01(\v2\r.berth.v1.PodR\x03pod\"O\n" +
 	"\x10ScheduleResponse\x12\x1f\n" +
@@ -889,7 +1084,7 @@ const file_berth_v1_scheduler_service_proto_rawDesc = "" +
 	"\rfrom_revision\x18\x01 \x01(\x03R\ffromRevision\"r\n" +
 	"\x15WatchBindingsResponse\x12,\n" +
 	"\x05event\x18\x01 \x01(\v2\x16.berth.v1.BindingEventR\x05event\x12+\n" +
-	"\x11progress_revision\x18\x02 \x01(\x03R\x10progressRevision\"\xd9\x01\n" +
+	"\x11progress_revision\x18\x02 \x01(\x03R\x10progressRevision\"\x96\x02\n" +
 	"\fBindingEvent\x12.\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1a.berth.v1.BindingEventTypeR\x04type\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
@@ -897,17 +1092,20 @@ const file_berth_v1_scheduler_service_proto_rawDesc = "" +
 	"\x03uid\x18\x04 \x01(\tR\x03uid\x12\x1b\n" +
 	"\tnode_name\x18\x05 \x01(\tR\bnodeName\x12\x1a\n" +
 	"\brevision\x18\x06 \x01(\x03R\brevision\x12\x1c\n" +
-	"\tpreemptor\x18\a \x01(\tR\tpreemptor*\xb4\x01\n" +
+	"\tpreemptor\x18\a \x01(\tR\tpreemptor\x12\x18\n" +
+	"\amessage\x18\b \x01(\tR\amessage\x12!\n" +
+	"\fscheduled_by\x18\t \x01(\tR\vscheduledBy*\xb4\x01\n" +
 	"\x10BindingEventType\x12\"\n" +
 	"\x1eBINDING_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18BINDING_EVENT_TYPE_BOUND\x10\x01\x12\x1e\n" +
 	"\x1aBINDING_EVENT_TYPE_UNBOUND\x10\x02\x12\x1c\n" +
 	"\x18BINDING_EVENT_TYPE_EVICT\x10\x03\x12 \n" +
-	"\x1cBINDING_EVENT_TYPE_NODE_LOST\x10\x042\xe9\x01\n" +
+	"\x1cBINDING_EVENT_TYPE_NODE_LOST\x10\x042\xb8\x02\n" +
 	"\x10SchedulerService\x12R\n" +
 	"\rWatchBindings\x12\x1e.berth.v1.WatchBindingsRequest\x1a\x1f.berth.v1.WatchBindingsResponse0\x01\x12A\n" +
 	"\bSchedule\x12\x19.berth.v1.ScheduleRequest\x1a\x1a.berth.v1.ScheduleResponse\x12>\n" +
-	"\aExplain\x12\x18.berth.v1.ExplainRequest\x1a\x19.berth.v1.ExplainResponseB2Z0github.com/berth-io/berth/proto/berth/v1;berthv1b\x06proto3"
+	"\aExplain\x12\x18.berth.v1.ExplainRequest\x1a\x19.berth.v1.ExplainResponse\x12M\n" +
+	"\fListReplicas\x12\x1d.berth.v1.ListReplicasRequest\x1a\x1e.berth.v1.ListReplicasResponseB2Z0github.com/berth-io/berth/proto/berth/v1;berthv1b\x06proto3"
 
 var (
 	file_berth_v1_scheduler_service_proto_rawDescOnce sync.Once
@@ -922,44 +1120,52 @@ func file_berth_v1_scheduler_service_proto_rawDescGZIP() []byte {
 }
 
 var file_berth_v1_scheduler_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_berth_v1_scheduler_service_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_berth_v1_scheduler_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_berth_v1_scheduler_service_proto_goTypes = []any{
 	(BindingEventType)(0),         // 0: berth.v1.BindingEventType
-	(*ScheduleRequest)(nil),       // 1: berth.v1.ScheduleRequest
-	(*ScheduleResponse)(nil),      // 2: berth.v1.ScheduleResponse
-	(*ExplainRequest)(nil),        // 3: berth.v1.ExplainRequest
-	(*PodReference)(nil),          // 4: berth.v1.PodReference
-	(*ExplainResponse)(nil),       // 5: berth.v1.ExplainResponse
-	(*NodeExplanation)(nil),       // 6: berth.v1.NodeExplanation
-	(*PluginScore)(nil),           // 7: berth.v1.PluginScore
-	(*PreemptionPlan)(nil),        // 8: berth.v1.PreemptionPlan
-	(*WatchBindingsRequest)(nil),  // 9: berth.v1.WatchBindingsRequest
-	(*WatchBindingsResponse)(nil), // 10: berth.v1.WatchBindingsResponse
-	(*BindingEvent)(nil),          // 11: berth.v1.BindingEvent
-	(*Pod)(nil),                   // 12: berth.v1.Pod
+	(*ListReplicasRequest)(nil),   // 1: berth.v1.ListReplicasRequest
+	(*ListReplicasResponse)(nil),  // 2: berth.v1.ListReplicasResponse
+	(*Replica)(nil),               // 3: berth.v1.Replica
+	(*ScheduleRequest)(nil),       // 4: berth.v1.ScheduleRequest
+	(*ScheduleResponse)(nil),      // 5: berth.v1.ScheduleResponse
+	(*ExplainRequest)(nil),        // 6: berth.v1.ExplainRequest
+	(*PodReference)(nil),          // 7: berth.v1.PodReference
+	(*ExplainResponse)(nil),       // 8: berth.v1.ExplainResponse
+	(*NodeExplanation)(nil),       // 9: berth.v1.NodeExplanation
+	(*PluginScore)(nil),           // 10: berth.v1.PluginScore
+	(*PreemptionPlan)(nil),        // 11: berth.v1.PreemptionPlan
+	(*WatchBindingsRequest)(nil),  // 12: berth.v1.WatchBindingsRequest
+	(*WatchBindingsResponse)(nil), // 13: berth.v1.WatchBindingsResponse
+	(*BindingEvent)(nil),          // 14: berth.v1.BindingEvent
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(*Pod)(nil),                   // 16: berth.v1.Pod
 }
 var file_berth_v1_scheduler_service_proto_depIdxs = []int32{
-	12, // 0: berth.v1.ScheduleRequest.pod:type_name -> berth.v1.Pod
-	12, // 1: berth.v1.ScheduleResponse.pod:type_name -> berth.v1.Pod
-	12, // 2: berth.v1.ExplainRequest.pod:type_name -> berth.v1.Pod
-	4,  // 3: berth.v1.ExplainRequest.existing:type_name -> berth.v1.PodReference
-	6,  // 4: berth.v1.ExplainResponse.nodes:type_name -> berth.v1.NodeExplanation
-	8,  // 5: berth.v1.ExplainResponse.preemption:type_name -> berth.v1.PreemptionPlan
-	7,  // 6: berth.v1.NodeExplanation.scores:type_name -> berth.v1.PluginScore
-	4,  // 7: berth.v1.PreemptionPlan.victims:type_name -> berth.v1.PodReference
-	11, // 8: berth.v1.WatchBindingsResponse.event:type_name -> berth.v1.BindingEvent
-	0,  // 9: berth.v1.BindingEvent.type:type_name -> berth.v1.BindingEventType
-	9,  // 10: berth.v1.SchedulerService.WatchBindings:input_type -> berth.v1.WatchBindingsRequest
-	1,  // 11: berth.v1.SchedulerService.Schedule:input_type -> berth.v1.ScheduleRequest
-	3,  // 12: berth.v1.SchedulerService.Explain:input_type -> berth.v1.ExplainRequest
-	10, // 13: berth.v1.SchedulerService.WatchBindings:output_type -> berth.v1.WatchBindingsResponse
-	2,  // 14: berth.v1.SchedulerService.Schedule:output_type -> berth.v1.ScheduleResponse
-	5,  // 15: berth.v1.SchedulerService.Explain:output_type -> berth.v1.ExplainResponse
-	13, // [13:16] is the sub-list for method output_type
-	10, // [10:13] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	3,  // 0: berth.v1.ListReplicasResponse.replicas:type_name -> berth.v1.Replica
+	15, // 1: berth.v1.Replica.start_time:type_name -> google.protobuf.Timestamp
+	16, // 2: berth.v1.ScheduleRequest.pod:type_name -> berth.v1.Pod
+	16, // 3: berth.v1.ScheduleResponse.pod:type_name -> berth.v1.Pod
+	16, // 4: berth.v1.ExplainRequest.pod:type_name -> berth.v1.Pod
+	7,  // 5: berth.v1.ExplainRequest.existing:type_name -> berth.v1.PodReference
+	9,  // 6: berth.v1.ExplainResponse.nodes:type_name -> berth.v1.NodeExplanation
+	11, // 7: berth.v1.ExplainResponse.preemption:type_name -> berth.v1.PreemptionPlan
+	10, // 8: berth.v1.NodeExplanation.scores:type_name -> berth.v1.PluginScore
+	7,  // 9: berth.v1.PreemptionPlan.victims:type_name -> berth.v1.PodReference
+	14, // 10: berth.v1.WatchBindingsResponse.event:type_name -> berth.v1.BindingEvent
+	0,  // 11: berth.v1.BindingEvent.type:type_name -> berth.v1.BindingEventType
+	12, // 12: berth.v1.SchedulerService.WatchBindings:input_type -> berth.v1.WatchBindingsRequest
+	4,  // 13: berth.v1.SchedulerService.Schedule:input_type -> berth.v1.ScheduleRequest
+	6,  // 14: berth.v1.SchedulerService.Explain:input_type -> berth.v1.ExplainRequest
+	1,  // 15: berth.v1.SchedulerService.ListReplicas:input_type -> berth.v1.ListReplicasRequest
+	13, // 16: berth.v1.SchedulerService.WatchBindings:output_type -> berth.v1.WatchBindingsResponse
+	5,  // 17: berth.v1.SchedulerService.Schedule:output_type -> berth.v1.ScheduleResponse
+	8,  // 18: berth.v1.SchedulerService.Explain:output_type -> berth.v1.ExplainResponse
+	2,  // 19: berth.v1.SchedulerService.ListReplicas:output_type -> berth.v1.ListReplicasResponse
+	16, // [16:20] is the sub-list for method output_type
+	12, // [12:16] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_berth_v1_scheduler_service_proto_init() }
@@ -968,7 +1174,7 @@ func file_berth_v1_scheduler_service_proto_init() {
 		return
 	}
 	file_berth_v1_types_proto_init()
-	file_berth_v1_scheduler_service_proto_msgTypes[2].OneofWrappers = []any{
+	file_berth_v1_scheduler_service_proto_msgTypes[5].OneofWrappers = []any{
 		(*ExplainRequest_Pod)(nil),
 		(*ExplainRequest_Existing)(nil),
 	}
@@ -978,7 +1184,7 @@ func file_berth_v1_scheduler_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_berth_v1_scheduler_service_proto_rawDesc), len(file_berth_v1_scheduler_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   11,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

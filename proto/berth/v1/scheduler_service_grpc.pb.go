@@ -22,6 +22,7 @@ const (
 	SchedulerService_WatchBindings_FullMethodName = "/berth.v1.SchedulerService/WatchBindings"
 	SchedulerService_Schedule_FullMethodName      = "/berth.v1.SchedulerService/Schedule"
 	SchedulerService_Explain_FullMethodName       = "/berth.v1.SchedulerService/Explain"
+	SchedulerService_ListReplicas_FullMethodName  = "/berth.v1.SchedulerService/ListReplicas"
 )
 
 // SchedulerServiceClient is the client API for SchedulerService service.
@@ -39,6 +40,8 @@ type SchedulerServiceClient interface {
 	// every node's filter verdict and scores, the node a real cycle would
 	// choose, and what preemption would do if none fits.
 	Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainResponse, error)
+	// ListReplicas shows the live replicas and the shards each one owns.
+	ListReplicas(ctx context.Context, in *ListReplicasRequest, opts ...grpc.CallOption) (*ListReplicasResponse, error)
 }
 
 type schedulerServiceClient struct {
@@ -88,6 +91,16 @@ func (c *schedulerServiceClient) Explain(ctx context.Context, in *ExplainRequest
 	return out, nil
 }
 
+func (c *schedulerServiceClient) ListReplicas(ctx context.Context, in *ListReplicasRequest, opts ...grpc.CallOption) (*ListReplicasResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListReplicasResponse)
+	err := c.cc.Invoke(ctx, SchedulerService_ListReplicas_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SchedulerServiceServer is the server API for SchedulerService service.
 // All implementations must embed UnimplementedSchedulerServiceServer
 // for forward compatibility.
@@ -103,6 +116,8 @@ type SchedulerServiceServer interface {
 	// every node's filter verdict and scores, the node a real cycle would
 	// choose, and what preemption would do if none fits.
 	Explain(context.Context, *ExplainRequest) (*ExplainResponse, error)
+	// ListReplicas shows the live replicas and the shards each one owns.
+	ListReplicas(context.Context, *ListReplicasRequest) (*ListReplicasResponse, error)
 	mustEmbedUnimplementedSchedulerServiceServer()
 }
 
@@ -121,6 +136,9 @@ func (UnimplementedSchedulerServiceServer) Schedule(context.Context, *ScheduleRe
 }
 func (UnimplementedSchedulerServiceServer) Explain(context.Context, *ExplainRequest) (*ExplainResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Explain not implemented")
+}
+func (UnimplementedSchedulerServiceServer) ListReplicas(context.Context, *ListReplicasRequest) (*ListReplicasResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListReplicas not implemented")
 }
 func (UnimplementedSchedulerServiceServer) mustEmbedUnimplementedSchedulerServiceServer() {}
 func (UnimplementedSchedulerServiceServer) testEmbeddedByValue()                          {}
@@ -190,6 +208,24 @@ func _SchedulerService_Explain_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SchedulerService_ListReplicas_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListReplicasRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SchedulerServiceServer).ListReplicas(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SchedulerService_ListReplicas_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SchedulerServiceServer).ListReplicas(ctx, req.(*ListReplicasRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SchedulerService_ServiceDesc is the grpc.ServiceDesc for SchedulerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -204,6 +240,10 @@ var SchedulerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Explain",
 			Handler:    _SchedulerService_Explain_Handler,
+		},
+		{
+			MethodName: "ListReplicas",
+			Handler:    _SchedulerService_ListReplicas_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -9,6 +9,7 @@ package berthv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -563,7 +564,15 @@ type Node struct {
 	// When true no new pod is placed on the node (cordoned).
 	Unschedulable bool `protobuf:"varint,5,opt,name=unschedulable,proto3" json:"unschedulable,omitempty"`
 	// Container images already present on the node.
-	Images        []*ContainerImage `protobuf:"bytes,6,rep,name=images,proto3" json:"images,omitempty"`
+	Images []*ContainerImage `protobuf:"bytes,6,rep,name=images,proto3" json:"images,omitempty"`
+	// When above zero the node must renew its lease (RenewNodeLease) within
+	// this many seconds, or it is marked unreachable and its pods reported.
+	// Set through UpsertNode.
+	LeaseTtlSeconds int32 `protobuf:"varint,7,opt,name=lease_ttl_seconds,json=leaseTtlSeconds,proto3" json:"lease_ttl_seconds,omitempty"`
+	// Output only: the node's lease expired. No pod is placed on it until the
+	// lease is renewed. Shown to plugins as the taint
+	// node.berth.io/unreachable:NoSchedule.
+	Unreachable   bool `protobuf:"varint,8,opt,name=unreachable,proto3" json:"unreachable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -638,6 +647,20 @@ func (x *Node) GetImages() []*ContainerImage {
 		return x.Images
 	}
 	return nil
+}
+
+func (x *Node) GetLeaseTtlSeconds() int32 {
+	if x != nil {
+		return x.LeaseTtlSeconds
+	}
+	return 0
+}
+
+func (x *Node) GetUnreachable() bool {
+	if x != nil {
+		return x.Unreachable
+	}
+	return false
 }
 
 // Taint marks a node so that only pods tolerating it land there.
@@ -1176,7 +1199,14 @@ type PodStatus struct {
 	Diagnosis *SchedulingDiagnosis `protobuf:"bytes,5,opt,name=diagnosis,proto3" json:"diagnosis,omitempty"`
 	// Set when the pod was chosen as a preemption victim: the preemptor's
 	// namespace/name. The orchestrator should stop and delete the pod.
-	PreemptedBy   string `protobuf:"bytes,6,opt,name=preempted_by,json=preemptedBy,proto3" json:"preempted_by,omitempty"`
+	PreemptedBy string `protobuf:"bytes,6,opt,name=preempted_by,json=preemptedBy,proto3" json:"preempted_by,omitempty"`
+	// Replica that bound the pod.
+	ScheduledBy string `protobuf:"bytes,7,opt,name=scheduled_by,json=scheduledBy,proto3" json:"scheduled_by,omitempty"`
+	// Nodes the orchestrator could not start the pod on (RejectBinding). The
+	// pod is not placed on such a node again until the node changes.
+	Rejections []*NodeRejection `protobuf:"bytes,8,rep,name=rejections,proto3" json:"rejections,omitempty"`
+	// Set when the pod's node lost its lease while the pod was on it.
+	NodeLost      bool `protobuf:"varint,9,opt,name=node_lost,json=nodeLost,proto3" json:"node_lost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1253,6 +1283,177 @@ func (x *PodStatus) GetPreemptedBy() string {
 	return ""
 }
 
+func (x *PodStatus) GetScheduledBy() string {
+	if x != nil {
+		return x.ScheduledBy
+	}
+	return ""
+}
+
+func (x *PodStatus) GetRejections() []*NodeRejection {
+	if x != nil {
+		return x.Rejections
+	}
+	return nil
+}
+
+func (x *PodStatus) GetNodeLost() bool {
+	if x != nil {
+		return x.NodeLost
+	}
+	return false
+}
+
+// NodeRejection records that an orchestrator could not start a pod on a
+// node.
+type NodeRejection struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The node that rejected the pod.
+	NodeName string `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	// Revision of the node record when it rejected the pod; once the node is
+	// updated the pod may be placed there again.
+	NodeRevision int64 `protobuf:"varint,2,opt,name=node_revision,json=nodeRevision,proto3" json:"node_revision,omitempty"`
+	// Why the node could not start the pod.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// When the rejection was recorded.
+	Time          *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeRejection) Reset() {
+	*x = NodeRejection{}
+	mi := &file_berth_v1_types_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeRejection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeRejection) ProtoMessage() {}
+
+func (x *NodeRejection) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_types_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeRejection.ProtoReflect.Descriptor instead.
+func (*NodeRejection) Descriptor() ([]byte, []int) {
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *NodeRejection) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *NodeRejection) GetNodeRevision() int64 {
+	if x != nil {
+		return x.NodeRevision
+	}
+	return 0
+}
+
+func (x *NodeRejection) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *NodeRejection) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+// PodGroup is a gang: its pods are bound all together, once at least
+// min_member of them fit, or not at all.
+type PodGroup struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace of the group and of its pods.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Name of the group; pods join it through Pod.pod_group.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// How many members must fit before any is bound. At least 1.
+	MinMember int32 `protobuf:"varint,3,opt,name=min_member,json=minMember,proto3" json:"min_member,omitempty"`
+	// How long placed members wait for the rest before all are released
+	// and the group backs off; default 60s.
+	ScheduleTimeout *durationpb.Duration `protobuf:"bytes,4,opt,name=schedule_timeout,json=scheduleTimeout,proto3" json:"schedule_timeout,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *PodGroup) Reset() {
+	*x = PodGroup{}
+	mi := &file_berth_v1_types_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodGroup) ProtoMessage() {}
+
+func (x *PodGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_berth_v1_types_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodGroup.ProtoReflect.Descriptor instead.
+func (*PodGroup) Descriptor() ([]byte, []int) {
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PodGroup) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PodGroup) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodGroup) GetMinMember() int32 {
+	if x != nil {
+		return x.MinMember
+	}
+	return 0
+}
+
+func (x *PodGroup) GetScheduleTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.ScheduleTimeout
+	}
+	return nil
+}
+
 // SchedulingDiagnosis summarises why no node was found for a pod.
 type SchedulingDiagnosis struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1268,7 +1469,7 @@ type SchedulingDiagnosis struct {
 
 func (x *SchedulingDiagnosis) Reset() {
 	*x = SchedulingDiagnosis{}
-	mi := &file_berth_v1_types_proto_msgTypes[8]
+	mi := &file_berth_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1280,7 +1481,7 @@ func (x *SchedulingDiagnosis) String() string {
 func (*SchedulingDiagnosis) ProtoMessage() {}
 
 func (x *SchedulingDiagnosis) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[8]
+	mi := &file_berth_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1293,7 +1494,7 @@ func (x *SchedulingDiagnosis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulingDiagnosis.ProtoReflect.Descriptor instead.
 func (*SchedulingDiagnosis) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SchedulingDiagnosis) GetNodesEvaluated() int32 {
@@ -1332,7 +1533,7 @@ type ReasonCount struct {
 
 func (x *ReasonCount) Reset() {
 	*x = ReasonCount{}
-	mi := &file_berth_v1_types_proto_msgTypes[9]
+	mi := &file_berth_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1344,7 +1545,7 @@ func (x *ReasonCount) String() string {
 func (*ReasonCount) ProtoMessage() {}
 
 func (x *ReasonCount) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[9]
+	mi := &file_berth_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1357,7 +1558,7 @@ func (x *ReasonCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReasonCount.ProtoReflect.Descriptor instead.
 func (*ReasonCount) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ReasonCount) GetPlugin() string {
@@ -1400,7 +1601,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_berth_v1_types_proto_msgTypes[10]
+	mi := &file_berth_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1412,7 +1613,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[10]
+	mi := &file_berth_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1425,7 +1626,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Toleration) GetKey() string {
@@ -1478,7 +1679,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_berth_v1_types_proto_msgTypes[11]
+	mi := &file_berth_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1490,7 +1691,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[11]
+	mi := &file_berth_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1503,7 +1704,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -1540,7 +1741,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_berth_v1_types_proto_msgTypes[12]
+	mi := &file_berth_v1_types_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +1753,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[12]
+	mi := &file_berth_v1_types_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +1766,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *NodeAffinity) GetRequired() *NodeSelector {
@@ -1593,7 +1794,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_berth_v1_types_proto_msgTypes[13]
+	mi := &file_berth_v1_types_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1605,7 +1806,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[13]
+	mi := &file_berth_v1_types_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1618,7 +1819,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -1641,7 +1842,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_berth_v1_types_proto_msgTypes[14]
+	mi := &file_berth_v1_types_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1653,7 +1854,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[14]
+	mi := &file_berth_v1_types_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1666,7 +1867,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{14}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
@@ -1698,7 +1899,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_berth_v1_types_proto_msgTypes[15]
+	mi := &file_berth_v1_types_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1710,7 +1911,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[15]
+	mi := &file_berth_v1_types_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1723,7 +1924,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{15}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -1760,7 +1961,7 @@ type PreferredSchedulingTerm struct {
 
 func (x *PreferredSchedulingTerm) Reset() {
 	*x = PreferredSchedulingTerm{}
-	mi := &file_berth_v1_types_proto_msgTypes[16]
+	mi := &file_berth_v1_types_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1772,7 +1973,7 @@ func (x *PreferredSchedulingTerm) String() string {
 func (*PreferredSchedulingTerm) ProtoMessage() {}
 
 func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[16]
+	mi := &file_berth_v1_types_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1785,7 +1986,7 @@ func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
 func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{16}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PreferredSchedulingTerm) GetWeight() int32 {
@@ -1815,7 +2016,7 @@ type PodAffinity struct {
 
 func (x *PodAffinity) Reset() {
 	*x = PodAffinity{}
-	mi := &file_berth_v1_types_proto_msgTypes[17]
+	mi := &file_berth_v1_types_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +2028,7 @@ func (x *PodAffinity) String() string {
 func (*PodAffinity) ProtoMessage() {}
 
 func (x *PodAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[17]
+	mi := &file_berth_v1_types_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +2041,7 @@ func (x *PodAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinity.ProtoReflect.Descriptor instead.
 func (*PodAffinity) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{17}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PodAffinity) GetRequired() []*PodAffinityTerm {
@@ -1870,7 +2071,7 @@ type PodAntiAffinity struct {
 
 func (x *PodAntiAffinity) Reset() {
 	*x = PodAntiAffinity{}
-	mi := &file_berth_v1_types_proto_msgTypes[18]
+	mi := &file_berth_v1_types_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1882,7 +2083,7 @@ func (x *PodAntiAffinity) String() string {
 func (*PodAntiAffinity) ProtoMessage() {}
 
 func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[18]
+	mi := &file_berth_v1_types_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1895,7 +2096,7 @@ func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAntiAffinity.ProtoReflect.Descriptor instead.
 func (*PodAntiAffinity) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{18}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PodAntiAffinity) GetRequired() []*PodAffinityTerm {
@@ -1935,7 +2136,7 @@ type PodAffinityTerm struct {
 
 func (x *PodAffinityTerm) Reset() {
 	*x = PodAffinityTerm{}
-	mi := &file_berth_v1_types_proto_msgTypes[19]
+	mi := &file_berth_v1_types_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1947,7 +2148,7 @@ func (x *PodAffinityTerm) String() string {
 func (*PodAffinityTerm) ProtoMessage() {}
 
 func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[19]
+	mi := &file_berth_v1_types_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1960,7 +2161,7 @@ func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*PodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{19}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PodAffinityTerm) GetLabelSelector() *LabelSelector {
@@ -2018,7 +2219,7 @@ type WeightedPodAffinityTerm struct {
 
 func (x *WeightedPodAffinityTerm) Reset() {
 	*x = WeightedPodAffinityTerm{}
-	mi := &file_berth_v1_types_proto_msgTypes[20]
+	mi := &file_berth_v1_types_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2030,7 +2231,7 @@ func (x *WeightedPodAffinityTerm) String() string {
 func (*WeightedPodAffinityTerm) ProtoMessage() {}
 
 func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[20]
+	mi := &file_berth_v1_types_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2043,7 +2244,7 @@ func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WeightedPodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*WeightedPodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{20}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WeightedPodAffinityTerm) GetWeight() int32 {
@@ -2073,7 +2274,7 @@ type LabelSelector struct {
 
 func (x *LabelSelector) Reset() {
 	*x = LabelSelector{}
-	mi := &file_berth_v1_types_proto_msgTypes[21]
+	mi := &file_berth_v1_types_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2085,7 +2286,7 @@ func (x *LabelSelector) String() string {
 func (*LabelSelector) ProtoMessage() {}
 
 func (x *LabelSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[21]
+	mi := &file_berth_v1_types_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2098,7 +2299,7 @@ func (x *LabelSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LabelSelector.ProtoReflect.Descriptor instead.
 func (*LabelSelector) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{21}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LabelSelector) GetMatchLabels() map[string]string {
@@ -2130,7 +2331,7 @@ type LabelSelectorRequirement struct {
 
 func (x *LabelSelectorRequirement) Reset() {
 	*x = LabelSelectorRequirement{}
-	mi := &file_berth_v1_types_proto_msgTypes[22]
+	mi := &file_berth_v1_types_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2142,7 +2343,7 @@ func (x *LabelSelectorRequirement) String() string {
 func (*LabelSelectorRequirement) ProtoMessage() {}
 
 func (x *LabelSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[22]
+	mi := &file_berth_v1_types_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2155,7 +2356,7 @@ func (x *LabelSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LabelSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*LabelSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{22}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LabelSelectorRequirement) GetKey() string {
@@ -2205,7 +2406,7 @@ type TopologySpreadConstraint struct {
 
 func (x *TopologySpreadConstraint) Reset() {
 	*x = TopologySpreadConstraint{}
-	mi := &file_berth_v1_types_proto_msgTypes[23]
+	mi := &file_berth_v1_types_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2217,7 +2418,7 @@ func (x *TopologySpreadConstraint) String() string {
 func (*TopologySpreadConstraint) ProtoMessage() {}
 
 func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[23]
+	mi := &file_berth_v1_types_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2230,7 +2431,7 @@ func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySpreadConstraint.ProtoReflect.Descriptor instead.
 func (*TopologySpreadConstraint) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{23}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TopologySpreadConstraint) GetMaxSkew() int32 {
@@ -2307,7 +2508,7 @@ type DisruptionBudget struct {
 
 func (x *DisruptionBudget) Reset() {
 	*x = DisruptionBudget{}
-	mi := &file_berth_v1_types_proto_msgTypes[24]
+	mi := &file_berth_v1_types_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2319,7 +2520,7 @@ func (x *DisruptionBudget) String() string {
 func (*DisruptionBudget) ProtoMessage() {}
 
 func (x *DisruptionBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_berth_v1_types_proto_msgTypes[24]
+	mi := &file_berth_v1_types_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2332,7 +2533,7 @@ func (x *DisruptionBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DisruptionBudget.ProtoReflect.Descriptor instead.
 func (*DisruptionBudget) Descriptor() ([]byte, []int) {
-	return file_berth_v1_types_proto_rawDescGZIP(), []int{24}
+	return file_berth_v1_types_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DisruptionBudget) GetNamespace() string {
@@ -2367,14 +2568,16 @@ var File_berth_v1_types_proto protoreflect.FileDescriptor
 
 const file_berth_v1_types_proto_rawDesc = "" +
 	"\n" +
-	"\x14berth/v1/types.proto\x12\bberth.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8d\x03\n" +
+	"\x14berth/v1/types.proto\x12\bberth.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdb\x03\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12A\n" +
 	"\vallocatable\x18\x02 \x03(\v2\x1f.berth.v1.Node.AllocatableEntryR\vallocatable\x122\n" +
 	"\x06labels\x18\x03 \x03(\v2\x1a.berth.v1.Node.LabelsEntryR\x06labels\x12'\n" +
 	"\x06taints\x18\x04 \x03(\v2\x0f.berth.v1.TaintR\x06taints\x12$\n" +
 	"\runschedulable\x18\x05 \x01(\bR\runschedulable\x120\n" +
-	"\x06images\x18\x06 \x03(\v2\x18.berth.v1.ContainerImageR\x06images\x1a>\n" +
+	"\x06images\x18\x06 \x03(\v2\x18.berth.v1.ContainerImageR\x06images\x12*\n" +
+	"\x11lease_ttl_seconds\x18\a \x01(\x05R\x0fleaseTtlSeconds\x12 \n" +
+	"\vunreachable\x18\b \x01(\bR\vunreachable\x1a>\n" +
 	"\x10AllocatableEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1a9\n" +
@@ -2438,7 +2641,7 @@ const file_berth_v1_types_proto_rawDesc = "" +
 	"\x0econtainer_port\x18\x01 \x01(\x05R\rcontainerPort\x12\x1b\n" +
 	"\thost_port\x18\x02 \x01(\x05R\bhostPort\x12.\n" +
 	"\bprotocol\x18\x03 \x01(\x0e2\x12.berth.v1.ProtocolR\bprotocol\x12\x17\n" +
-	"\ahost_ip\x18\x04 \x01(\tR\x06hostIp\"\x9a\x02\n" +
+	"\ahost_ip\x18\x04 \x01(\tR\x06hostIp\"\x93\x03\n" +
 	"\tPodStatus\x12(\n" +
 	"\x05phase\x18\x01 \x01(\x0e2\x12.berth.v1.PodPhaseR\x05phase\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
@@ -2446,7 +2649,23 @@ const file_berth_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"start_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12;\n" +
 	"\tdiagnosis\x18\x05 \x01(\v2\x1d.berth.v1.SchedulingDiagnosisR\tdiagnosis\x12!\n" +
-	"\fpreempted_by\x18\x06 \x01(\tR\vpreemptedBy\"\x9f\x01\n" +
+	"\fpreempted_by\x18\x06 \x01(\tR\vpreemptedBy\x12!\n" +
+	"\fscheduled_by\x18\a \x01(\tR\vscheduledBy\x127\n" +
+	"\n" +
+	"rejections\x18\b \x03(\v2\x17.berth.v1.NodeRejectionR\n" +
+	"rejections\x12\x1b\n" +
+	"\tnode_lost\x18\t \x01(\bR\bnodeLost\"\x99\x01\n" +
+	"\rNodeRejection\x12\x1b\n" +
+	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12#\n" +
+	"\rnode_revision\x18\x02 \x01(\x03R\fnodeRevision\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12.\n" +
+	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xa1\x01\n" +
+	"\bPodGroup\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"min_member\x18\x03 \x01(\x05R\tminMember\x12D\n" +
+	"\x10schedule_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x0fscheduleTimeout\"\x9f\x01\n" +
 	"\x13SchedulingDiagnosis\x12'\n" +
 	"\x0fnodes_evaluated\x18\x01 \x01(\x05R\x0enodesEvaluated\x12/\n" +
 	"\areasons\x18\x02 \x03(\v2\x15.berth.v1.ReasonCountR\areasons\x12.\n" +
@@ -2589,7 +2808,7 @@ func file_berth_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_berth_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_berth_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_berth_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_berth_v1_types_proto_goTypes = []any{
 	(TaintEffect)(0),                   // 0: berth.v1.TaintEffect
 	(Protocol)(0),                      // 1: berth.v1.Protocol
@@ -2608,89 +2827,95 @@ var file_berth_v1_types_proto_goTypes = []any{
 	(*Container)(nil),                  // 14: berth.v1.Container
 	(*ContainerPort)(nil),              // 15: berth.v1.ContainerPort
 	(*PodStatus)(nil),                  // 16: berth.v1.PodStatus
-	(*SchedulingDiagnosis)(nil),        // 17: berth.v1.SchedulingDiagnosis
-	(*ReasonCount)(nil),                // 18: berth.v1.ReasonCount
-	(*Toleration)(nil),                 // 19: berth.v1.Toleration
-	(*Affinity)(nil),                   // 20: berth.v1.Affinity
-	(*NodeAffinity)(nil),               // 21: berth.v1.NodeAffinity
-	(*NodeSelector)(nil),               // 22: berth.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),           // 23: berth.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),    // 24: berth.v1.NodeSelectorRequirement
-	(*PreferredSchedulingTerm)(nil),    // 25: berth.v1.PreferredSchedulingTerm
-	(*PodAffinity)(nil),                // 26: berth.v1.PodAffinity
-	(*PodAntiAffinity)(nil),            // 27: berth.v1.PodAntiAffinity
-	(*PodAffinityTerm)(nil),            // 28: berth.v1.PodAffinityTerm
-	(*WeightedPodAffinityTerm)(nil),    // 29: berth.v1.WeightedPodAffinityTerm
-	(*LabelSelector)(nil),              // 30: berth.v1.LabelSelector
-	(*LabelSelectorRequirement)(nil),   // 31: berth.v1.LabelSelectorRequirement
-	(*TopologySpreadConstraint)(nil),   // 32: berth.v1.TopologySpreadConstraint
-	(*DisruptionBudget)(nil),           // 33: berth.v1.DisruptionBudget
-	nil,                                // 34: berth.v1.Node.AllocatableEntry
-	nil,                                // 35: berth.v1.Node.LabelsEntry
-	nil,                                // 36: berth.v1.NodeUsage.RequestedEntry
-	nil,                                // 37: berth.v1.Pod.LabelsEntry
-	nil,                                // 38: berth.v1.Pod.OverheadEntry
-	nil,                                // 39: berth.v1.Pod.NodeSelectorEntry
-	nil,                                // 40: berth.v1.Container.RequestsEntry
-	nil,                                // 41: berth.v1.LabelSelector.MatchLabelsEntry
-	(*timestamppb.Timestamp)(nil),      // 42: google.protobuf.Timestamp
+	(*NodeRejection)(nil),              // 17: berth.v1.NodeRejection
+	(*PodGroup)(nil),                   // 18: berth.v1.PodGroup
+	(*SchedulingDiagnosis)(nil),        // 19: berth.v1.SchedulingDiagnosis
+	(*ReasonCount)(nil),                // 20: berth.v1.ReasonCount
+	(*Toleration)(nil),                 // 21: berth.v1.Toleration
+	(*Affinity)(nil),                   // 22: berth.v1.Affinity
+	(*NodeAffinity)(nil),               // 23: berth.v1.NodeAffinity
+	(*NodeSelector)(nil),               // 24: berth.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),           // 25: berth.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),    // 26: berth.v1.NodeSelectorRequirement
+	(*PreferredSchedulingTerm)(nil),    // 27: berth.v1.PreferredSchedulingTerm
+	(*PodAffinity)(nil),                // 28: berth.v1.PodAffinity
+	(*PodAntiAffinity)(nil),            // 29: berth.v1.PodAntiAffinity
+	(*PodAffinityTerm)(nil),            // 30: berth.v1.PodAffinityTerm
+	(*WeightedPodAffinityTerm)(nil),    // 31: berth.v1.WeightedPodAffinityTerm
+	(*LabelSelector)(nil),              // 32: berth.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil),   // 33: berth.v1.LabelSelectorRequirement
+	(*TopologySpreadConstraint)(nil),   // 34: berth.v1.TopologySpreadConstraint
+	(*DisruptionBudget)(nil),           // 35: berth.v1.DisruptionBudget
+	nil,                                // 36: berth.v1.Node.AllocatableEntry
+	nil,                                // 37: berth.v1.Node.LabelsEntry
+	nil,                                // 38: berth.v1.NodeUsage.RequestedEntry
+	nil,                                // 39: berth.v1.Pod.LabelsEntry
+	nil,                                // 40: berth.v1.Pod.OverheadEntry
+	nil,                                // 41: berth.v1.Pod.NodeSelectorEntry
+	nil,                                // 42: berth.v1.Container.RequestsEntry
+	nil,                                // 43: berth.v1.LabelSelector.MatchLabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 44: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 45: google.protobuf.Duration
 }
 var file_berth_v1_types_proto_depIdxs = []int32{
-	34, // 0: berth.v1.Node.allocatable:type_name -> berth.v1.Node.AllocatableEntry
-	35, // 1: berth.v1.Node.labels:type_name -> berth.v1.Node.LabelsEntry
+	36, // 0: berth.v1.Node.allocatable:type_name -> berth.v1.Node.AllocatableEntry
+	37, // 1: berth.v1.Node.labels:type_name -> berth.v1.Node.LabelsEntry
 	10, // 2: berth.v1.Node.taints:type_name -> berth.v1.Taint
 	11, // 3: berth.v1.Node.images:type_name -> berth.v1.ContainerImage
 	0,  // 4: berth.v1.Taint.effect:type_name -> berth.v1.TaintEffect
-	36, // 5: berth.v1.NodeUsage.requested:type_name -> berth.v1.NodeUsage.RequestedEntry
-	37, // 6: berth.v1.Pod.labels:type_name -> berth.v1.Pod.LabelsEntry
+	38, // 5: berth.v1.NodeUsage.requested:type_name -> berth.v1.NodeUsage.RequestedEntry
+	39, // 6: berth.v1.Pod.labels:type_name -> berth.v1.Pod.LabelsEntry
 	14, // 7: berth.v1.Pod.containers:type_name -> berth.v1.Container
 	14, // 8: berth.v1.Pod.init_containers:type_name -> berth.v1.Container
-	38, // 9: berth.v1.Pod.overhead:type_name -> berth.v1.Pod.OverheadEntry
+	40, // 9: berth.v1.Pod.overhead:type_name -> berth.v1.Pod.OverheadEntry
 	16, // 10: berth.v1.Pod.status:type_name -> berth.v1.PodStatus
-	39, // 11: berth.v1.Pod.node_selector:type_name -> berth.v1.Pod.NodeSelectorEntry
-	19, // 12: berth.v1.Pod.tolerations:type_name -> berth.v1.Toleration
-	20, // 13: berth.v1.Pod.affinity:type_name -> berth.v1.Affinity
-	32, // 14: berth.v1.Pod.topology_spread_constraints:type_name -> berth.v1.TopologySpreadConstraint
+	41, // 11: berth.v1.Pod.node_selector:type_name -> berth.v1.Pod.NodeSelectorEntry
+	21, // 12: berth.v1.Pod.tolerations:type_name -> berth.v1.Toleration
+	22, // 13: berth.v1.Pod.affinity:type_name -> berth.v1.Affinity
+	34, // 14: berth.v1.Pod.topology_spread_constraints:type_name -> berth.v1.TopologySpreadConstraint
 	4,  // 15: berth.v1.Pod.preemption_policy:type_name -> berth.v1.PreemptionPolicy
-	40, // 16: berth.v1.Container.requests:type_name -> berth.v1.Container.RequestsEntry
+	42, // 16: berth.v1.Container.requests:type_name -> berth.v1.Container.RequestsEntry
 	15, // 17: berth.v1.Container.ports:type_name -> berth.v1.ContainerPort
 	1,  // 18: berth.v1.ContainerPort.protocol:type_name -> berth.v1.Protocol
 	2,  // 19: berth.v1.PodStatus.phase:type_name -> berth.v1.PodPhase
-	42, // 20: berth.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	17, // 21: berth.v1.PodStatus.diagnosis:type_name -> berth.v1.SchedulingDiagnosis
-	18, // 22: berth.v1.SchedulingDiagnosis.reasons:type_name -> berth.v1.ReasonCount
-	42, // 23: berth.v1.SchedulingDiagnosis.time:type_name -> google.protobuf.Timestamp
-	3,  // 24: berth.v1.Toleration.operator:type_name -> berth.v1.TolerationOperator
-	0,  // 25: berth.v1.Toleration.effect:type_name -> berth.v1.TaintEffect
-	21, // 26: berth.v1.Affinity.node_affinity:type_name -> berth.v1.NodeAffinity
-	26, // 27: berth.v1.Affinity.pod_affinity:type_name -> berth.v1.PodAffinity
-	27, // 28: berth.v1.Affinity.pod_anti_affinity:type_name -> berth.v1.PodAntiAffinity
-	22, // 29: berth.v1.NodeAffinity.required:type_name -> berth.v1.NodeSelector
-	25, // 30: berth.v1.NodeAffinity.preferred:type_name -> berth.v1.PreferredSchedulingTerm
-	23, // 31: berth.v1.NodeSelector.node_selector_terms:type_name -> berth.v1.NodeSelectorTerm
-	24, // 32: berth.v1.NodeSelectorTerm.match_expressions:type_name -> berth.v1.NodeSelectorRequirement
-	24, // 33: berth.v1.NodeSelectorTerm.match_fields:type_name -> berth.v1.NodeSelectorRequirement
-	5,  // 34: berth.v1.NodeSelectorRequirement.operator:type_name -> berth.v1.NodeSelectorOperator
-	23, // 35: berth.v1.PreferredSchedulingTerm.preference:type_name -> berth.v1.NodeSelectorTerm
-	28, // 36: berth.v1.PodAffinity.required:type_name -> berth.v1.PodAffinityTerm
-	29, // 37: berth.v1.PodAffinity.preferred:type_name -> berth.v1.WeightedPodAffinityTerm
-	28, // 38: berth.v1.PodAntiAffinity.required:type_name -> berth.v1.PodAffinityTerm
-	29, // 39: berth.v1.PodAntiAffinity.preferred:type_name -> berth.v1.WeightedPodAffinityTerm
-	30, // 40: berth.v1.PodAffinityTerm.label_selector:type_name -> berth.v1.LabelSelector
-	28, // 41: berth.v1.WeightedPodAffinityTerm.term:type_name -> berth.v1.PodAffinityTerm
-	41, // 42: berth.v1.LabelSelector.match_labels:type_name -> berth.v1.LabelSelector.MatchLabelsEntry
-	31, // 43: berth.v1.LabelSelector.match_expressions:type_name -> berth.v1.LabelSelectorRequirement
-	6,  // 44: berth.v1.LabelSelectorRequirement.operator:type_name -> berth.v1.LabelSelectorOperator
-	7,  // 45: berth.v1.TopologySpreadConstraint.when_unsatisfiable:type_name -> berth.v1.UnsatisfiableConstraintAction
-	30, // 46: berth.v1.TopologySpreadConstraint.label_selector:type_name -> berth.v1.LabelSelector
-	8,  // 47: berth.v1.TopologySpreadConstraint.node_affinity_policy:type_name -> berth.v1.NodeInclusionPolicy
-	8,  // 48: berth.v1.TopologySpreadConstraint.node_taints_policy:type_name -> berth.v1.NodeInclusionPolicy
-	30, // 49: berth.v1.DisruptionBudget.selector:type_name -> berth.v1.LabelSelector
-	50, // [50:50] is the sub-list for method output_type
-	50, // [50:50] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	44, // 20: berth.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	19, // 21: berth.v1.PodStatus.diagnosis:type_name -> berth.v1.SchedulingDiagnosis
+	17, // 22: berth.v1.PodStatus.rejections:type_name -> berth.v1.NodeRejection
+	44, // 23: berth.v1.NodeRejection.time:type_name -> google.protobuf.Timestamp
+	45, // 24: berth.v1.PodGroup.schedule_timeout:type_name -> google.protobuf.Duration
+	20, // 25: berth.v1.SchedulingDiagnosis.reasons:type_name -> berth.v1.ReasonCount
+	44, // 26: berth.v1.SchedulingDiagnosis.time:type_name -> google.protobuf.Timestamp
+	3,  // 27: berth.v1.Toleration.operator:type_name -> berth.v1.TolerationOperator
+	0,  // 28: berth.v1.Toleration.effect:type_name -> berth.v1.TaintEffect
+	23, // 29: berth.v1.Affinity.node_affinity:type_name -> berth.v1.NodeAffinity
+	28, // 30: berth.v1.Affinity.pod_affinity:type_name -> berth.v1.PodAffinity
+	29, // 31: berth.v1.Affinity.pod_anti_affinity:type_name -> berth.v1.PodAntiAffinity
+	24, // 32: berth.v1.NodeAffinity.required:type_name -> berth.v1.NodeSelector
+	27, // 33: berth.v1.NodeAffinity.preferred:type_name -> berth.v1.PreferredSchedulingTerm
+	25, // 34: berth.v1.NodeSelector.node_selector_terms:type_name -> berth.v1.NodeSelectorTerm
+	26, // 35: berth.v1.NodeSelectorTerm.match_expressions:type_name -> berth.v1.NodeSelectorRequirement
+	26, // 36: berth.v1.NodeSelectorTerm.match_fields:type_name -> berth.v1.NodeSelectorRequirement
+	5,  // 37: berth.v1.NodeSelectorRequirement.operator:type_name -> berth.v1.NodeSelectorOperator
+	25, // 38: berth.v1.PreferredSchedulingTerm.preference:type_name -> berth.v1.NodeSelectorTerm
+	30, // 39: berth.v1.PodAffinity.required:type_name -> berth.v1.PodAffinityTerm
+	31, // 40: berth.v1.PodAffinity.preferred:type_name -> berth.v1.WeightedPodAffinityTerm
+	30, // 41: berth.v1.PodAntiAffinity.required:type_name -> berth.v1.PodAffinityTerm
+	31, // 42: berth.v1.PodAntiAffinity.preferred:type_name -> berth.v1.WeightedPodAffinityTerm
+	32, // 43: berth.v1.PodAffinityTerm.label_selector:type_name -> berth.v1.LabelSelector
+	30, // 44: berth.v1.WeightedPodAffinityTerm.term:type_name -> berth.v1.PodAffinityTerm
+	43, // 45: berth.v1.LabelSelector.match_labels:type_name -> berth.v1.LabelSelector.MatchLabelsEntry
+	33, // 46: berth.v1.LabelSelector.match_expressions:type_name -> berth.v1.LabelSelectorRequirement
+	6,  // 47: berth.v1.LabelSelectorRequirement.operator:type_name -> berth.v1.LabelSelectorOperator
+	7,  // 48: berth.v1.TopologySpreadConstraint.when_unsatisfiable:type_name -> berth.v1.UnsatisfiableConstraintAction
+	32, // 49: berth.v1.TopologySpreadConstraint.label_selector:type_name -> berth.v1.LabelSelector
+	8,  // 50: berth.v1.TopologySpreadConstraint.node_affinity_policy:type_name -> berth.v1.NodeInclusionPolicy
+	8,  // 51: berth.v1.TopologySpreadConstraint.node_taints_policy:type_name -> berth.v1.NodeInclusionPolicy
+	32, // 52: berth.v1.DisruptionBudget.selector:type_name -> berth.v1.LabelSelector
+	53, // [53:53] is the sub-list for method output_type
+	53, // [53:53] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_berth_v1_types_proto_init() }
@@ -2704,7 +2929,7 @@ func file_berth_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_berth_v1_types_proto_rawDesc), len(file_berth_v1_types_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   33,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
