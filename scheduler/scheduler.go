@@ -8,9 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -54,6 +54,13 @@ type Unschedulable struct {
 type Config struct {
 	// Shards is the number of shard loops; default GOMAXPROCS.
 	Shards int
+	// LogicalShards is how many logical shards pods hash to; default
+	// DefaultLogicalShards. Every replica sharing a store must agree.
+	LogicalShards int
+	// OwnNone starts the scheduler owning no logical shard; a shard
+	// manager then hands them out with AcquireShard. By default it owns all
+	// of them at epoch 0: one replica, nothing to fence.
+	OwnNone bool
 	// PercentageOfNodesToScore: 0 means kube-scheduler's adaptive default.
 	PercentageOfNodesToScore int32
 	// Profiles by scheduler name; default one kube-scheduler default
@@ -101,12 +108,21 @@ type Scheduler struct {
 	// placement depends on other pods can be re-checked against the very
 	// latest state before it is assumed. See shard.assume.
 	placeMu sync.Mutex
+
+	// view is the latest store revision whose changes the cache holds.
+	view atomic.Int64
+	// ownMu guards owned: logical shard -> the epoch it was acquired at.
+	ownMu sync.RWMutex
+	owned map[int]int64
 }
 
 // New builds a Scheduler; Run starts it.
 func New(ctx context.Context, cfg Config, committer Committer) (*Scheduler, error) {
 	if cfg.Shards <= 0 {
 		cfg.Shards = runtime.GOMAXPROCS(0)
+	}
+	if cfg.LogicalShards <= 0 {
+		cfg.LogicalShards = DefaultLogicalShards
 	}
 	if cfg.Parallelism <= 0 {
 		cfg.Parallelism = 1
@@ -133,6 +149,12 @@ func New(ctx context.Context, cfg Config, committer Committer) (*Scheduler, erro
 		cache:     cache.New(),
 		nodes:     map[string]*framework.Node{},
 		nominator: newNominator(),
+		owned:     map[int]int64{},
+	}
+	if !cfg.OwnNone {
+		for i := 0; i < cfg.LogicalShards; i++ {
+			s.owned[i] = 0
+		}
 	}
 	s.cfg.Profiles = s.withPreemptionArgs(cfg.Profiles)
 	for i := 0; i < cfg.Shards; i++ {
@@ -160,16 +182,16 @@ func (s *Scheduler) Run(ctx context.Context) {
 	s.binding.Wait()
 }
 
-// shardFor maps a pod to its shard. Members of a pod group share a shard so
-// one loop sees the whole gang.
+// shardFor maps a pod to the loop that serves its logical shard.
 func (s *Scheduler) shardFor(p *framework.Pod) *shard {
-	key := p.Key()
-	if p.PodGroup != "" {
-		key = p.Namespace + "/" + p.PodGroup + "/group"
-	}
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return s.shards[h.Sum32()%uint32(len(s.shards))]
+	return s.shards[s.ShardOf(p)%len(s.shards)]
+}
+
+func (s *Scheduler) epochOf(shard int) (int64, bool) {
+	s.ownMu.RLock()
+	defer s.ownMu.RUnlock()
+	e, ok := s.owned[shard]
+	return e, ok
 }
 
 // NodeInfo returns a copy of what the cache knows of a node.

@@ -29,6 +29,15 @@ type SyncHandler interface {
 	PodDeleted(prev *berthv1.Pod, rev int64)
 }
 
+// AppliedHandler is an optional part of a SyncHandler: Applied(rev) says
+// that every change up to rev has been delivered. It comes after Reset and
+// after each watch response, never inside one etcd revision: a Txn's events
+// arrive in one response, so a reader of the handler's state sees whole
+// transactions only.
+type AppliedHandler interface {
+	Applied(rev int64)
+}
+
 // BudgetHandler is an optional part of a SyncHandler: a handler that also
 // implements it is told about disruption budgets. BudgetsReset comes just
 // before each Reset.
@@ -118,6 +127,10 @@ func (s *Store) syncOnce(ctx context.Context, h SyncHandler) (listed bool, err e
 		bh.BudgetsReset(budgets)
 	}
 	h.Reset(nodes, pods, rev)
+	applied, _ := h.(AppliedHandler)
+	if applied != nil {
+		applied.Applied(rev)
+	}
 
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -134,6 +147,9 @@ func (s *Store) syncOnce(ctx context.Context, h SyncHandler) (listed bool, err e
 		s.metrics.watchEvent("sync", len(resp.Events))
 		for _, ev := range resp.Events {
 			s.deliver(h, ev)
+		}
+		if applied != nil && len(resp.Events) > 0 {
+			applied.Applied(resp.Events[len(resp.Events)-1].Kv.ModRevision)
 		}
 	}
 	return true, errWatchClosed

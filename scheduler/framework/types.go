@@ -293,6 +293,18 @@ type Pod struct {
 	// with decisions so it can write them without a read. The core never
 	// looks inside.
 	Source any
+
+	// Set on the assumed copy a binding cycle commits:
+	//
+	// ViewRevision is the store revision of the cluster view the placement
+	// was checked against: every change at or before it was in the cache.
+	// A commit must fail if another writer added a pod to the node after it.
+	ViewRevision int64
+	// Shard is the pod's logical shard and ShardEpoch the revision at which
+	// this replica took ownership of it: the fence a commit compares, so a
+	// replica that lost the shard cannot commit for it. Epoch 0: no fence.
+	Shard      int
+	ShardEpoch int64
 }
 
 // Key is the pod's namespace/name, its identity in the queue and cache.
