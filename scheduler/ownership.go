@@ -44,3 +44,59 @@ func (s *Scheduler) OwnsPod(p *framework.Pod) bool {
 	_, ok := s.epochOf(s.ShardOf(p))
 	return ok
 }
+
+// AcquireShard makes this replica schedule a logical shard: its pending
+// pods are queued, and commits for them carry epoch as their fence.
+func (s *Scheduler) AcquireShard(shard int, epoch int64) {
+	s.ownMu.Lock()
+	s.owned[shard] = epoch
+	s.ownMu.Unlock()
+	s.shards[shard%len(s.shards)].queueShard(shard)
+}
+
+// ReleaseShard stops scheduling a logical shard at once: its pods leave the
+// queue, and attempts under way are dropped when they end (their commits
+// fail the fence). The pods stay known, for a later AcquireShard.
+func (s *Scheduler) ReleaseShard(shard int) {
+	s.ownMu.Lock()
+	delete(s.owned, shard)
+	s.ownMu.Unlock()
+	s.shards[shard%len(s.shards)].dropShard(shard)
+	s.releaseWaiting("shard moved", func(p *framework.Pod) bool { return s.ShardOf(p) == shard })
+}
+
+// OwnedShards counts the logical shards this replica owns.
+func (s *Scheduler) OwnedShards() int {
+	s.ownMu.RLock()
+	defer s.ownMu.RUnlock()
+	return len(s.owned)
+}
+
+func (sh *shard) queueShard(shard int) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for key, p := range sh.pending {
+		if _, busy := sh.inFlight[key]; !busy && sh.s.ShardOf(p) == shard {
+			sh.queue.Add(p)
+		}
+	}
+}
+
+func (sh *shard) dropShard(shard int) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for key, p := range sh.pending {
+		if sh.s.ShardOf(p) != shard {
+			continue
+		}
+		// The new owner decides afresh; our nomination would only hold
+		// room in this replica's view.
+		sh.s.nominator.forget(p)
+		if _, busy := sh.inFlight[key]; !busy {
+			sh.queue.Delete(p)
+		}
+	}
+}
+
+// LogicalShards is the number of logical shards pods hash to.
+func (s *Scheduler) LogicalShards() int { return s.cfg.LogicalShards }

@@ -103,6 +103,7 @@ type Scheduler struct {
 	// all but one preemptor must preempt again.
 	preemptMu sync.Mutex
 	budgets   budgetSet
+	groups    *groupSet // pod groups and their members: gang.go
 
 	// placeMu serialises assumptions across shards, so a pod whose
 	// placement depends on other pods can be re-checked against the very
@@ -157,6 +158,8 @@ func New(ctx context.Context, cfg Config, committer Committer) (*Scheduler, erro
 		}
 	}
 	s.cfg.Profiles = s.withPreemptionArgs(cfg.Profiles)
+	s.groups = newGroupSet(s)
+	s.cfg.Profiles = s.withCoschedulingArgs(s.cfg.Profiles)
 	for i := 0; i < cfg.Shards; i++ {
 		sh, err := newShard(ctx, s, i)
 		if err != nil {
@@ -179,6 +182,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	s.releaseWaiting("scheduler stopping", func(*framework.Pod) bool { return true })
 	s.binding.Wait()
 }
 
@@ -250,13 +254,14 @@ func (s *Scheduler) DeleteNode(name string) {
 
 // UpsertPod applies the latest stored state of a pod.
 func (s *Scheduler) UpsertPod(p *framework.Pod) {
+	defer s.observeMember(p) // last: a finished member is dropped, then kept as finished
 	switch {
 	case p.Phase.Terminal():
 		s.DeletePod(p)
 	case p.NodeName != "":
 		s.podBound(p)
 	default:
-		s.shardFor(p).upsertPending(p)
+		s.podPending(p) // see feedback.go: a pod may come back from its node
 	}
 }
 
@@ -285,6 +290,7 @@ func (s *Scheduler) podBound(p *framework.Pod) {
 // DeletePod removes a pod, from the queue or from its node, and wakes the
 // pods its room may help.
 func (s *Scheduler) DeletePod(p *framework.Pod) {
+	s.groups.forget(p)
 	s.shardFor(p).forgetPending(p)
 	s.nominator.forget(p)
 	cached, ok := s.cache.GetPod(p.Key())
@@ -303,6 +309,7 @@ func (s *Scheduler) DeletePod(p *framework.Pod) {
 // Reset replaces everything the scheduler knows with a fresh listing, as
 // after a restart or a watch that fell behind compaction.
 func (s *Scheduler) Reset(nodes []*framework.Node, pods []*framework.Pod) {
+	s.groups.resetMembers()
 	s.mu.Lock()
 	stale := s.nodes
 	s.nodes = map[string]*framework.Node{}

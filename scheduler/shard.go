@@ -118,6 +118,9 @@ func (sh *shard) upsertPending(p *framework.Pod) {
 	if _, busy := sh.inFlight[p.Key()]; busy {
 		return
 	}
+	if !sh.s.OwnsPod(p) {
+		return // another replica schedules it; kept for when we own it
+	}
 	if old == nil {
 		sh.queue.Add(p)
 		return
@@ -170,6 +173,14 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 		qpi.PodInfo = withPod(qpi.PodInfo, latest)
 		pod = latest
 	}
+	shardID := sh.s.ShardOf(pod)
+	epoch, owned := sh.s.epochOf(shardID)
+	if !owned {
+		// The shard moved away while the pod was queued.
+		sh.mu.Unlock()
+		sh.queue.Done(key)
+		return
+	}
 	sh.inFlight[key] = pod
 	sh.mu.Unlock()
 
@@ -219,6 +230,7 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 
 	assumed := *pod
 	assumed.NodeName = result.SuggestedHost
+	assumed.Shard, assumed.ShardEpoch = shardID, epoch
 	assumedInfo := withPod(qpi.PodInfo, &assumed)
 	if err := sh.assume(ctx, fwk, state, placedBefore, qpi.PodInfo, assumedInfo); err != nil {
 		// Another shard filled the node after our snapshot: try again now,
@@ -280,6 +292,9 @@ func (sh *shard) assume(ctx context.Context, fwk *fwruntime.Framework, state *fr
 			return fmt.Errorf("%w: %v", cache.ErrConflict, err)
 		}
 	}
+	// Read before the cache's check: everything up to this revision is in
+	// the NodeInfo it checks against, so the commit may fence on it.
+	assumedInfo.Pod.ViewRevision = sh.s.view.Load()
 	return sh.s.cache.AssumePod(assumedInfo)
 }
 
@@ -358,17 +373,16 @@ func (sh *shard) bind(fwk *fwruntime.Framework, state *framework.CycleState, qpi
 	if st.IsSuccess() {
 		st = fwk.RunPreBindPlugins(ctx, state, assumed, node)
 	}
-	if st.IsSuccess() {
-		st = fwk.RunBindPlugins(ctx, state, assumed, node)
-	}
+	st = sh.bindStep(ctx, fwk, state, assumed, st) // Bind plugins, or a gang's joint commit: gang.go
 	if !st.IsSuccess() {
 		fwk.RunReservePluginsUnreserve(ctx, state, assumed, node)
 		sh.forget(assumed)
 		if errors.Is(st.AsError(), ErrConflict) {
-			// The stored pod changed under us; the watch brings its new
-			// state, and settle queues that if it is still pending.
+			// The pod changed, another writer added to the node, or the
+			// shard moved. The watch brings the news; retry at once
+			// against it (settle drops the pod if the shard is gone).
 			sh.s.metrics.bindError("conflict")
-			sh.settle(assumed.Key(), nil)
+			sh.settle(assumed.Key(), func() { sh.queue.Requeue(qpi) })
 			return
 		}
 		sh.s.metrics.bindError("error")
@@ -488,6 +502,8 @@ func (sh *shard) settle(key string, requeue func()) {
 	delete(sh.inFlight, key)
 	latest, pending := sh.pending[key]
 	switch {
+	case pending && !sh.s.OwnsPod(latest):
+		// The shard moved during the attempt: its new owner schedules it.
 	case !pending:
 		// Bound (by this attempt or otherwise) or deleted. A nomination
 		// this attempt recorded after the pod's delete cleared it would

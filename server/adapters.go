@@ -37,15 +37,41 @@ func (c committer) update(ctx context.Context, p *framework.Pod, next *berthv1.P
 	return res.Err
 }
 
-// Bind records pod -> node if the pod is still the one that was scheduled.
+// Bind records pod -> node if the pod is still the one that was scheduled,
+// nobody else added to the node since the placement's view, and this
+// replica still owns the pod's shard.
 func (c committer) Bind(ctx context.Context, p *framework.Pod, nodeName string) error {
-	next, err := sourceOf(p)
+	b, err := c.binding(p, nodeName)
 	if err != nil {
 		return err
 	}
+	res := c.store.Bind(ctx, []store.Binding{b})[0]
+	if errors.Is(res.Err, store.ErrConflict) {
+		return fmt.Errorf("%w: %v", scheduler.ErrConflict, res.Err)
+	}
+	return res.Err
+}
+
+// binding builds the store's binding of p to nodeName.
+func (c committer) binding(p *framework.Pod, nodeName string) (store.Binding, error) {
+	next, err := sourceOf(p)
+	if err != nil {
+		return store.Binding{}, err
+	}
 	next.NodeName = nodeName
-	next.Status = &berthv1.PodStatus{Phase: berthv1.PodPhase_POD_PHASE_BOUND, StartTime: timestamppb.Now()}
-	return c.update(ctx, p, next)
+	next.Status = &berthv1.PodStatus{
+		Phase:       berthv1.PodPhase_POD_PHASE_BOUND,
+		StartTime:   timestamppb.Now(),
+		ScheduledBy: c.store.ReplicaID(),
+		Rejections:  next.GetStatus().GetRejections(), // kept for the pod's life
+	}
+	return store.Binding{
+		Pod:                 next,
+		ExpectedModRevision: p.Revision,
+		ViewRevision:        p.ViewRevision,
+		Shard:               p.Shard,
+		ShardEpoch:          p.ShardEpoch,
+	}, nil
 }
 
 // RecordUnschedulable stores the diagnosis where GetPod shows it.
@@ -63,6 +89,7 @@ func (c committer) RecordUnschedulable(ctx context.Context, p *framework.Pod, wh
 		Message:           why.Message,
 		NominatedNodeName: p.NominatedNodeName,
 		Diagnosis:         diag,
+		Rejections:        next.GetStatus().GetRejections(),
 	}
 	return c.update(ctx, p, next)
 }
@@ -135,12 +162,19 @@ type syncer struct {
 	sched    *scheduler.Scheduler
 	ready    chan struct{}
 	revision func(int64)
+	// syncerLeaseState: node revisions and leases (nodeleases.go).
+	syncerLeaseState
 }
 
 var (
-	_ store.SyncHandler   = (*syncer)(nil)
-	_ store.BudgetHandler = (*syncer)(nil)
+	_ store.SyncHandler    = (*syncer)(nil)
+	_ store.BudgetHandler  = (*syncer)(nil)
+	_ store.AppliedHandler = (*syncer)(nil)
 )
+
+// Applied tells the core how far its view reaches, for the commits' node
+// fences.
+func (s *syncer) Applied(rev int64) { s.sched.SetViewRevision(rev) }
 
 func (s *syncer) BudgetsReset(budgets []*berthv1.DisruptionBudget) {
 	m := make(map[string]framework.DisruptionBudget, len(budgets))
@@ -163,13 +197,14 @@ func (s *syncer) BudgetDeleted(namespace, name string, rev int64) {
 func (s *syncer) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64) {
 	cn := make([]*framework.Node, len(nodes))
 	for i, n := range nodes {
-		cn[i] = nodeToCore(n)
+		cn[i] = s.nodes.put(n, s.nodes.listed[n.GetName()])
 	}
 	cp := make([]*framework.Pod, len(pods))
 	for i, p := range pods {
 		cp[i] = podToCore(p.Pod, p.ModRevision)
 	}
 	s.sched.Reset(cn, cp)
+	s.checkLost(cp...)
 	s.revision(rev)
 	select {
 	case <-s.ready:
@@ -179,17 +214,20 @@ func (s *syncer) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64)
 }
 
 func (s *syncer) NodePut(n *berthv1.Node, rev int64) {
-	s.sched.UpsertNode(nodeToCore(n))
+	s.sched.UpsertNodeRecord(s.nodes.put(n, rev))
 	s.revision(rev)
 }
 
 func (s *syncer) NodeDeleted(name string, rev int64) {
+	s.nodes.forget(name)
 	s.sched.DeleteNode(name)
 	s.revision(rev)
 }
 
 func (s *syncer) PodPut(p store.PodRecord, _ *berthv1.Pod) {
-	s.sched.UpsertPod(podToCore(p.Pod, p.ModRevision))
+	cp := podToCore(p.Pod, p.ModRevision)
+	s.sched.UpsertPod(cp)
+	s.checkLost(cp)
 	s.revision(p.ModRevision)
 }
 

@@ -57,8 +57,13 @@ var inclusionPolicies = map[berthv1.NodeInclusionPolicy]framework.NodeInclusionP
 // "pods", as a kubelet would default it.
 const DefaultMaxPods = 110
 
-// nodeToCore converts a validated wire node.
-func nodeToCore(n *berthv1.Node) *framework.Node {
+// unreachableTaint is how the core sees a node whose lease expired: as
+// Kubernetes' unreachable taint, so pods that tolerate it may still land.
+var unreachableTaint = framework.Taint{Key: framework.TaintNodeUnreachable, Effect: framework.TaintEffectNoSchedule}
+
+// nodeToCore converts a validated wire node, stored at modRevision, whose
+// lease (if it has one) is expired when unreachable.
+func nodeToCore(n *berthv1.Node, modRevision int64, unreachable bool) *framework.Node {
 	alloc := framework.ResourceList(n.GetAllocatable())
 	if _, ok := alloc[framework.ResourcePods]; !ok {
 		// A node that does not say how many pods it takes gets the
@@ -74,9 +79,13 @@ func nodeToCore(n *berthv1.Node) *framework.Node {
 		Allocatable:   alloc,
 		Labels:        n.GetLabels(),
 		Unschedulable: n.GetUnschedulable(),
+		Revision:      modRevision,
 	}
 	for _, t := range n.GetTaints() {
 		out.Taints = append(out.Taints, framework.Taint{Key: t.GetKey(), Value: t.GetValue(), Effect: taintEffects[t.GetEffect()]})
+	}
+	if unreachable {
+		out.Taints = append(out.Taints, unreachableTaint)
 	}
 	for _, img := range n.GetImages() {
 		out.Images = append(out.Images, framework.ContainerImage{Names: img.GetNames(), SizeBytes: img.GetSizeBytes()})
@@ -116,6 +125,12 @@ func podToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
 	}
 	if ts := p.GetStatus().GetStartTime(); ts != nil {
 		out.StartTime = ts.AsTime()
+	}
+	for _, r := range p.GetStatus().GetRejections() {
+		if out.Rejections == nil {
+			out.Rejections = map[string]int64{}
+		}
+		out.Rejections[r.GetNodeName()] = r.GetNodeRevision() // the latest per node wins
 	}
 	if p.GetPreemptionPolicy() == berthv1.PreemptionPolicy_PREEMPTION_POLICY_NEVER {
 		out.PreemptionPolicy = framework.PreemptNever

@@ -10,7 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,6 +51,12 @@ type Config struct {
 	Store store.Config
 	// Scheduler configures the core.
 	Scheduler scheduler.Config
+	// ReplicaID names this replica among those sharing the store; keep it
+	// stable across restarts. Default: hostname-port.
+	ReplicaID string
+	// LeaseTTL is the replica's etcd lease: after this long without
+	// renewal its shards move to other replicas. Default 10s.
+	LeaseTTL time.Duration
 	// ShutdownGrace bounds the graceful stop; default 10s.
 	ShutdownGrace time.Duration
 	Logger        *zap.Logger
@@ -71,11 +80,16 @@ type Server struct {
 	shutdown    context.Context
 	endShutdown context.CancelFunc
 	schedCancel context.CancelFunc
-	group       *errgroup.Group
-	stopOnce    sync.Once
-	stopErr     error
-	syncReady   chan struct{}
-	lastRev     prometheus.Gauge
+	// schedDone closes when the scheduler has stopped and its binding
+	// cycles have ended; only then is the membership (and its fence)
+	// given up.
+	schedDone    chan struct{}
+	memberCancel context.CancelFunc
+	group        *errgroup.Group
+	stopOnce     sync.Once
+	stopErr      error
+	syncReady    chan struct{}
+	lastRev      prometheus.Gauge
 }
 
 type serverMetrics struct {
@@ -144,6 +158,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 
 	schedCfg := cfg.Scheduler
+	// Shards are handed out by the membership, even to a lone replica: the
+	// claims cost one Txn each at start and fence every commit.
+	schedCfg.OwnNone = true
 	schedCfg.Logger = cfg.Logger.Named("scheduler")
 	schedCfg.Metrics = scheduler.NewMetrics(reg)
 	s.sched, err = scheduler.New(ctx, schedCfg, committer{store: s.store})
@@ -189,12 +206,33 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	}
 
-	var schedCtx context.Context
+	if cfg.ReplicaID == "" {
+		cfg.ReplicaID = defaultReplicaID(s.lis.Addr())
+		s.cfg.ReplicaID = cfg.ReplicaID
+	}
+	var schedCtx, memberCtx context.Context
 	schedCtx, s.schedCancel = context.WithCancel(context.Background())
+	memberCtx, s.memberCancel = context.WithCancel(context.Background())
+	s.schedDone = make(chan struct{})
 	g := &errgroup.Group{}
 	s.group = g
 	g.Go(func() error {
-		err := s.store.Sync(schedCtx, &syncer{sched: s.sched, ready: s.syncReady, revision: func(r int64) { s.lastRev.Set(float64(r)) }})
+		err := s.store.RunMembership(memberCtx, store.MembershipConfig{
+			ID:      cfg.ReplicaID,
+			Address: s.lis.Addr().String(),
+			TTL:     cfg.LeaseTTL,
+			Shards:  s.sched.LogicalShards(),
+		}, s.sched)
+		if errors.Is(err, context.Canceled) || errors.Is(err, store.ErrClosed) {
+			return nil
+		}
+		return err
+	})
+	g.Go(func() error {
+		h := &syncer{sched: s.sched, ready: s.syncReady, revision: func(r int64) { s.lastRev.Set(float64(r)) },
+			syncerLeaseState: syncerLeaseState{store: s.store, ctx: schedCtx, log: s.logger.Named("sync")}}
+		err := s.store.Sync(schedCtx, h)
+		h.waitMarking()
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}
@@ -203,6 +241,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	g.Go(func() error {
 		// Scheduling starts once the cache holds the whole cluster, so no
 		// pod is placed against a partial view.
+		defer close(s.schedDone)
 		select {
 		case <-s.syncReady:
 		case <-schedCtx.Done():
@@ -222,8 +261,22 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.logger.Info("berth serving", zap.String("grpc", s.lis.Addr().String()), zap.Stringer("metrics", addrOf(s.mlis)),
-		zap.Strings("etcd", storeCfg.Endpoints), zap.Bool("embedded_etcd", s.embedded != nil))
+		zap.Strings("etcd", storeCfg.Endpoints), zap.Bool("embedded_etcd", s.embedded != nil), zap.String("replica", cfg.ReplicaID))
 	return s, nil
+}
+
+// defaultReplicaID is stable across restarts of one replica on one host,
+// so a restart takes its shards back at once.
+func defaultReplicaID(addr net.Addr) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "berth"
+	}
+	port := "0"
+	if ta, ok := addr.(*net.TCPAddr); ok {
+		port = strconv.Itoa(ta.Port)
+	}
+	return strings.ReplaceAll(host, "/", "-") + "-" + port
 }
 
 type addrString string
@@ -285,6 +338,8 @@ func (s *Server) Stop() error {
 			cancel()
 		}
 		s.schedCancel()
+		<-s.schedDone
+		s.memberCancel()
 		if err := s.group.Wait(); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			s.stopErr = err
 		}

@@ -20,15 +20,20 @@ type clusterService struct {
 }
 
 func (c *clusterService) UpsertNode(ctx context.Context, req *berthv1.UpsertNodeRequest) (*berthv1.UpsertNodeResponse, error) {
-	rev, err := c.srv.store.PutNode(ctx, req.GetNode())
+	rev, err := c.srv.store.PutNodeWithLease(ctx, req.GetNode())
 	if err != nil {
 		return nil, toStatus(err, "node "+req.GetNode().GetName())
 	}
-	return &berthv1.UpsertNodeResponse{Node: req.GetNode(), Revision: rev}, nil
+	n := req.GetNode()
+	if n.GetUnreachable() { // output only; a lease, if any, just started
+		n = proto.CloneOf(n)
+		n.Unreachable = false
+	}
+	return &berthv1.UpsertNodeResponse{Node: n, Revision: rev}, nil
 }
 
 func (c *clusterService) DeleteNode(ctx context.Context, req *berthv1.DeleteNodeRequest) (*berthv1.DeleteNodeResponse, error) {
-	rev, err := c.srv.store.DeleteNode(ctx, req.GetName())
+	rev, err := c.srv.store.DeleteNodeWithLease(ctx, req.GetName())
 	if err != nil {
 		return nil, toStatus(err, "node "+req.GetName())
 	}
@@ -37,6 +42,9 @@ func (c *clusterService) DeleteNode(ctx context.Context, req *berthv1.DeleteNode
 
 func (c *clusterService) GetNode(ctx context.Context, req *berthv1.GetNodeRequest) (*berthv1.GetNodeResponse, error) {
 	n, err := c.srv.store.GetNode(ctx, req.GetName())
+	if err == nil {
+		err = c.srv.store.FillUnreachable(ctx, n)
+	}
 	if err != nil {
 		return nil, toStatus(err, "node "+req.GetName())
 	}
@@ -51,6 +59,9 @@ func (c *clusterService) ListNodes(ctx context.Context, req *berthv1.ListNodesRe
 	nodes, next, err := c.srv.store.ListNodes(ctx, pageSize(req.GetPageSize()), req.GetPageToken())
 	if err != nil {
 		return nil, pageError(err, "list nodes")
+	}
+	if err := c.srv.store.FillUnreachable(ctx, nodes...); err != nil {
+		return nil, toStatus(err, "list nodes")
 	}
 	return &berthv1.ListNodesResponse{Nodes: nodes, NextPageToken: next}, nil
 }

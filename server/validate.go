@@ -12,6 +12,7 @@ import (
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/scheduler/framework"
+	"github.com/berth-io/berth/store"
 )
 
 // Limits on request shapes. They keep one request from monopolising a
@@ -149,6 +150,9 @@ func validateNode(v *violations, field string, n *berthv1.Node) {
 	v.dnsSubdomain(field+".name", n.GetName())
 	v.resources(field+".allocatable", n.GetAllocatable(), true)
 	v.labels(field+".labels", n.GetLabels())
+	if ttl := n.GetLeaseTtlSeconds(); ttl < 0 || ttl > store.MaxNodeLeaseTTL {
+		v.add(field+".lease_ttl_seconds", "must be 0 (no lease) to %d, got %d", store.MaxNodeLeaseTTL, ttl)
+	}
 	if len(n.GetTaints()) > maxTaints {
 		v.add(field+".taints", "at most %d taints, got %d", maxTaints, len(n.GetTaints()))
 	}
@@ -457,10 +461,57 @@ func validateRequest(req any) error {
 	case *berthv1.DeleteDisruptionBudgetRequest:
 		v.dnsLabel("namespace", r.GetNamespace())
 		v.dnsSubdomain("name", r.GetName())
+	case *berthv1.UpsertPodGroupRequest:
+		validatePodGroup(&v, "pod_group", r.GetPodGroup())
+	case *berthv1.DeletePodGroupRequest:
+		v.dnsLabel("namespace", r.GetNamespace())
+		v.dnsSubdomain("name", r.GetName())
+	case *berthv1.GetPodGroupRequest:
+		v.dnsLabel("namespace", r.GetNamespace())
+		v.dnsSubdomain("name", r.GetName())
+	case *berthv1.ListPodGroupsRequest:
+		if r.GetNamespace() != "" {
+			v.dnsLabel("namespace", r.GetNamespace())
+		}
 	case *berthv1.WatchBindingsRequest:
 		if r.GetFromRevision() < 0 {
 			v.add("from_revision", "must not be negative, got %d", r.GetFromRevision())
 		}
+	case *berthv1.ConfirmBindingRequest:
+		validatePodReport(&v, r.GetNamespace(), r.GetName(), r.GetUid(), r.GetNodeName(), "", "")
+	case *berthv1.RejectBindingRequest:
+		validatePodReport(&v, r.GetNamespace(), r.GetName(), r.GetUid(), r.GetNodeName(), "reason", r.GetReason())
+	case *berthv1.CompletePodRequest:
+		validatePodReport(&v, r.GetNamespace(), r.GetName(), r.GetUid(), "", "message", r.GetMessage())
+		if p := r.GetPhase(); p != berthv1.PodPhase_POD_PHASE_SUCCEEDED && p != berthv1.PodPhase_POD_PHASE_FAILED {
+			v.add("phase", "must be POD_PHASE_SUCCEEDED or POD_PHASE_FAILED, got %v", p)
+		}
+	case *berthv1.RenewNodeLeaseRequest:
+		v.dnsSubdomain("name", r.GetName())
 	}
 	return v.err()
+}
+
+// maxReportText bounds the reason or message of an orchestrator's report,
+// which is kept in the pod's status.
+const maxReportText = 1024
+
+// validatePodReport checks the fields the orchestrator's reports about a
+// pod share. The uid is required: it is what keeps a late report from
+// touching a newer pod of the same name.
+func validatePodReport(v *violations, namespace, name, uid, node, textField, text string) {
+	v.dnsLabel("namespace", namespace)
+	v.dnsSubdomain("name", name)
+	switch {
+	case uid == "":
+		v.add("uid", "is required: the uid of the pod the report is about")
+	case len(uid) > maxUIDLen:
+		v.add("uid", "must be at most %d characters", maxUIDLen)
+	}
+	if node != "" {
+		v.dnsSubdomain("node_name", node)
+	}
+	if len(text) > maxReportText {
+		v.add(textField, "must be at most %d bytes, got %d", maxReportText, len(text))
+	}
 }

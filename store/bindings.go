@@ -44,19 +44,27 @@ func bindingEvent(t berthv1.BindingEventType, p *berthv1.Pod, rev int64) *berthv
 // that moves to another node or uid in one write yields UNBOUND of the old
 // binding then BOUND of the new, both at rev.
 //
-// A bound pod newly marked preempted_by yields EVICT, naming the preemptor.
+// A bound pod newly marked preempted_by yields EVICT, naming the preemptor;
+// one newly marked node_lost yields NODE_LOST.
 func bindingEvents(prev, cur *berthv1.Pod, rev int64, emit func(*berthv1.BindingEvent) error) error {
 	prevHolds, curHolds := holdsNode(prev), holdsNode(cur)
 	if prevHolds && curHolds && prev.NodeName == cur.NodeName && prev.Uid == cur.Uid {
 		if by := cur.GetStatus().GetPreemptedBy(); by != "" && prev.GetStatus().GetPreemptedBy() == "" {
 			ev := bindingEvent(berthv1.BindingEventType_BINDING_EVENT_TYPE_EVICT, cur, rev)
 			ev.Preemptor = by
-			return emit(ev)
+			if err := emit(ev); err != nil {
+				return err
+			}
+		}
+		if cur.GetStatus().GetNodeLost() && !prev.GetStatus().GetNodeLost() {
+			return emit(nodeLostEvent(cur, rev))
 		}
 		return nil
 	}
 	if prevHolds {
-		if err := emit(bindingEvent(berthv1.BindingEventType_BINDING_EVENT_TYPE_UNBOUND, prev, rev)); err != nil {
+		ev := bindingEvent(berthv1.BindingEventType_BINDING_EVENT_TYPE_UNBOUND, prev, rev)
+		ev.Message = unboundMessage(prev, cur)
+		if err := emit(ev); err != nil {
 			return err
 		}
 	}
@@ -64,6 +72,30 @@ func bindingEvents(prev, cur *berthv1.Pod, rev int64, emit func(*berthv1.Binding
 		return emit(bindingEvent(berthv1.BindingEventType_BINDING_EVENT_TYPE_BOUND, cur, rev))
 	}
 	return nil
+}
+
+// nodeLostEvent reports that a pod's node lost its lease.
+func nodeLostEvent(p *berthv1.Pod, rev int64) *berthv1.BindingEvent {
+	ev := bindingEvent(berthv1.BindingEventType_BINDING_EVENT_TYPE_NODE_LOST, p, rev)
+	ev.Message = "node " + p.NodeName + " lost its lease"
+	return ev
+}
+
+// unboundMessage says why a pod that held prev's node no longer does: the
+// reason its node gave for rejecting it, or what it reported on finishing.
+func unboundMessage(prev, cur *berthv1.Pod) string {
+	if cur == nil || cur.Uid != prev.Uid {
+		return ""
+	}
+	st := cur.GetStatus()
+	if rs := st.GetRejections(); cur.NodeName == "" && len(rs) > 0 && rs[len(rs)-1].GetNodeName() == prev.NodeName {
+		return rs[len(rs)-1].GetReason()
+	}
+	switch st.GetPhase() {
+	case berthv1.PodPhase_POD_PHASE_SUCCEEDED, berthv1.PodPhase_POD_PHASE_FAILED:
+		return st.GetMessage()
+	}
+	return ""
 }
 
 // WatchOption adjusts WatchBindings.
@@ -90,10 +122,14 @@ func (e sendError) Error() string { return e.err.Error() }
 //
 // fromRev 0: first a BOUND event for every pod currently bound (BOUND or
 // RUNNING with a node), in mod revision order, each carrying its pod's mod
-// revision; then live events after the listing's revision. fromRev R > 0:
+// revision and followed by NODE_LOST if the pod is marked node_lost; then
+// live events after the listing's revision. fromRev R > 0:
 // exactly the events with revision > R, once and in order; a *CompactedError
 // if R is older than the compaction point (errors.Is ErrCompacted), and
 // ErrFutureRevision if R is beyond the current revision.
+//
+// Besides pod events, a node's lease expiring yields a NODE_LOST event
+// naming only the node, at the revision its lease key was deleted.
 //
 // It returns when ctx ends (ctx's error), when send fails (send's error), on
 // compaction (the watch fell behind and cannot be resumed), or with
@@ -188,17 +224,26 @@ func (s *Store) sendBound(ctx context.Context, send func(*berthv1.BindingEvent) 
 		if err := send(bindingEvent(berthv1.BindingEventType_BINDING_EVENT_TYPE_BOUND, b.pod, b.rev)); err != nil {
 			return 0, err
 		}
+		if b.pod.GetStatus().GetNodeLost() {
+			if err := send(nodeLostEvent(b.pod, b.rev)); err != nil {
+				return 0, err
+			}
+		}
 	}
 	return rev, nil
 }
 
 // watchBindingsFrom follows one etcd watch from revision from, delivering
 // events above *after and advancing it.
+//
+// The watch spans node leases, nodes (and pod groups) as well as pods, one
+// range in one global order: a lease key's deletion is an expiry only if its
+// revision does not also write the node's record (see leases.go).
 func (s *Store) watchBindingsFrom(ctx context.Context, from int64, after *int64, send func(*berthv1.BindingEvent) error) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), s.keys.pods,
-		clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithPrevKV())
+	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), s.keys.nodeLeases,
+		clientv3.WithRange(clientv3.GetPrefixRangeEnd(s.keys.pods)), clientv3.WithRev(from), clientv3.WithPrevKV())
 	emit := func(ev *berthv1.BindingEvent) error {
 		if err := send(ev); err != nil {
 			return sendError{err}
@@ -214,13 +259,44 @@ func (s *Store) watchBindingsFrom(ctx context.Context, from int64, after *int64,
 		}
 		s.metrics.watchEvent("bindings", len(resp.Events))
 		// One Txn's events share a revision and arrive in one response, so
-		// the threshold moves per response, not per event.
+		// the threshold moves per response, not per event, and a revision
+		// is judged whole.
 		seen := *after
-		for _, ev := range resp.Events {
-			rev := ev.Kv.ModRevision
-			if rev <= seen {
-				continue
+		evs := resp.Events
+		for i := 0; i < len(evs); {
+			rev := evs[i].Kv.ModRevision
+			j := i + 1
+			for j < len(evs) && evs[j].Kv.ModRevision == rev {
+				j++
 			}
+			if rev > seen {
+				if err := s.revisionBindingEvents(evs[i:j], rev, emit); err != nil {
+					return err
+				}
+				*after = rev
+			}
+			i = j
+		}
+	}
+	return errWatchClosed
+}
+
+// revisionBindingEvents emits the binding events of the changes one
+// revision made, in order.
+func (s *Store) revisionBindingEvents(evs []*clientv3.Event, rev int64, emit func(*berthv1.BindingEvent) error) error {
+	var nodesWritten map[string]bool
+	for _, ev := range evs {
+		if key := string(ev.Kv.Key); s.keys.isNode(key) {
+			if nodesWritten == nil {
+				nodesWritten = map[string]bool{}
+			}
+			nodesWritten[s.keys.nodeName(key)] = true
+		}
+	}
+	for _, ev := range evs {
+		key := string(ev.Kv.Key)
+		switch {
+		case s.keys.isPod(key):
 			var prev, cur *berthv1.Pod
 			if ev.PrevKv != nil {
 				prev, _ = decodePod(ev.PrevKv.Value)
@@ -234,8 +310,18 @@ func (s *Store) watchBindingsFrom(ctx context.Context, from int64, after *int64,
 			if err := bindingEvents(prev, cur, rev, emit); err != nil {
 				return err
 			}
-			*after = rev
+		case s.keys.isNodeLease(key) && ev.Type == clientv3.EventTypeDelete:
+			if name := s.keys.nodeLeaseName(key); !nodesWritten[name] {
+				if err := emit(&berthv1.BindingEvent{
+					Type:     berthv1.BindingEventType_BINDING_EVENT_TYPE_NODE_LOST,
+					NodeName: name,
+					Revision: rev,
+					Message:  "node " + name + " lease expired",
+				}); err != nil {
+					return err
+				}
+			}
 		}
 	}
-	return errWatchClosed
+	return nil
 }

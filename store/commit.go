@@ -31,6 +31,14 @@ type commitUnit struct {
 	// readValues asks for the keys' values (not only their revisions) when
 	// the unit's compares fail, for writers that judge the current value.
 	readValues bool
+	// fences are compares on keys that many units check and none of them
+	// writes (shard claims): unlike cmps they do not make their key
+	// exclusive, so units of one shard still share Txns.
+	fences []clientv3.Cmp
+	// charges are allocation keys ({prefix}/v1/alloc/{node}) of nodes the
+	// unit adds a pod to. The committer bumps each once per Txn and, for a
+	// charge with a view revision, compares it first: see allocTable.
+	charges []allocCharge
 
 	// Set by the committer.
 	keys  []string // distinct keys of cmps and ops
@@ -76,7 +84,11 @@ func (u *commitUnit) currentKV(key string) *mvccpb.KeyValue {
 // already taken waits for the next batch. So two writers racing on one key
 // never both succeed, and etcd never sees a duplicate key in one Txn.
 type committer struct {
-	kv       clientv3.KV
+	kv clientv3.KV
+	// allocs is what this replica's own commits did to allocation keys.
+	allocs *allocTable
+	// writer is the value put in allocation keys: who charged the node last.
+	writer   func() string
 	maxOps   int
 	maxBytes int
 	timeout  time.Duration
@@ -103,6 +115,8 @@ func newCommitter(kv clientv3.KV, workers, maxOps, maxBytes int, timeout time.Du
 		timeout:  timeout,
 		metrics:  m,
 		inflight: make(map[string]struct{}),
+		allocs:   newAllocTable(),
+		writer:   func() string { return "" },
 	}
 	c.cond = sync.NewCond(&c.mu)
 	c.wg.Add(workers)
@@ -165,7 +179,8 @@ func (u *commitUnit) prepare() {
 	for i := range u.cmps {
 		k := u.cmps[i].KeyBytes()
 		add(k)
-		if u.cmps[i].GetCompare().Target == pb.Compare_VALUE {
+		// A keys-only read carries revisions but neither value nor lease.
+		if t := u.cmps[i].GetCompare().Target; t == pb.Compare_VALUE || t == pb.Compare_LEASE {
 			u.readValues = true
 		}
 		u.bytes += len(k) + len(u.cmps[i].ValueBytes()) + 16
@@ -173,6 +188,12 @@ func (u *commitUnit) prepare() {
 	for _, op := range u.ops {
 		add(op.KeyBytes())
 		u.bytes += len(op.KeyBytes()) + len(op.ValueBytes()) + 16
+	}
+	for i := range u.fences {
+		u.bytes += len(u.fences[i].KeyBytes()) + 16
+	}
+	for _, ch := range u.charges {
+		u.bytes += 2*len(ch.key) + 48
 	}
 }
 
@@ -223,6 +244,9 @@ func (c *committer) takeLocked() []*commitUnit {
 		batch                   []*commitUnit
 		passed                  []*commitUnit // skipped for a key in flight; keep their order
 		ncmps, nops, nkeys, nby int
+		// charged holds the allocation keys this batch bumps: units of the
+		// batch share them, other Txns wait for them.
+		charged map[string]bool
 	)
 	q := c.queue
 	i := 0
@@ -234,23 +258,38 @@ func (c *committer) takeLocked() []*commitUnit {
 			c.metrics.unitsDone(resultAbandoned, 1)
 			continue
 		}
-		if c.touchesInflightLocked(u) {
+		if c.touchesInflightLocked(u, charged) {
 			q[i] = nil
 			passed = append(passed, u)
 			continue
 		}
-		if len(batch) > 0 && (ncmps+len(u.cmps) > c.maxOps || nops+len(u.ops) > c.maxOps ||
-			nkeys+len(u.keys) > c.maxOps || nby+u.bytes > c.maxBytes) {
+		newCharges := 0
+		for _, ch := range u.charges {
+			if !charged[ch.key] {
+				newCharges++
+			}
+		}
+		uCmps := len(u.cmps) + len(u.fences) + len(u.charges)
+		uKeys := len(u.keys) + len(u.fences) + newCharges
+		if len(batch) > 0 && (ncmps+uCmps > c.maxOps || nops+len(u.ops)+newCharges > c.maxOps ||
+			nkeys+uKeys > c.maxOps || nby+u.bytes > c.maxBytes) {
 			break
 		}
 		q[i] = nil
 		batch = append(batch, u)
-		ncmps += len(u.cmps)
-		nops += len(u.ops)
-		nkeys += len(u.keys)
+		ncmps += uCmps
+		nops += len(u.ops) + newCharges
+		nkeys += uKeys
 		nby += u.bytes
 		for _, k := range u.keys {
 			c.inflight[k] = struct{}{}
+		}
+		for _, ch := range u.charges {
+			if charged == nil {
+				charged = map[string]bool{}
+			}
+			charged[ch.key] = true
+			c.inflight[ch.key] = struct{}{}
 		}
 	}
 	rest := q[i:]
@@ -265,9 +304,17 @@ func (c *committer) takeLocked() []*commitUnit {
 	return batch
 }
 
-func (c *committer) touchesInflightLocked(u *commitUnit) bool {
+// touchesInflightLocked reports whether u must wait for a Txn in flight: it
+// touches one of its keys, or bumps an allocation key that another Txn (not
+// the batch being built, which may share it) holds.
+func (c *committer) touchesInflightLocked(u *commitUnit, charged map[string]bool) bool {
 	for _, k := range u.keys {
 		if _, ok := c.inflight[k]; ok {
+			return true
+		}
+	}
+	for _, ch := range u.charges {
+		if _, ok := c.inflight[ch.key]; ok && !charged[ch.key] {
 			return true
 		}
 	}
@@ -279,6 +326,9 @@ func (c *committer) release(batch []*commitUnit) {
 	for _, u := range batch {
 		for _, k := range u.keys {
 			delete(c.inflight, k)
+		}
+		for _, ch := range u.charges {
+			delete(c.inflight, ch.key)
 		}
 	}
 	waiting := len(c.queue) > 0
@@ -295,6 +345,8 @@ func (c *committer) commit(batch []*commitUnit) {
 	for len(pending) > 0 {
 		var cmps []clientv3.Cmp
 		var ops, gets []clientv3.Op
+		shared := map[string]bool{} // fence and allocation keys already added
+		bounds := c.allocs.bounds(pending)
 		for _, u := range pending {
 			cmps = append(cmps, u.cmps...)
 			ops = append(ops, u.ops...)
@@ -303,6 +355,23 @@ func (c *committer) commit(batch []*commitUnit) {
 					gets = append(gets, clientv3.OpGet(k))
 				} else {
 					gets = append(gets, clientv3.OpGet(k, clientv3.WithKeysOnly()))
+				}
+			}
+			for i := range u.fences {
+				cmps = append(cmps, u.fences[i])
+				if k := string(u.fences[i].KeyBytes()); !shared[k] {
+					shared[k] = true
+					gets = append(gets, clientv3.OpGet(k, clientv3.WithKeysOnly()))
+				}
+			}
+			for _, ch := range u.charges {
+				if ch.view > 0 {
+					cmps = append(cmps, ch.compare(bounds[ch.key].bound(ch.view)))
+				}
+				if !shared[ch.key] {
+					shared[ch.key] = true
+					ops = append(ops, clientv3.OpPut(ch.key, c.writer()))
+					gets = append(gets, clientv3.OpGet(ch.key, clientv3.WithKeysOnly()))
 				}
 			}
 		}
@@ -328,6 +397,7 @@ func (c *committer) commit(batch []*commitUnit) {
 			return
 		}
 		if resp.Succeeded {
+			c.allocs.committed(pending, bounds, resp.Header.Revision)
 			for _, u := range pending {
 				u.finish(commitResult{rev: resp.Header.Revision})
 			}
@@ -335,7 +405,7 @@ func (c *committer) commit(batch []*commitUnit) {
 			return
 		}
 		c.metrics.txnConflict()
-		pending = c.settleFailed(pending, resp)
+		pending = c.settleFailed(pending, resp, bounds)
 	}
 }
 
@@ -343,7 +413,7 @@ func (c *committer) commit(batch []*commitUnit) {
 // Else branch read, and returns the others, to be resent. The Else reads ran
 // at the same revision as the compares, so at least one unit fails; if local
 // evaluation disagrees with etcd, everything is failed rather than looping.
-func (c *committer) settleFailed(pending []*commitUnit, resp *clientv3.TxnResponse) []*commitUnit {
+func (c *committer) settleFailed(pending []*commitUnit, resp *clientv3.TxnResponse, bounds map[string]allocTip) []*commitUnit {
 	current := make(map[string]*mvccpb.KeyValue, len(resp.Responses))
 	for _, r := range resp.Responses {
 		for _, kv := range r.GetResponseRange().GetKvs() {
@@ -358,6 +428,15 @@ func (c *committer) settleFailed(pending []*commitUnit, resp *clientv3.TxnRespon
 			if !cmpHolds(&u.cmps[i], current[string(u.cmps[i].KeyBytes())]) {
 				holds = false
 				break
+			}
+		}
+		for i := 0; holds && i < len(u.fences); i++ {
+			holds = cmpHolds(&u.fences[i], current[string(u.fences[i].KeyBytes())])
+		}
+		for _, ch := range u.charges {
+			if holds && ch.view > 0 {
+				cmp := ch.compare(bounds[ch.key].bound(ch.view))
+				holds = cmpHolds(&cmp, current[ch.key])
 			}
 		}
 		if holds {

@@ -21,9 +21,19 @@ const DefaultPrefix = "/berth"
 // (alloc/, assume/, replicas/, shards/) sorts between them, so one range
 // watch covers exactly the objects a replica caches, in one global order.
 type keyspace struct {
+	alloc   string // "{prefix}/v1/alloc/"
+	shards  string // "{prefix}/v1/shards/"
+	replica string // "{prefix}/v1/replicas/"
 	budgets string // "{prefix}/v1/budgets/"
 	nodes   string // "{prefix}/v1/nodes/"
 	pods    string // "{prefix}/v1/pods/"
+	// groups sorts between nodes/ and pods/, so it is inside cachedRange;
+	// assume/ sorts before budgets/, outside it.
+	groups  string // "{prefix}/v1/podgroups/"
+	assumes string // "{prefix}/v1/assume/"
+	// nodeLeases sorts between budgets/ and nodes/, inside cachedRange:
+	// see leases.go.
+	nodeLeases string // "{prefix}/v1/nodeleases/"
 }
 
 func newKeyspace(prefix string) keyspace {
@@ -32,13 +42,26 @@ func newKeyspace(prefix string) keyspace {
 		prefix = DefaultPrefix
 	}
 	return keyspace{
+		alloc:   prefix + "/v1/alloc/",
+		shards:  prefix + "/v1/shards/",
+		replica: prefix + "/v1/replicas/",
 		budgets: prefix + "/v1/budgets/",
 		nodes:   prefix + "/v1/nodes/",
 		pods:    prefix + "/v1/pods/",
+		groups:  prefix + "/v1/podgroups/",
+		assumes: prefix + "/v1/assume/",
+
+		nodeLeases: prefix + "/v1/nodeleases/",
 	}
 }
 
 func (k keyspace) node(name string) string { return k.nodes + name }
+
+func (k keyspace) allocation(node string) string { return k.alloc + node }
+
+func (k keyspace) shard(i int) string { return fmt.Sprintf("%s%03d", k.shards, i) }
+
+func (k keyspace) replicaKey(id string) string { return k.replica + id }
 
 func (k keyspace) pod(namespace, name string) string { return k.pods + namespace + "/" + name }
 

@@ -14,6 +14,10 @@ type Metrics struct {
 	units        *prometheus.CounterVec
 	watchEvents  *prometheus.CounterVec
 	relists      prometheus.Counter
+	shardsOwned  prometheus.Gauge
+	shardMoves   *prometheus.CounterVec
+	sessions     prometheus.Counter
+	replicas     prometheus.Gauge
 }
 
 // Unit results counted by berth_store_commit_units_total.
@@ -55,9 +59,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "berth_store_sync_relists_total",
 			Help: "Times Sync listed everything again after its watch failed (compaction, lost stream).",
 		}),
+		shardsOwned: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "berth_shards_owned",
+			Help: "Logical shards this replica owns and schedules.",
+		}),
+		shardMoves: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_shard_moves_total",
+			Help: "Shard ownership changes on this replica: acquired, released (handed to another replica), lost (claim gone or session lost).",
+		}, []string{"move"}),
+		sessions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "berth_sessions_started_total",
+			Help: "etcd sessions (leases) this replica opened; more than one means it lost a lease.",
+		}),
+		replicas: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "berth_replicas_live",
+			Help: "Live replicas registered in etcd, as this replica sees them.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.txnDuration, m.batchUnits, m.txnConflicts, m.units, m.watchEvents, m.relists)
+		reg.MustRegister(m.txnDuration, m.batchUnits, m.txnConflicts, m.units, m.watchEvents, m.relists,
+			m.shardsOwned, m.shardMoves, m.sessions, m.replicas)
 	}
 	return m
 }
@@ -91,5 +112,24 @@ func (m *Metrics) watchEvent(watch string, n int) {
 func (m *Metrics) relist() {
 	if m != nil {
 		m.relists.Inc()
+	}
+}
+
+func (m *Metrics) shardMoved(move string, owned int) {
+	if m != nil {
+		m.shardMoves.WithLabelValues(move).Inc()
+		m.shardsOwned.Set(float64(owned))
+	}
+}
+
+func (m *Metrics) sessionStarted() {
+	if m != nil {
+		m.sessions.Inc()
+	}
+}
+
+func (m *Metrics) liveReplicas(n int) {
+	if m != nil {
+		m.replicas.Set(float64(n))
 	}
 }

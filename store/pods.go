@@ -100,11 +100,18 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 		key := s.keys.pod(p.Namespace, p.Name)
 		stored[i] = sp
 		index = append(index, i)
-		units = append(units, &commitUnit{
+		u := &commitUnit{
 			cmps:       []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
 			ops:        []clientv3.Op{clientv3.OpPut(key, string(val))},
 			readValues: true, // to tell an identical resubmission from a rival
-		})
+		}
+		if phase := sp.GetStatus().GetPhase(); sp.NodeName != "" &&
+			phase != berthv1.PodPhase_POD_PHASE_SUCCEEDED && phase != berthv1.PodPhase_POD_PHASE_FAILED {
+			// Declared running: its node's allocation moves, so decisions
+			// that did not see it cannot land there.
+			u.charges = []allocCharge{{key: s.keys.allocation(sp.NodeName)}}
+		}
+		units = append(units, u)
 	}
 	if len(units) == 0 {
 		return out

@@ -96,6 +96,8 @@ type Store struct {
 	log       *zap.Logger
 	metrics   *Metrics
 	closed    atomic.Bool
+	// session is the replica's current etcd session, nil until one opens.
+	session atomic.Pointer[sessionInfo]
 	// chunk is how many keys one range request of a scan reads; a field so
 	// tests can force multi-chunk scans.
 	chunk int
@@ -143,6 +145,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.committer = newCommitter(client.KV, cfg.CommitWorkers, cfg.MaxTxnOps, cfg.MaxTxnBytes, cfg.RequestTimeout, cfg.Metrics)
+	s.committer.writer = s.ReplicaID
 	return s, nil
 }
 

@@ -47,6 +47,28 @@ type BudgetHandler interface {
 	BudgetDeleted(namespace, name string, rev int64)
 }
 
+// PodGroupHandler is an optional part of a SyncHandler: a handler that
+// also implements it is told about pod groups. PodGroupsReset comes just
+// before each Reset, so pods arrive knowing their groups.
+type PodGroupHandler interface {
+	PodGroupsReset(groups []*berthv1.PodGroup)
+	PodGroupPut(g *berthv1.PodGroup, rev int64)
+	PodGroupDeleted(namespace, name string, rev int64)
+}
+
+// NodeLeaseHandler is an optional part of a SyncHandler: a handler that
+// also implements it is told which nodes hold a live lease (see leases.go)
+// and, since that is when it cannot learn them from NodePut, the mod
+// revision of every node listed. NodeLeasesReset comes just before each
+// Reset. A lease key deleted at a revision that does not write the node's
+// record (an event just before, in the same revision) means the lease
+// expired.
+type NodeLeaseHandler interface {
+	NodeLeasesReset(leased []string, nodeRevisions map[string]int64)
+	NodeLeasePut(name string, rev int64)
+	NodeLeaseDeleted(name string, rev int64)
+}
+
 // scanChunk is how many keys one range request of a scan (a full listing,
 // a filtered page) reads.
 const scanChunk = 1000
@@ -90,6 +112,7 @@ func (s *Store) syncOnce(ctx context.Context, h SyncHandler) (listed bool, err e
 	var nodes []*berthv1.Node
 	var pods []PodRecord
 	var budgets []*berthv1.DisruptionBudget
+	nodeRevs := map[string]int64{}
 	rev, err := s.rangeAt(ctx, "sync list budgets", s.keys.budgets, clientv3.GetPrefixRangeEnd(s.keys.budgets), 0,
 		func(kv *mvccpb.KeyValue) {
 			if b, err := decodeBudget(kv.Value); err == nil {
@@ -105,12 +128,27 @@ func (s *Store) syncOnce(ctx context.Context, h SyncHandler) (listed bool, err e
 		func(kv *mvccpb.KeyValue) {
 			if n, err := decodeNode(kv.Value); err == nil {
 				nodes = append(nodes, n)
+				nodeRevs[n.Name] = kv.ModRevision
 			} else {
 				s.log.Warn("store sync: skipping undecodable node", zap.ByteString("key", kv.Key), zap.Error(err))
 			}
 		})
 	if err != nil {
 		return false, err
+	}
+	var groups []*berthv1.PodGroup
+	if _, ok := h.(PodGroupHandler); ok {
+		_, err = s.rangeAt(ctx, "sync list pod groups", s.keys.groups, clientv3.GetPrefixRangeEnd(s.keys.groups), rev,
+			func(kv *mvccpb.KeyValue) {
+				if g, err := decodePodGroup(kv.Value); err == nil {
+					groups = append(groups, g)
+				} else {
+					s.log.Warn("store sync: skipping undecodable pod group", zap.ByteString("key", kv.Key), zap.Error(err))
+				}
+			})
+		if err != nil {
+			return false, err
+		}
 	}
 	_, err = s.rangeAt(ctx, "sync list pods", s.keys.pods, clientv3.GetPrefixRangeEnd(s.keys.pods), rev,
 		func(kv *mvccpb.KeyValue) {
@@ -123,8 +161,23 @@ func (s *Store) syncOnce(ctx context.Context, h SyncHandler) (listed bool, err e
 	if err != nil {
 		return false, err
 	}
+	lh, _ := h.(NodeLeaseHandler)
+	var leased []string
+	if lh != nil {
+		_, err = s.rangeAt(ctx, "sync list node leases", s.keys.nodeLeases, clientv3.GetPrefixRangeEnd(s.keys.nodeLeases), rev,
+			func(kv *mvccpb.KeyValue) { leased = append(leased, s.keys.nodeLeaseName(string(kv.Key))) })
+		if err != nil {
+			return false, err
+		}
+	}
 	if bh, ok := h.(BudgetHandler); ok {
 		bh.BudgetsReset(budgets)
+	}
+	if gh, ok := h.(PodGroupHandler); ok {
+		gh.PodGroupsReset(groups)
+	}
+	if lh != nil {
+		lh.NodeLeasesReset(leased, nodeRevs)
 	}
 	h.Reset(nodes, pods, rev)
 	applied, _ := h.(AppliedHandler)
@@ -175,6 +228,32 @@ func (s *Store) deliver(h SyncHandler, ev *clientv3.Event) {
 			return
 		}
 		bh.BudgetPut(b, rev)
+	case s.keys.isGroup(key):
+		gh, ok := h.(PodGroupHandler)
+		if !ok {
+			return
+		}
+		if ev.Type == clientv3.EventTypeDelete {
+			ns, name := s.keys.groupName(key)
+			gh.PodGroupDeleted(ns, name, rev)
+			return
+		}
+		g, err := decodePodGroup(ev.Kv.Value)
+		if err != nil {
+			s.log.Warn("store sync: skipping undecodable pod group", zap.String("key", key), zap.Error(err))
+			return
+		}
+		gh.PodGroupPut(g, rev)
+	case s.keys.isNodeLease(key):
+		lh, ok := h.(NodeLeaseHandler)
+		if !ok {
+			return
+		}
+		if ev.Type == clientv3.EventTypeDelete {
+			lh.NodeLeaseDeleted(s.keys.nodeLeaseName(key), rev)
+			return
+		}
+		lh.NodeLeasePut(s.keys.nodeLeaseName(key), rev)
 	case s.keys.isNode(key):
 		if ev.Type == clientv3.EventTypeDelete {
 			h.NodeDeleted(s.keys.nodeName(key), rev)

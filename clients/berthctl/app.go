@@ -74,10 +74,18 @@ func commands() []command {
 		{name: "node list", summary: "List nodes", setup: (*cli).nodeList},
 		{name: "node get", args: "NAME", summary: "Show a node and what its pods request", setup: (*cli).nodeGet},
 		{name: "node delete", args: "NAME", summary: "Delete a node", setup: (*cli).nodeDelete},
+		{name: "node renew", args: "NAME", summary: "Renew a node's lease (keep it reachable)", setup: (*cli).nodeRenew},
 		{name: "pod submit", args: "NAME [flags] | -f FILE", summary: "Submit pods for scheduling", setup: (*cli).podSubmit},
 		{name: "pod list", summary: "List pods", setup: (*cli).podList},
 		{name: "pod get", args: "NAME", summary: "Show a pod and why it is not scheduled", setup: (*cli).podGet},
 		{name: "pod delete", args: "NAME", summary: "Delete a pod", setup: (*cli).podDelete},
+		{name: "pod confirm", args: "NAME", summary: "Report that a bound pod started (RUNNING)", setup: (*cli).podConfirm},
+		{name: "pod reject", args: "NAME", summary: "Report that the node could not start a pod", setup: (*cli).podReject},
+		{name: "pod complete", args: "NAME --phase P", summary: "Report that a pod finished", setup: (*cli).podComplete},
+		{name: "podgroup apply", args: "NAME [flags] | -f FILE", summary: "Create or replace pod groups (gangs)", setup: (*cli).podGroupApply},
+		{name: "podgroup list", summary: "List pod groups", setup: (*cli).podGroupList},
+		{name: "podgroup get", args: "NAME", summary: "Show a pod group and how many members are bound", setup: (*cli).podGroupGet},
+		{name: "podgroup delete", args: "NAME", summary: "Delete a pod group", setup: (*cli).podGroupDelete},
 		{name: "explain", args: "NAME | -f FILE", summary: "Dry-run a pod: every node's verdict and scores", setup: (*cli).explain},
 		{name: "watch", summary: "Print binding events until interrupted", streaming: true, setup: (*cli).watch},
 	}
@@ -142,7 +150,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 func (c *cli) usage(top *flag.FlagSet) {
 	fmt.Fprintf(c.stderr, "usage: berthctl [global flags] COMMAND [flags]\n\ncommands:\n")
 	for _, cmd := range commands() {
-		fmt.Fprintf(c.stderr, "  %-14s %-26s %s\n", cmd.name, cmd.args, cmd.summary)
+		fmt.Fprintf(c.stderr, "  %-16s %-26s %s\n", cmd.name, cmd.args, cmd.summary)
 	}
 	fmt.Fprintf(c.stderr, "\nglobal flags (also accepted after the command):\n")
 	top.PrintDefaults()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
+	"time"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
@@ -13,10 +15,11 @@ type nodeSpecFlags struct {
 	cpu, memory, ephemeralStorage, pods string
 	labels, taints, resources           listFlag
 	unschedulable                       bool
+	leaseTTL                            time.Duration
 }
 
 // nodeSpecFlagNames are the flags that conflict with -f.
-var nodeSpecFlagNames = []string{"cpu", "memory", "ephemeral-storage", "pods", "label", "taint", "resource", "unschedulable"}
+var nodeSpecFlagNames = []string{"cpu", "memory", "ephemeral-storage", "pods", "label", "taint", "resource", "unschedulable", "lease-ttl"}
 
 func (f *nodeSpecFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cpu, "cpu", "", "allocatable cpu: cores (\"4\") or millicores (\"3500m\")")
@@ -27,11 +30,16 @@ func (f *nodeSpecFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.taints, "taint", "taint `key=value:Effect` or key:Effect, Effect one of NoSchedule, PreferNoSchedule, NoExecute (repeatable)")
 	fs.Var(&f.resources, "resource", "extended resource `name=quantity`, e.g. example.com/gpu=2 (repeatable)")
 	fs.BoolVar(&f.unschedulable, "unschedulable", false, "place no new pods on the node (cordon)")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", 0, "give the node a lease of this `duration` (whole seconds), to be kept alive with \"node renew\"; 0 for none")
 }
 
 // build turns the flags into the node to store.
 func (f *nodeSpecFlags) build(name string) (*berthv1.Node, error) {
-	n := &berthv1.Node{Name: name, Unschedulable: f.unschedulable, Allocatable: map[string]int64{}}
+	if f.leaseTTL < 0 || f.leaseTTL%time.Second != 0 {
+		return nil, usageErrorf("--lease-ttl must be a whole number of seconds, got %v", f.leaseTTL)
+	}
+	n := &berthv1.Node{Name: name, Unschedulable: f.unschedulable, Allocatable: map[string]int64{},
+		LeaseTtlSeconds: int32(min(f.leaseTTL/time.Second, math.MaxInt32))}
 	for _, q := range []struct{ resource, value string }{
 		{"cpu", f.cpu}, {"memory", f.memory}, {"ephemeral-storage", f.ephemeralStorage}, {"pods", f.pods},
 	} {

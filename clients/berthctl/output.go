@@ -124,7 +124,10 @@ func nodeTable(w io.Writer, nodes []*berthv1.Node) error {
 	fmt.Fprintln(tw, "NAME\tCPU\tMEMORY\tPODS\tTAINTS\tSTATUS")
 	for _, n := range nodes {
 		status := "Schedulable"
-		if n.GetUnschedulable() {
+		switch {
+		case n.GetUnreachable():
+			status = "Unreachable"
+		case n.GetUnschedulable():
 			status = "Cordoned"
 		}
 		a := n.GetAllocatable()
@@ -147,6 +150,13 @@ func nodeDetail(w io.Writer, n *berthv1.Node, usage *berthv1.NodeUsage) error {
 	}
 	fmt.Fprintf(tw, "Taints:\t%s\n", orNone(strings.Join(taints, ", ")))
 	fmt.Fprintf(tw, "Unschedulable:\t%t\n", n.GetUnschedulable())
+	if ttl := n.GetLeaseTtlSeconds(); ttl > 0 {
+		state := "live"
+		if n.GetUnreachable() {
+			state = "expired: unreachable"
+		}
+		fmt.Fprintf(tw, "Lease:\t%ds (%s)\n", ttl, state)
+	}
 	fmt.Fprintf(tw, "Images:\t%d\n", len(n.GetImages()))
 	fmt.Fprintf(tw, "Pods:\t%d\n", usage.GetPodCount())
 	if err := tw.Flush(); err != nil {
@@ -217,6 +227,16 @@ func podDetail(w io.Writer, p *berthv1.Pod) error {
 		fmt.Fprintf(tw, "Message:\t%s\n", st.GetMessage())
 	}
 	fmt.Fprintf(tw, "Node:\t%s\n", orNone(p.GetNodeName()))
+	if st.GetNodeLost() {
+		fmt.Fprintf(tw, "Node Lost:\t%s\n", "true (its lease expired while the pod was on it)")
+	}
+	if rs := st.GetRejections(); len(rs) > 0 {
+		by := make([]string, 0, len(rs))
+		for _, r := range rs {
+			by = append(by, r.GetNodeName()+" ("+r.GetReason()+")")
+		}
+		fmt.Fprintf(tw, "Rejected By:\t%s\n", strings.Join(by, ", "))
+	}
 	if st.GetNominatedNodeName() != "" {
 		fmt.Fprintf(tw, "Nominated Node:\t%s\n", st.GetNominatedNodeName())
 	}

@@ -162,15 +162,17 @@ func resumable(err error) bool {
 }
 
 // eventKey identifies an event within one revision: etcd writes a key at
-// most once per revision, so no two events of a revision share a key.
+// most once per revision, so no two events of a revision share a key. The
+// node tells apart node-level events (NODE_LOST), which name no pod.
 type eventKey struct {
 	typ             berthv1.BindingEventType
 	namespace, name string
 	uid             string
+	node            string
 }
 
 func keyOf(ev *berthv1.BindingEvent) eventKey {
-	return eventKey{ev.GetType(), ev.GetNamespace(), ev.GetName(), ev.GetUid()}
+	return eventKey{ev.GetType(), ev.GetNamespace(), ev.GetName(), ev.GetUid(), ev.GetNodeName()}
 }
 
 // watchCursor remembers what fn has seen, to resume without gap or repeat.

@@ -150,7 +150,14 @@ func TestParseProfiles(t *testing.T) {
 					{Name: names.DefaultBinder},
 				},
 				Disabled: []string{"*"},
-			}},
+			},
+				// Berth's own default plugins are not MultiPoint ones.
+				Filter:     runtime.PluginSet{Enabled: []runtime.PluginRef{{Name: names.RejectedNodes}}},
+				PreEnqueue: runtime.PluginSet{Enabled: []runtime.PluginRef{{Name: names.Coscheduling}}},
+				PreFilter:  runtime.PluginSet{Enabled: []runtime.PluginRef{{Name: names.Coscheduling}}},
+				Reserve:    runtime.PluginSet{Enabled: []runtime.PluginRef{{Name: names.Coscheduling}}},
+				Permit:     runtime.PluginSet{Enabled: []runtime.PluginRef{{Name: names.Coscheduling}}},
+			},
 		}}},
 	}, {
 		name: "score: disable all, enable a subset with weights",
@@ -244,7 +251,7 @@ func TestParseEffectivePlugins(t *testing.T) {
 		name:  "multiPoint subset reaches every point it implements",
 		yaml:  lines("profiles:", "- plugins:", "    multiPoint:", "      disabled: [{name: '*'}]", "      enabled: [{name: PrioritySort}, {name: NodeResourcesFit}, {name: DefaultBinder}]"),
 		point: "PreFilter",
-		want:  []string{names.NodeResourcesFit},
+		want:  []string{names.NodeResourcesFit, names.Coscheduling},
 	}, {
 		name:  "explicit score entry runs first",
 		yaml:  lines("profiles:", "- plugins:", "    score:", "      enabled: [{name: NodeResourcesBalancedAllocation, weight: 2}]"),

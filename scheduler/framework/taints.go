@@ -4,6 +4,11 @@ package framework
 // a pod tolerating it may land on a node marked Unschedulable.
 const TaintNodeUnschedulable = "node.kubernetes.io/unschedulable"
 
+// TaintNodeUnreachable (effect NoSchedule) marks a node whose lease
+// expired, as Kubernetes' node.kubernetes.io/unreachable does: only pods
+// tolerating it are placed there.
+const TaintNodeUnreachable = "node.berth.io/unreachable"
+
 // ToleratesTaint reports whether t tolerates taint, with Kubernetes'
 // rules: an empty effect matches every effect, an empty key with Exists
 // matches every key, an empty operator means Equal.

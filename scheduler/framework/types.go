@@ -85,6 +85,9 @@ type Node struct {
 	Taints        []Taint
 	Unschedulable bool
 	Images        []ContainerImage
+	// Revision is the store revision that last wrote the node's record.
+	// A rejection by the node holds until the record changes.
+	Revision int64
 }
 
 // Protocol of a container port, Kubernetes spelling ("TCP", "UDP", "SCTP").
@@ -285,6 +288,10 @@ type Pod struct {
 	// PreemptedBy names the preemptor (namespace/name) once the pod was
 	// chosen as a victim; the orchestrator is expected to stop it.
 	PreemptedBy string
+	// Rejections maps each node that could not start the pod (reported by
+	// the orchestrator) to the node's Revision then; RejectedNodes keeps
+	// the pod off such a node until its record changes.
+	Rejections map[string]int64
 
 	// Revision is the store revision of the record this pod was read from.
 	// Commits compare it, so a decision about a stale pod never lands.

@@ -4,6 +4,7 @@ package plugins
 import (
 	"github.com/berth-io/berth/scheduler/framework"
 	"github.com/berth-io/berth/scheduler/plugins/balancedallocation"
+	"github.com/berth-io/berth/scheduler/plugins/coscheduling"
 	"github.com/berth-io/berth/scheduler/plugins/defaultbinder"
 	"github.com/berth-io/berth/scheduler/plugins/defaultpreemption"
 	"github.com/berth-io/berth/scheduler/plugins/imagelocality"
@@ -15,6 +16,7 @@ import (
 	"github.com/berth-io/berth/scheduler/plugins/nodeunschedulable"
 	"github.com/berth-io/berth/scheduler/plugins/podtopologyspread"
 	"github.com/berth-io/berth/scheduler/plugins/queuesort"
+	"github.com/berth-io/berth/scheduler/plugins/rejectednodes"
 	"github.com/berth-io/berth/scheduler/plugins/schedulinggates"
 	"github.com/berth-io/berth/scheduler/plugins/tainttoleration"
 )
@@ -23,6 +25,7 @@ import (
 // caller may add its own to it.
 func NewInTreeRegistry() framework.Registry {
 	return framework.Registry{
+		coscheduling.Name:       coscheduling.New,
 		queuesort.Name:          queuesort.New,
 		nodeunschedulable.Name:  nodeunschedulable.New,
 		nodename.Name:           nodename.New,
@@ -37,5 +40,6 @@ func NewInTreeRegistry() framework.Registry {
 		imagelocality.Name:      imagelocality.New,
 		interpodaffinity.Name:   interpodaffinity.New,
 		podtopologyspread.Name:  podtopologyspread.New,
+		rejectednodes.Name:      rejectednodes.New,
 	}
 }

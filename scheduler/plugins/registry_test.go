@@ -20,12 +20,14 @@ func TestDefaultProfileWithInTreeRegistry(t *testing.T) {
 	}
 	want := map[string][]string{
 		"QueueSort":  {"PrioritySort"},
-		"PreEnqueue": {"SchedulingGates"},
+		"PreEnqueue": {"SchedulingGates", "Coscheduling"},
 		"PostFilter": {"DefaultPreemption"},
-		"PreFilter":  {"NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"},
-		"Filter":     {"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"},
+		"PreFilter":  {"NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "Coscheduling"},
+		"Filter":     {"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "RejectedNodes"},
 		"PreScore":   {"TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality"},
 		"Score":      {"TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality"},
+		"Reserve":    {"Coscheduling"},
+		"Permit":     {"Coscheduling"},
 		"Bind":       {"DefaultBinder"},
 	}
 	if diff := cmp.Diff(want, f.ListPlugins()); diff != "" {
@@ -35,7 +37,7 @@ func TestDefaultProfileWithInTreeRegistry(t *testing.T) {
 	for name := range f.EventsToRegister() {
 		withEvents = append(withEvents, name)
 	}
-	if diff := cmp.Diff([]string{"InterPodAffinity", "NodeAffinity", "NodeName", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "PodTopologySpread", "SchedulingGates", "TaintToleration"}, runtime.SortedNames(toSet(withEvents))); diff != "" {
+	if diff := cmp.Diff([]string{"Coscheduling", "InterPodAffinity", "NodeAffinity", "NodeName", "NodePorts", "NodeResourcesFit", "NodeUnschedulable", "PodTopologySpread", "RejectedNodes", "SchedulingGates", "TaintToleration"}, runtime.SortedNames(toSet(withEvents))); diff != "" {
 		t.Errorf("plugins with events (-want,+got):\n%s", diff)
 	}
 }

@@ -250,8 +250,9 @@ func sameSpec(a, b *framework.Pod) bool {
 }
 
 func clearStatus(p *framework.Pod) {
-	p.NodeName, p.Phase, p.NominatedNodeName, p.StatusMessage, p.PreemptedBy = "", 0, "", "", ""
+	p.NodeName, p.Phase, p.NominatedNodeName, p.StatusMessage, p.PreemptedBy, p.Rejections = "", 0, "", "", "", nil
 	p.StartTime, p.Revision, p.Source = time.Time{}, 0, nil
+	p.ViewRevision, p.Shard, p.ShardEpoch = 0, 0, 0
 }
 
 // Delete drops a pod from whichever pool holds it. A pod being scheduled is

@@ -872,7 +872,8 @@ func TestConcurrentPoppers(t *testing.T) {
 // unschedulable pod) or status only (which must not, or every recorded
 // diagnosis would churn the queue). Classify it here and in clearStatus.
 func TestPodFieldsClassified(t *testing.T) {
-	status := []string{"NodeName", "Phase", "NominatedNodeName", "StatusMessage", "PreemptedBy", "StartTime", "Revision", "Source"}
+	status := []string{"NodeName", "Phase", "NominatedNodeName", "StatusMessage", "PreemptedBy", "Rejections", "StartTime", "Revision", "Source",
+		"ViewRevision", "Shard", "ShardEpoch"}
 	spec := []string{
 		"Namespace", "Name", "UID", "Labels", "Priority", "Containers", "InitContainers", "Overhead",
 		"SchedulerName", "NodeSelector", "Tolerations", "Affinity", "TopologySpreadConstraints",

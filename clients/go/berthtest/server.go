@@ -55,6 +55,7 @@ type Server struct {
 	nodes      map[string]*berthv1.Node
 	pods       map[string]*berthv1.Pod // by namespace/name
 	podRevs    map[string]int64        // revision of each pod's submit
+	reportRevs map[string]int64        // revision of each pod's last report (feedback.go)
 	revision   int64
 	nextUID    int
 	events     []*berthv1.BindingEvent

@@ -60,24 +60,35 @@ type Profile struct {
 // NodePorts, NodeResourcesFit(1), VolumeRestrictions, NodeVolumeLimits,
 // VolumeBinding, VolumeZone, PodTopologySpread(2), InterPodAffinity(2),
 // DefaultPreemption, NodeResourcesBalancedAllocation(1), ImageLocality(1),
-// DefaultBinder; new plugins take their place in that order.
+// DefaultBinder; new plugins take their place in that order. Berth's own
+// plugins, which kube lacks, are enabled at their extension point after
+// kube's: RejectedNodes at Filter; Coscheduling (gangs) at PreEnqueue,
+// PreFilter, Reserve and Permit, where pods outside a pod group pass it at
+// once.
 func DefaultProfile() *Profile {
 	return &Profile{
-		Plugins: Plugins{MultiPoint: PluginSet{Enabled: []PluginRef{
-			{Name: names.SchedulingGates},
-			{Name: names.PrioritySort},
-			{Name: names.NodeUnschedulable},
-			{Name: names.NodeName},
-			{Name: names.TaintToleration, Weight: 3},
-			{Name: names.NodeAffinity, Weight: 2},
-			{Name: names.NodePorts},
-			{Name: names.NodeResourcesFit, Weight: 1},
-			{Name: names.PodTopologySpread, Weight: 2},
-			{Name: names.InterPodAffinity, Weight: 2},
-			{Name: names.DefaultPreemption},
-			{Name: names.NodeResourcesBalancedAllocation, Weight: 1},
-			{Name: names.ImageLocality, Weight: 1},
-			{Name: names.DefaultBinder},
-		}}},
+		Plugins: Plugins{
+			Filter:     PluginSet{Enabled: []PluginRef{{Name: names.RejectedNodes}}},
+			PreEnqueue: PluginSet{Enabled: []PluginRef{{Name: names.Coscheduling}}},
+			PreFilter:  PluginSet{Enabled: []PluginRef{{Name: names.Coscheduling}}},
+			Reserve:    PluginSet{Enabled: []PluginRef{{Name: names.Coscheduling}}},
+			Permit:     PluginSet{Enabled: []PluginRef{{Name: names.Coscheduling}}},
+			MultiPoint: PluginSet{Enabled: []PluginRef{
+				{Name: names.SchedulingGates},
+				{Name: names.PrioritySort},
+				{Name: names.NodeUnschedulable},
+				{Name: names.NodeName},
+				{Name: names.TaintToleration, Weight: 3},
+				{Name: names.NodeAffinity, Weight: 2},
+				{Name: names.NodePorts},
+				{Name: names.NodeResourcesFit, Weight: 1},
+				{Name: names.PodTopologySpread, Weight: 2},
+				{Name: names.InterPodAffinity, Weight: 2},
+				{Name: names.DefaultPreemption},
+				{Name: names.NodeResourcesBalancedAllocation, Weight: 1},
+				{Name: names.ImageLocality, Weight: 1},
+				{Name: names.DefaultBinder},
+			}},
+		},
 	}
 }

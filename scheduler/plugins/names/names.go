@@ -5,6 +5,7 @@ package names
 // Plugin names.
 const (
 	PrioritySort                    = "PrioritySort"
+	Coscheduling                    = "Coscheduling"
 	DefaultBinder                   = "DefaultBinder"
 	DefaultPreemption               = "DefaultPreemption"
 	DynamicResources                = "DynamicResources"
@@ -17,6 +18,7 @@ const (
 	NodeResourcesFit                = "NodeResourcesFit"
 	NodeUnschedulable               = "NodeUnschedulable"
 	PodTopologySpread               = "PodTopologySpread"
+	RejectedNodes                   = "RejectedNodes"
 	SchedulingGates                 = "SchedulingGates"
 	TaintToleration                 = "TaintToleration"
 )

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+)
+
+// podGroupSpecFlags describe a pod group for "podgroup apply".
+type podGroupSpecFlags struct {
+	minMember int
+	timeout   time.Duration
+}
+
+// podGroupSpecFlagNames are the flags that conflict with -f.
+var podGroupSpecFlagNames = []string{"min-member", "schedule-timeout"}
+
+func (f *podGroupSpecFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.minMember, "min-member", 1, "members that must fit before any is bound")
+	fs.DurationVar(&f.timeout, "schedule-timeout", 0, "how long placed members wait for the rest, 0 for the server's default (60s)")
+}
+
+// build turns the flags into the group to store.
+func (f *podGroupSpecFlags) build(namespace, name string) (*berthv1.PodGroup, error) {
+	if f.minMember < 1 || f.minMember > math.MaxInt32 {
+		return nil, usageErrorf("--min-member %d is out of range", f.minMember)
+	}
+	if f.timeout < 0 {
+		return nil, usageErrorf("--schedule-timeout %v is negative", f.timeout)
+	}
+	g := &berthv1.PodGroup{Namespace: namespace, Name: name, MinMember: int32(f.minMember)}
+	if f.timeout > 0 {
+		g.ScheduleTimeout = durationpb.New(f.timeout)
+	}
+	return g, nil
+}
+
+func (c *cli) podGroupApply(fs *flag.FlagSet) runFunc {
+	var spec podGroupSpecFlags
+	spec.register(fs)
+	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the group (with -f: of groups that name none)")
+	file := fs.String("f", "", "read groups from `FILE`: a YAML or JSON berth.v1.PodGroup, a list, or several YAML documents (- for stdin)")
+	return func(ctx context.Context, args []string) error {
+		p, err := c.printer()
+		if err != nil {
+			return err
+		}
+		var groups []*berthv1.PodGroup
+		if *file != "" {
+			if err := wantArgs(args); err != nil {
+				return err
+			}
+			if err := conflictsWithFile(fs, podGroupSpecFlagNames); err != nil {
+				return err
+			}
+			if groups, err = readMessages(*file, c.stdin, func() *berthv1.PodGroup { return new(berthv1.PodGroup) }); err != nil {
+				return err
+			}
+			for _, g := range groups {
+				if g.Namespace == "" {
+					g.Namespace = *ns
+				}
+			}
+		} else {
+			if err := wantArgs(args, "NAME"); err != nil {
+				return err
+			}
+			g, err := spec.build(*ns, args[0])
+			if err != nil {
+				return err
+			}
+			groups = []*berthv1.PodGroup{g}
+		}
+		client, err := c.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		var done []*berthv1.UpsertPodGroupResponse
+		var applyErr error
+		for i, g := range groups {
+			resp, err := client.PodService().UpsertPodGroup(ctx, &berthv1.UpsertPodGroupRequest{PodGroup: g})
+			if err != nil {
+				applyErr = err
+				if len(groups) > 1 { // say which one failed
+					applyErr = fmt.Errorf("pod group %d of %d (%q): %w", i+1, len(groups), g.GetName(), err)
+				}
+				break
+			}
+			if !p.structured() {
+				fmt.Fprintf(c.stdout, "podgroup/%s/%s applied (revision %d)\n", resp.GetPodGroup().GetNamespace(), resp.GetPodGroup().GetName(), resp.GetRevision())
+			}
+			done = append(done, resp)
+		}
+		if p.structured() && len(done) > 0 {
+			if len(groups) == 1 {
+				err = p.object(done[0])
+			} else {
+				err = list(p, done)
+			}
+		}
+		if applyErr != nil {
+			return applyErr
+		}
+		return err
+	}
+}
+
+func (c *cli) podGroupGet(fs *flag.FlagSet) runFunc {
+	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the group")
+	return func(ctx context.Context, args []string) error {
+		p, err := c.printer()
+		if err != nil {
+			return err
+		}
+		if err := wantArgs(args, "NAME"); err != nil {
+			return err
+		}
+		client, err := c.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		resp, err := client.PodService().GetPodGroup(ctx, &berthv1.GetPodGroupRequest{Namespace: *ns, Name: args[0]})
+		if err != nil {
+			return err
+		}
+		if p.structured() {
+			return p.object(resp)
+		}
+		return podGroupDetail(c.stdout, resp)
+	}
+}
+
+func (c *cli) podGroupList(fs *flag.FlagSet) runFunc {
+	ns := namespaceFlag(fs, "", "only groups in `namespace` (default all)")
+	return func(ctx context.Context, args []string) error {
+		p, err := c.printer()
+		if err != nil {
+			return err
+		}
+		if err := wantArgs(args); err != nil {
+			return err
+		}
+		client, err := c.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		resp, err := client.PodService().ListPodGroups(ctx, &berthv1.ListPodGroupsRequest{Namespace: *ns})
+		if err != nil {
+			return err
+		}
+		if p.structured() {
+			return list(p, resp.GetPodGroups())
+		}
+		return podGroupTable(c.stdout, resp.GetPodGroups())
+	}
+}
+
+func (c *cli) podGroupDelete(fs *flag.FlagSet) runFunc {
+	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the group")
+	return func(ctx context.Context, args []string) error {
+		p, err := c.printer()
+		if err != nil {
+			return err
+		}
+		if err := wantArgs(args, "NAME"); err != nil {
+			return err
+		}
+		client, err := c.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		resp, err := client.PodService().DeletePodGroup(ctx, &berthv1.DeletePodGroupRequest{Namespace: *ns, Name: args[0]})
+		if err != nil {
+			return err
+		}
+		if p.structured() {
+			return p.object(resp)
+		}
+		fmt.Fprintf(c.stdout, "podgroup/%s/%s deleted (revision %d)\n", *ns, args[0], resp.GetRevision())
+		return nil
+	}
+}
+
+func podGroupTable(w io.Writer, groups []*berthv1.PodGroup) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "NAMESPACE\tNAME\tMIN MEMBER\tSCHEDULE TIMEOUT")
+	for _, g := range groups {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\n", g.GetNamespace(), g.GetName(), g.GetMinMember(), g.GetScheduleTimeout().AsDuration())
+	}
+	return tw.Flush()
+}
+
+// podGroupDetail describes one group and how far its members got.
+func podGroupDetail(w io.Writer, resp *berthv1.GetPodGroupResponse) error {
+	g := resp.GetPodGroup()
+	tw := newTable(w)
+	fmt.Fprintf(tw, "Namespace:\t%s\n", g.GetNamespace())
+	fmt.Fprintf(tw, "Name:\t%s\n", g.GetName())
+	fmt.Fprintf(tw, "Min Member:\t%d\n", g.GetMinMember())
+	fmt.Fprintf(tw, "Schedule Timeout:\t%v\n", g.GetScheduleTimeout().AsDuration())
+	fmt.Fprintf(tw, "Members:\t%d\n", resp.GetMembers())
+	fmt.Fprintf(tw, "Bound:\t%d\n", resp.GetBound())
+	return tw.Flush()
+}

@@ -1,0 +1,210 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/scheduler/framework"
+	"github.com/berth-io/berth/store"
+)
+
+// RenewNodeLease keeps a leased node reachable, or brings it back.
+func (c *clusterService) RenewNodeLease(ctx context.Context, req *berthv1.RenewNodeLeaseRequest) (*berthv1.RenewNodeLeaseResponse, error) {
+	ttl, restored, err := c.srv.store.RenewNodeLease(ctx, req.GetName())
+	if errors.Is(err, store.ErrNoLease) {
+		return nil, status.Errorf(codes.FailedPrecondition, "node %s has no lease: upsert it with lease_ttl_seconds above 0", req.GetName())
+	}
+	if err != nil {
+		return nil, toStatus(err, "node "+req.GetName())
+	}
+	return &berthv1.RenewNodeLeaseResponse{TtlSeconds: ttl, Restored: restored}, nil
+}
+
+// nodeBook is what the syncer knows of each node beyond what the core
+// holds: the wire record with its mod revision, and whether its lease key
+// exists, from which the core's node is rebuilt when only the lease changes.
+// Only the sync goroutine touches it.
+type nodeBook struct {
+	records map[string]nodeRecord
+	leased  map[string]bool
+	// listed holds the nodes' mod revisions from the last listing, for
+	// the Reset that follows it.
+	listed map[string]int64
+}
+
+type nodeRecord struct {
+	node *berthv1.Node
+	rev  int64
+}
+
+func (b *nodeBook) init() {
+	if b.records == nil {
+		b.records, b.leased = map[string]nodeRecord{}, map[string]bool{}
+	}
+}
+
+// unreachable: the node asks for a lease and has none.
+func (b *nodeBook) unreachable(name string) bool {
+	r, ok := b.records[name]
+	return ok && r.node.GetLeaseTtlSeconds() > 0 && !b.leased[name]
+}
+
+func (b *nodeBook) forget(name string) { delete(b.records, name) }
+
+// put records a node and returns the core's view of it.
+func (b *nodeBook) put(n *berthv1.Node, rev int64) *framework.Node {
+	b.init()
+	b.records[n.GetName()] = nodeRecord{node: n, rev: rev}
+	return nodeToCore(n, rev, b.unreachable(n.GetName()))
+}
+
+var _ store.NodeLeaseHandler = (*syncer)(nil)
+
+// NodeLeasesReset implements store.NodeLeaseHandler; Reset follows.
+func (s *syncer) NodeLeasesReset(leased []string, nodeRevisions map[string]int64) {
+	s.nodes = nodeBook{listed: nodeRevisions}
+	s.nodes.init()
+	for _, name := range leased {
+		s.nodes.leased[name] = true
+	}
+}
+
+// NodeLeasePut implements store.NodeLeaseHandler: a lease started or was
+// restored. When it starts with the node's record it comes first, so the
+// record finds it.
+func (s *syncer) NodeLeasePut(name string, rev int64) {
+	s.nodes.init()
+	was := s.nodes.unreachable(name)
+	s.nodes.leased[name] = true
+	if was {
+		r := s.nodes.records[name]
+		s.sched.UpsertNodeRecord(nodeToCore(r.node, r.rev, false))
+	}
+	s.revision(rev)
+}
+
+// NodeLeaseDeleted implements store.NodeLeaseHandler. Unless the node's
+// record was written at the same revision (the lease dropped with it, which
+// the record's NodePut already applied), the lease expired: the node turns
+// unreachable, and the pods on it are reported lost.
+func (s *syncer) NodeLeaseDeleted(name string, rev int64) {
+	s.nodes.init()
+	delete(s.nodes.leased, name)
+	if r, ok := s.nodes.records[name]; ok && r.rev != rev && s.nodes.unreachable(name) {
+		s.sched.UpsertNodeRecord(nodeToCore(r.node, r.rev, true))
+		s.markLost(name, s.podsOn(name))
+	}
+	s.revision(rev)
+}
+
+// podsOn lists the pods the core holds bound to a node.
+func (s *syncer) podsOn(node string) []*framework.Pod {
+	ni, ok := s.sched.NodeInfo(node)
+	if !ok {
+		return nil
+	}
+	var out []*framework.Pod
+	for _, pi := range ni.Pods {
+		out = append(out, pi.Pod)
+	}
+	return out
+}
+
+// checkLost reports pods bound to a node that is already unreachable: found
+// so at a listing, bound after the lease expired (an assumption whose
+// commit landed late), or declared there.
+func (s *syncer) checkLost(pods ...*framework.Pod) {
+	var byNode map[string][]*framework.Pod
+	for _, p := range pods {
+		if p.NodeName != "" && s.nodes.unreachable(p.NodeName) {
+			if byNode == nil {
+				byNode = map[string][]*framework.Pod{}
+			}
+			byNode[p.NodeName] = append(byNode[p.NodeName], p)
+		}
+	}
+	for node, ps := range byNode {
+		s.markLost(node, ps)
+	}
+}
+
+// markLost sets status.node_lost on those of pods that this replica owns
+// and that hold node (bound or running there), in the background. Each
+// write compares the pod's mod revision, so it lands once whichever
+// replica or retry makes it; a pod changed since is read and judged again.
+// The marks stay when the lease is renewed: the orchestrator decides what
+// a lost pod's fate is.
+func (s *syncer) markLost(node string, pods []*framework.Pod) {
+	var updates []store.PodUpdate
+	for _, p := range pods {
+		src, ok := p.Source.(*berthv1.Pod)
+		// An assumption's record is still pending: not a candidate.
+		if !ok || src == nil || !lostCandidate(src, node) || !s.sched.OwnsPod(p) {
+			continue
+		}
+		next, _ := sourceOf(p)
+		next.Status.NodeLost = true
+		updates = append(updates, store.PodUpdate{Pod: next, ExpectedModRevision: p.Revision})
+	}
+	if len(updates) == 0 || s.store == nil {
+		return
+	}
+	s.marking.Add(1)
+	go func() {
+		defer s.marking.Done()
+		ctx := s.ctx
+		for i, res := range s.store.UpdatePods(ctx, updates) {
+			p := updates[i].Pod
+			if errors.Is(res.Err, store.ErrConflict) {
+				_, _, res.Err = s.store.ModifyPod(ctx, p.GetNamespace(), p.GetName(), p.GetUid(), func(cur *berthv1.Pod) (bool, error) {
+					if !lostCandidate(cur, node) {
+						return false, nil
+					}
+					cur.Status.NodeLost = true
+					return true, nil
+				})
+			}
+			if res.Err != nil && !errors.Is(res.Err, store.ErrNotFound) && !errors.Is(res.Err, store.ErrConflict) && ctx.Err() == nil {
+				s.logger().Warn("mark pod node_lost", zap.String("pod", p.GetNamespace()+"/"+p.GetName()), zap.String("node", node), zap.Error(res.Err))
+			}
+		}
+	}()
+}
+
+// lostCandidate: the stored pod holds node and is not marked yet.
+func lostCandidate(p *berthv1.Pod, node string) bool {
+	switch p.GetStatus().GetPhase() {
+	case berthv1.PodPhase_POD_PHASE_BOUND, berthv1.PodPhase_POD_PHASE_RUNNING:
+		return p.GetNodeName() == node && !p.GetStatus().GetNodeLost()
+	}
+	return false
+}
+
+func (s *syncer) logger() *zap.Logger {
+	if s.log == nil {
+		return zap.NewNop()
+	}
+	return s.log
+}
+
+// waitMarking waits for node_lost writes under way (they end with the
+// syncer's context).
+func (s *syncer) waitMarking() { s.marking.Wait() }
+
+// syncerLeaseState is embedded in syncer: the node book and what marking
+// pods lost needs.
+type syncerLeaseState struct {
+	nodes nodeBook
+	// store, ctx and log serve markLost; a syncer without store marks
+	// nothing.
+	store   *store.Store
+	ctx     context.Context
+	log     *zap.Logger
+	marking sync.WaitGroup
+}

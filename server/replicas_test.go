@@ -1,0 +1,185 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/server"
+	"github.com/berth-io/berth/store"
+)
+
+type replica struct {
+	srv  *server.Server
+	pods berthv1.PodServiceClient
+	node berthv1.ClusterServiceClient
+	sch  berthv1.SchedulerServiceClient
+}
+
+// startReplicas runs n replicas, with distinct ids, on one embedded etcd.
+func startReplicas(t *testing.T, n int) (*store.Embedded, []*replica) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	etcd, err := store.StartEmbedded(ctx, store.EmbeddedConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(etcd.Close)
+	var out []*replica
+	for i := range n {
+		cfg := server.Config{
+			Listen: "127.0.0.1:0", MetricsListen: "-", EtcdEndpoints: etcd.Endpoints(),
+			ReplicaID: fmt.Sprintf("r%d", i), Logger: zaptest.NewLogger(t).Named(fmt.Sprintf("r%d", i)),
+		}
+		cfg.Store.MaxTxnOps = store.EmbeddedMaxTxnOps
+		srv, err := server.Start(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := srv.Stop(); err != nil {
+				t.Errorf("stop r%d: %v", i, err)
+			}
+		})
+		if err := srv.WaitSynced(ctx); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		out = append(out, &replica{srv: srv, pods: berthv1.NewPodServiceClient(conn),
+			node: berthv1.NewClusterServiceClient(conn), sch: berthv1.NewSchedulerServiceClient(conn)})
+	}
+	return etcd, out
+}
+
+// Three replicas share the shards, each schedules its own, and together
+// they never put more on a node than it holds: nodes have room for exactly
+// the pods that should bind, so any overcommit or double count shows.
+func TestReplicasShareWorkWithoutOvercommit(t *testing.T) {
+	_, rs := startReplicas(t, 3)
+	ctx := tctx(t)
+	eventually(t, 10*time.Second, "three replicas own all shards", func() error {
+		resp, err := rs[0].sch.ListReplicas(ctx, &berthv1.ListReplicasRequest{})
+		if err != nil {
+			return err
+		}
+		total := 0
+		for _, r := range resp.Replicas {
+			if len(r.Shards) == 0 {
+				return fmt.Errorf("%s owns nothing yet", r.Id)
+			}
+			total += len(r.Shards)
+		}
+		if len(resp.Replicas) != 3 || total != int(resp.ShardCount) {
+			return fmt.Errorf("%d replicas own %d of %d shards", len(resp.Replicas), total, resp.ShardCount)
+		}
+		return nil
+	})
+
+	const nodes, perNode, extra = 4, 10, 15
+	for i := range nodes {
+		n := &berthv1.Node{Name: fmt.Sprintf("n%d", i), Allocatable: map[string]int64{"cpu": 100 * perNode, "pods": 100}}
+		if _, err := rs[i%3].node.UpsertNode(ctx, &berthv1.UpsertNodeRequest{Node: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Submit from every replica at once, more pods than fit.
+	total := nodes*perNode + extra
+	var g errgroup.Group
+	for i := range total {
+		g.Go(func() error {
+			_, err := rs[i%3].pods.SubmitPod(ctx, &berthv1.SubmitPodRequest{Pod: pod(fmt.Sprintf("p%03d", i))})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	var list []*berthv1.Pod
+	eventually(t, 20*time.Second, "every pod decided", func() error {
+		resp, err := rs[1].pods.ListPods(ctx, &berthv1.ListPodsRequest{Namespace: "ns", PageSize: 1000})
+		if err != nil {
+			return err
+		}
+		list = resp.Pods
+		bound, unschedulable := 0, 0
+		for _, p := range list {
+			switch p.GetStatus().GetPhase() {
+			case berthv1.PodPhase_POD_PHASE_BOUND:
+				bound++
+			case berthv1.PodPhase_POD_PHASE_UNSCHEDULABLE:
+				unschedulable++
+			}
+		}
+		if bound != nodes*perNode || unschedulable != extra {
+			return fmt.Errorf("%d bound, %d unschedulable", bound, unschedulable)
+		}
+		return nil
+	})
+	perNodeCount := map[string]int{}
+	byReplica := map[string]int{}
+	for _, p := range list {
+		if p.NodeName != "" {
+			perNodeCount[p.NodeName]++
+			byReplica[p.GetStatus().GetScheduledBy()]++
+		}
+	}
+	for n, c := range perNodeCount {
+		if c > perNode {
+			t.Errorf("node %s holds %d pods, room for %d", n, c, perNode)
+		}
+	}
+	if len(byReplica) != 3 {
+		t.Errorf("bindings by replica %v: want all three to schedule", byReplica)
+	}
+	t.Logf("bindings by replica: %v", byReplica)
+}
+
+// When a replica stops, the others take its shards and schedule its pods.
+func TestReplicaStopHandsShardsOver(t *testing.T) {
+	_, rs := startReplicas(t, 2)
+	ctx := tctx(t)
+	if _, err := rs[0].node.UpsertNode(ctx, &berthv1.UpsertNodeRequest{Node: node("n1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs[1].srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the survivor owns every shard", func() error {
+		resp, err := rs[0].sch.ListReplicas(ctx, &berthv1.ListReplicasRequest{})
+		if err != nil {
+			return err
+		}
+		if len(resp.Replicas) != 1 || len(resp.Replicas[0].Shards) != int(resp.ShardCount) {
+			return fmt.Errorf("replicas %v", resp.Replicas)
+		}
+		return nil
+	})
+	for i := range 8 {
+		if _, err := rs[0].pods.SubmitPod(ctx, &berthv1.SubmitPodRequest{Pod: pod(fmt.Sprintf("after-%d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, "pods of every shard bind", func() error {
+		resp, err := rs[0].pods.ListPods(ctx, &berthv1.ListPodsRequest{Namespace: "ns", Phase: berthv1.PodPhase_POD_PHASE_BOUND})
+		if err != nil {
+			return err
+		}
+		if len(resp.Pods) != 8 {
+			return fmt.Errorf("%d of 8 bound", len(resp.Pods))
+		}
+		return nil
+	})
+}

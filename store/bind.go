@@ -1,0 +1,147 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+)
+
+// Binding is a scheduler's decision to put a pod on a node, with what the
+// commit must check so that no node is overcommitted across replicas and no
+// replica commits for a shard it lost.
+type Binding struct {
+	// Pod is the new value: the stored pod with node_name and status set.
+	Pod *berthv1.Pod
+	// ExpectedModRevision is the revision of the record the decision read.
+	ExpectedModRevision int64
+	// ViewRevision is the revision of the cluster view the placement was
+	// checked against. The commit fails if another writer added a pod to
+	// the node after it.
+	ViewRevision int64
+	// Shard and ShardEpoch fence the commit: it fails unless the shard key
+	// still holds the claim made at ShardEpoch. Epoch 0: no fence.
+	Shard      int
+	ShardEpoch int64
+}
+
+// Bind commits each binding on its own (many share one Txn). A result's Err
+// is nil, ErrConflict (the pod changed, another writer added to the node, or
+// the fence is lost), or the store's usual errors.
+func (s *Store) Bind(ctx context.Context, bindings []Binding) []UpdateResult {
+	out := make([]UpdateResult, len(bindings))
+	units := make([]*commitUnit, 0, len(bindings))
+	index := make([]int, 0, len(bindings))
+	for i, b := range bindings {
+		u := &commitUnit{}
+		if err := s.addBinding(u, b); err != nil {
+			out[i].Err = err
+			continue
+		}
+		index = append(index, i)
+		units = append(units, u)
+	}
+	if len(units) == 0 {
+		return out
+	}
+	results, err := s.commitMany(ctx, units)
+	if err != nil {
+		for _, i := range index {
+			out[i].Err = fmt.Errorf("%w: bind", err)
+		}
+		return out
+	}
+	for j, res := range results {
+		i := index[j]
+		switch res.err {
+		case nil:
+			out[i].Revision = res.rev
+		case errCompareFailed:
+			p := bindings[i].Pod
+			out[i].Err = fmt.Errorf("%w: binding %s/%s to %s: %s", ErrConflict, p.Namespace, p.Name, p.NodeName, s.whyBindFailed(units[j], bindings[i]))
+		default:
+			out[i].Err = s.commitError(ctx, "bind", res.err)
+		}
+	}
+	return out
+}
+
+// BindAll commits every binding or none, in one Txn: a gang. extra ops
+// (such as deleting the gang's assumptions) ride in the same Txn; each must
+// name a key no binding touches.
+func (s *Store) BindAll(ctx context.Context, bindings []Binding, extra ...clientv3.Op) (rev int64, err error) {
+	if len(bindings) == 0 {
+		return 0, fmt.Errorf("%w: no bindings", ErrInvalidArgument)
+	}
+	u := &commitUnit{ops: extra}
+	for _, b := range bindings {
+		if err := s.addBinding(u, b); err != nil {
+			return 0, err
+		}
+	}
+	res, err := s.commitOne(ctx, "bind group", u)
+	if err != nil {
+		return 0, err
+	}
+	if res.err == errCompareFailed {
+		return 0, fmt.Errorf("%w: group binding: a member changed, a node filled, or the shard moved", ErrConflict)
+	}
+	return res.rev, nil
+}
+
+// addBinding adds one binding's compares and writes to u.
+func (s *Store) addBinding(u *commitUnit, b Binding) error {
+	if err := validatePodKey(b.Pod); err != nil {
+		return err
+	}
+	if b.Pod.NodeName == "" {
+		return fmt.Errorf("%w: binding of %s/%s names no node", ErrInvalidArgument, b.Pod.Namespace, b.Pod.Name)
+	}
+	val, err := marshalOpts.Marshal(b.Pod)
+	if err != nil {
+		return fmt.Errorf("store: encode pod: %w", err)
+	}
+	key := s.keys.pod(b.Pod.Namespace, b.Pod.Name)
+	u.cmps = append(u.cmps, clientv3.Compare(clientv3.ModRevision(key), "=", b.ExpectedModRevision))
+	u.ops = append(u.ops, clientv3.OpPut(key, string(val)))
+	if b.ShardEpoch != 0 {
+		u.fences = append(u.fences, clientv3.Compare(clientv3.CreateRevision(s.keys.shard(b.Shard)), "=", b.ShardEpoch))
+	}
+	view := b.ViewRevision
+	if view <= 0 {
+		// No view: accept only a node nobody has ever added to. Callers
+		// without a view should not bind.
+		view = 1
+	}
+	u.charges = append(u.charges, allocCharge{key: s.keys.allocation(b.Pod.NodeName), view: view})
+	return nil
+}
+
+// whyBindFailed names what a failed binding's compares found, for logs.
+func (s *Store) whyBindFailed(u *commitUnit, b Binding) string {
+	if kv := u.currentKV(s.keys.pod(b.Pod.Namespace, b.Pod.Name)); kv == nil || kv.ModRevision != b.ExpectedModRevision {
+		return "the pod changed"
+	}
+	return "the node was charged by another writer, or the shard moved"
+}
+
+// SessionLease is this replica's etcd lease: keys that must vanish with
+// the replica (shard claims, assumptions) are put with it. 0 before a
+// session is opened.
+func (s *Store) SessionLease() clientv3.LeaseID {
+	if sess := s.session.Load(); sess != nil {
+		return sess.lease
+	}
+	return 0
+}
+
+// ReplicaID names this replica in the keys it writes; "" before a session
+// is opened.
+func (s *Store) ReplicaID() string {
+	if sess := s.session.Load(); sess != nil {
+		return sess.id
+	}
+	return ""
+}

@@ -1,0 +1,298 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+)
+
+// DefaultScheduleTimeout is a pod group's schedule_timeout when unset.
+const DefaultScheduleTimeout = 60 * time.Second
+
+// maxPodGroups bounds ListPodGroups: every replica holds all groups in
+// memory anyway.
+const maxPodGroups = 100000
+
+func (k keyspace) group(namespace, name string) string { return k.groups + namespace + "/" + name }
+
+func (k keyspace) isGroup(key string) bool { return strings.HasPrefix(key, k.groups) }
+
+// groupName splits a pod group key into namespace and name.
+func (k keyspace) groupName(key string) (namespace, name string) {
+	namespace, name, _ = strings.Cut(strings.TrimPrefix(key, k.groups), "/")
+	return namespace, name
+}
+
+func (k keyspace) assume(namespace, name string) string { return k.assumes + namespace + "/" + name }
+
+func validatePodGroup(g *berthv1.PodGroup) error {
+	if g == nil {
+		return fmt.Errorf("%w: nil pod group", ErrInvalidArgument)
+	}
+	if err := validName("pod group namespace", g.Namespace); err != nil {
+		return err
+	}
+	if err := validName("pod group name", g.Name); err != nil {
+		return err
+	}
+	if g.MinMember < 1 {
+		return fmt.Errorf("%w: pod group %s/%s: min_member %d < 1", ErrInvalidArgument, g.Namespace, g.Name, g.MinMember)
+	}
+	if t := g.GetScheduleTimeout(); t != nil {
+		if err := t.CheckValid(); err != nil || t.AsDuration() < 0 {
+			return fmt.Errorf("%w: pod group %s/%s: schedule_timeout must be a non-negative duration", ErrInvalidArgument, g.Namespace, g.Name)
+		}
+	}
+	return nil
+}
+
+// withGroupDefaults returns g, or a copy with schedule_timeout filled in,
+// so every reader sees the timeout in force.
+func withGroupDefaults(g *berthv1.PodGroup) *berthv1.PodGroup {
+	if g.ScheduleTimeout != nil {
+		return g
+	}
+	c := proto.Clone(g).(*berthv1.PodGroup)
+	c.ScheduleTimeout = durationpb.New(DefaultScheduleTimeout)
+	return c
+}
+
+// PutPodGroup creates or replaces a pod group and returns it as stored
+// (schedule_timeout defaulted) with the revision of the write.
+func (s *Store) PutPodGroup(ctx context.Context, g *berthv1.PodGroup) (*berthv1.PodGroup, int64, error) {
+	if err := validatePodGroup(g); err != nil {
+		return nil, 0, err
+	}
+	g = withGroupDefaults(g)
+	val, err := marshalOpts.Marshal(g)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: encode pod group: %w", err)
+	}
+	u := &commitUnit{ops: []clientv3.Op{clientv3.OpPut(s.keys.group(g.Namespace, g.Name), string(val))}}
+	res, err := s.commitOne(ctx, "put pod group", u)
+	if err != nil {
+		return nil, 0, err
+	}
+	return g, res.rev, nil
+}
+
+// DeletePodGroup removes a pod group; ErrNotFound if absent. Its members
+// are left alone: pending ones wait until the group exists again.
+func (s *Store) DeletePodGroup(ctx context.Context, namespace, name string) (int64, error) {
+	if err := validatePodGroup(&berthv1.PodGroup{Namespace: namespace, Name: name, MinMember: 1}); err != nil {
+		return 0, err
+	}
+	key := s.keys.group(namespace, name)
+	u := &commitUnit{
+		cmps: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), ">", 0)},
+		ops:  []clientv3.Op{clientv3.OpDelete(key)},
+	}
+	res, err := s.commitOne(ctx, "delete pod group", u)
+	if err != nil {
+		return 0, err
+	}
+	if res.err == errCompareFailed {
+		return 0, fmt.Errorf("%w: pod group %s/%s", ErrNotFound, namespace, name)
+	}
+	return res.rev, nil
+}
+
+// GetPodGroup reads one pod group; ErrNotFound if absent.
+func (s *Store) GetPodGroup(ctx context.Context, namespace, name string) (*berthv1.PodGroup, error) {
+	if err := validatePodGroup(&berthv1.PodGroup{Namespace: namespace, Name: name, MinMember: 1}); err != nil {
+		return nil, err
+	}
+	kv, err := s.getKV(ctx, "get pod group", s.keys.group(namespace, name))
+	if err != nil {
+		return nil, err
+	}
+	if kv == nil {
+		return nil, fmt.Errorf("%w: pod group %s/%s", ErrNotFound, namespace, name)
+	}
+	return decodePodGroup(kv.Value)
+}
+
+// ListPodGroups returns every pod group, or those of one namespace, in
+// namespace/name order.
+func (s *Store) ListPodGroups(ctx context.Context, namespace string) ([]*berthv1.PodGroup, error) {
+	prefix := s.keys.groups
+	if namespace != "" {
+		if err := validName("pod group namespace", namespace); err != nil {
+			return nil, err
+		}
+		prefix += namespace + "/"
+	}
+	cctx, cancel := s.bound(ctx)
+	defer cancel()
+	resp, err := s.client.Get(cctx, prefix, clientv3.WithPrefix(), clientv3.WithLimit(maxPodGroups))
+	if err != nil {
+		return nil, s.callError(ctx, "list pod groups", err)
+	}
+	out := make([]*berthv1.PodGroup, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		g, err := decodePodGroup(kv.Value)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+func decodePodGroup(b []byte) (*berthv1.PodGroup, error) {
+	g := &berthv1.PodGroup{}
+	if err := proto.Unmarshal(b, g); err != nil {
+		return nil, fmt.Errorf("store: decode pod group: %w", err)
+	}
+	return g, nil
+}
+
+// Assumption is a reservation that outlives one scheduling cycle: a gang
+// member placed on Node and waiting for the rest of its gang. It is stored
+// under {prefix}/v1/assume/{namespace}/{name} with the session lease of the
+// replica that made it, so it vanishes when that replica dies; the pod
+// itself is still PENDING, and the shard's next owner schedules it.
+type Assumption struct {
+	Namespace, Name, UID string
+	Node                 string
+	// Replica is the replica that holds it; filled in by PutAssumptions.
+	Replica string
+}
+
+// PutAssumptions records assumptions with this replica's session lease (no
+// lease when there is no session), group committed. The error is the first
+// failure.
+func (s *Store) PutAssumptions(ctx context.Context, as []Assumption) error {
+	if len(as) == 0 {
+		return nil
+	}
+	lease, replica := s.SessionLease(), s.ReplicaID()
+	units := make([]*commitUnit, 0, len(as))
+	for _, a := range as {
+		if err := validatePodKey(&berthv1.Pod{Namespace: a.Namespace, Name: a.Name}); err != nil {
+			return err
+		}
+		val, err := encodeAssumption(a, replica)
+		if err != nil {
+			return err
+		}
+		var opts []clientv3.OpOption
+		if lease != 0 {
+			opts = append(opts, clientv3.WithLease(lease))
+		}
+		units = append(units, &commitUnit{ops: []clientv3.Op{clientv3.OpPut(s.keys.assume(a.Namespace, a.Name), val, opts...)}})
+	}
+	return s.settleAll(ctx, "put assumption", units)
+}
+
+// DeleteAssumptions removes the named pods' assumptions, each only if it
+// is held under this replica's lease: an assumption another replica made
+// since (the shard moved) is not ours to drop. Absent ones are fine.
+func (s *Store) DeleteAssumptions(ctx context.Context, as []Assumption) error {
+	if len(as) == 0 {
+		return nil
+	}
+	lease := s.SessionLease()
+	units := make([]*commitUnit, 0, len(as))
+	for _, a := range as {
+		if err := validatePodKey(&berthv1.Pod{Namespace: a.Namespace, Name: a.Name}); err != nil {
+			return err
+		}
+		key := s.keys.assume(a.Namespace, a.Name)
+		units = append(units, &commitUnit{
+			cmps: []clientv3.Cmp{clientv3.Compare(clientv3.LeaseValue(key), "=", lease)},
+			ops:  []clientv3.Op{clientv3.OpDelete(key)},
+			// etcd's keys-only read leaves out the lease, which the
+			// committer needs to judge this compare after a failed Txn.
+			readValues: true,
+		})
+	}
+	return s.settleAll(ctx, "delete assumption", units)
+}
+
+// settleAll commits units together; a failed compare is not an error.
+func (s *Store) settleAll(ctx context.Context, op string, units []*commitUnit) error {
+	results, err := s.commitMany(ctx, units)
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, op)
+	}
+	for _, res := range results {
+		if res.err != nil && res.err != errCompareFailed {
+			return s.commitError(ctx, op, res.err)
+		}
+	}
+	return nil
+}
+
+// ListAssumptions returns the stored assumptions, of one namespace or all.
+func (s *Store) ListAssumptions(ctx context.Context, namespace string) ([]Assumption, error) {
+	prefix := s.keys.assumes
+	if namespace != "" {
+		prefix += namespace + "/"
+	}
+	var out []Assumption
+	var bad error
+	_, err := s.rangeAt(ctx, "list assumptions", prefix, clientv3.GetPrefixRangeEnd(prefix), 0, func(kv *mvccpb.KeyValue) {
+		a, err := decodeAssumption(kv.Value)
+		if err != nil {
+			bad = err
+			return
+		}
+		out = append(out, a)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, bad
+}
+
+// BindGang commits a gang's bindings all or none (BindAll), deleting the
+// members' assumptions in the same Txn: once bound, nothing about them is
+// assumed any more.
+func (s *Store) BindGang(ctx context.Context, bindings []Binding) (int64, error) {
+	extra := make([]clientv3.Op, 0, len(bindings))
+	for _, b := range bindings {
+		if b.Pod == nil {
+			continue
+		}
+		extra = append(extra, clientv3.OpDelete(s.keys.assume(b.Pod.Namespace, b.Pod.Name)))
+	}
+	return s.BindAll(ctx, bindings, extra...)
+}
+
+// Assumption values are a protobuf Struct: etcd values are protobuf, and
+// the API has no message for this internal record.
+func encodeAssumption(a Assumption, replica string) (string, error) {
+	st, err := structpb.NewStruct(map[string]any{
+		"namespace": a.Namespace, "name": a.Name, "uid": a.UID, "node": a.Node, "replica": replica,
+	})
+	if err != nil {
+		return "", fmt.Errorf("store: encode assumption: %w", err)
+	}
+	b, err := marshalOpts.Marshal(st)
+	if err != nil {
+		return "", fmt.Errorf("store: encode assumption: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeAssumption(b []byte) (Assumption, error) {
+	st := &structpb.Struct{}
+	if err := proto.Unmarshal(b, st); err != nil {
+		return Assumption{}, fmt.Errorf("store: decode assumption: %w", err)
+	}
+	f := st.GetFields()
+	return Assumption{
+		Namespace: f["namespace"].GetStringValue(), Name: f["name"].GetStringValue(),
+		UID: f["uid"].GetStringValue(), Node: f["node"].GetStringValue(), Replica: f["replica"].GetStringValue(),
+	}, nil
+}
