@@ -207,7 +207,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 
 	if cfg.ReplicaID == "" {
-		cfg.ReplicaID = defaultReplicaID(s.lis.Addr())
+		cfg.ReplicaID = defaultReplicaID(s.lis.Addr(), s.embedded != nil)
 		s.cfg.ReplicaID = cfg.ReplicaID
 	}
 	var schedCtx, memberCtx context.Context
@@ -266,17 +266,22 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 }
 
 // defaultReplicaID is stable across restarts of one replica on one host,
-// so a restart takes its shards back at once.
-func defaultReplicaID(addr net.Addr) string {
+// so a restart takes its shards back at once. An embedded etcd serves one
+// replica only, whatever port it listens on.
+func defaultReplicaID(addr net.Addr, embedded bool) string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "berth"
+	}
+	host = strings.ReplaceAll(host, "/", "-")
+	if embedded {
+		return host + "-embedded"
 	}
 	port := "0"
 	if ta, ok := addr.(*net.TCPAddr); ok {
 		port = strconv.Itoa(ta.Port)
 	}
-	return strings.ReplaceAll(host, "/", "-") + "-" + port
+	return host + "-" + port
 }
 
 type addrString string
