@@ -30,6 +30,17 @@ test-race:
 test-e2e:
 	$(GO) test -count=1 -timeout 10m -run 'E2E' -v ./e2e/...
 
+# The fault suite in full: 3 etcd members and 3 replicas as processes, each
+# fault (replica kill -9, etcd member and leader kill, partition past the
+# lease, restart of all) for FAULT_ROUNDS rounds of at least FAULT_PODS pods.
+# `make test` runs it reduced (1 round, 300 pods).
+FAULT_ROUNDS ?= 5
+FAULT_PODS   ?= 2000
+FAULT_RATE   ?= 400
+test-faults:
+	BERTH_FAULT_ROUNDS=$(FAULT_ROUNDS) BERTH_FAULT_PODS=$(FAULT_PODS) BERTH_FAULT_RATE=$(FAULT_RATE) \
+		$(GO) test -count=1 -timeout 60m -run 'Fault' -v ./e2e/
+
 vet:
 	$(GO) vet ./...
 

@@ -97,7 +97,6 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: client address %q: %w", ErrInvalidArgument, cfg.ClientAddr, err)
 	}
-	mode, retention := compactionMode(cfg.AutoCompactionRetention)
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, defaultEmbeddedStartTimeout)
@@ -126,13 +125,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		ec.ListenPeerUrls = []url.URL{peerURL}
 		ec.AdvertisePeerUrls = []url.URL{peerURL}
 		ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
-		ec.MaxTxnOps = cfg.MaxTxnOps
-		ec.MaxRequestBytes = cfg.MaxRequestBytes
-		ec.QuotaBackendBytes = cfg.QuotaBackendBytes
-		ec.AutoCompactionMode = mode
-		ec.AutoCompactionRetention = retention
-		ec.LogLevel = "warn"
-		ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(cfg.Logger.Named("etcd").WithOptions(zap.IncreaseLevel(zap.WarnLevel)))
+		cfg.ApplyTo(ec)
 
 		e, err := startAndWait(ctx, ec)
 		if err == nil {
@@ -142,6 +135,20 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 			return nil, fmt.Errorf("store: start embedded etcd: %w", err)
 		}
 	}
+}
+
+// ApplyTo sets on ec what every etcd member Berth runs shares (Txn and
+// request limits, quota, compaction, logging), defaulting zero fields. Dir,
+// names, URLs and membership are left to the caller, so a clustered member
+// (berth etcd) is configured like the single embedded one.
+func (c EmbeddedConfig) ApplyTo(ec *embed.Config) {
+	c = c.withDefaults()
+	ec.MaxTxnOps = c.MaxTxnOps
+	ec.MaxRequestBytes = c.MaxRequestBytes
+	ec.QuotaBackendBytes = c.QuotaBackendBytes
+	ec.AutoCompactionMode, ec.AutoCompactionRetention = compactionMode(c.AutoCompactionRetention)
+	ec.LogLevel = "warn"
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(c.Logger.Named("etcd").WithOptions(zap.IncreaseLevel(zap.WarnLevel)))
 }
 
 func startAndWait(ctx context.Context, ec *embed.Config) (*embed.Etcd, error) {

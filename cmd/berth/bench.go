@@ -33,6 +33,7 @@ type benchConfig struct {
 	traceDir    string
 	traceWindow int
 	shards      int
+	replicas    int
 	quiet       bool
 	cpuProfile  string
 }
@@ -103,6 +104,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&bc.traceDir, "trace-dir", "", "directory of the Alibaba OpenB trace CSVs (default: the first "+traceDirFromRoot+" found walking up from the working directory)")
 	fs.IntVar(&bc.traceWindow, "trace-window", 1000, "trace replay: deletions that may wait for their pod at once; creations pause when they are full")
 	fs.IntVar(&bc.shards, "shard-loops", 0, "scheduling loops of the embedded server (0: one per CPU)")
+	fs.IntVar(&bc.replicas, "replicas", 1, "replicas to start, in this process, sharing one embedded etcd; calls are spread over them (not with --addr)")
 	fs.BoolVar(&bc.quiet, "quiet", false, "no progress lines")
 	fs.StringVar(&bc.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (bench and embedded server) to this file")
 	if err := fs.Parse(args); err != nil {
@@ -111,8 +113,11 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	if fs.NArg() > 0 {
 		return bc, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if bc.sizes.nodes < 0 || bc.sizes.pods < 0 || bc.batch < 1 || bc.concurrency < 1 || bc.traceWindow < 1 {
-		return bc, errors.New("--nodes and --pods must not be negative; --batch, --concurrency and --trace-window must be positive")
+	if bc.sizes.nodes < 0 || bc.sizes.pods < 0 || bc.batch < 1 || bc.concurrency < 1 || bc.traceWindow < 1 || bc.replicas < 1 {
+		return bc, errors.New("--nodes and --pods must not be negative; --batch, --concurrency, --trace-window and --replicas must be positive")
+	}
+	if bc.replicas > 1 && bc.addr != "" {
+		return bc, errors.New("--replicas starts its own replicas: it does not go with --addr")
 	}
 	return bc, nil
 }
@@ -185,6 +190,9 @@ func benchOne(ctx context.Context, bc benchConfig, name string, out io.Writer) r
 	ctx, cancel := context.WithTimeout(ctx, bc.timeout)
 	defer cancel()
 
+	if bc.addr == "" && bc.replicas > 1 {
+		return benchFleetRun(ctx, bc, w, run, out)
+	}
 	addr := bc.addr
 	if addr == "" {
 		srv, dir, cleanup, err := startBenchServer(ctx, bc, name)
@@ -204,6 +212,26 @@ func benchOne(ctx context.Context, bc benchConfig, name string, out io.Writer) r
 	}
 	defer conn.Close()
 	return runWorkload(ctx, bc, w, run, conn, out)
+}
+
+// benchFleetRun runs the workload over --replicas in-process replicas and
+// adds each one's share and conflicts to the result.
+func benchFleetRun(ctx context.Context, bc benchConfig, w *workload, run string, out io.Writer) runResult {
+	f, err := startBenchFleet(ctx, bc, w.name)
+	if err != nil {
+		return runResult{workload: w.name, err: err}
+	}
+	defer f.stop()
+	addrs := make([]string, len(f.servers))
+	for i, s := range f.servers {
+		addrs[i] = s.Addr()
+	}
+	fmt.Fprintf(out, "started %d berth replicas at %s sharing embedded etcd in %s\n", len(addrs), strings.Join(addrs, ", "), f.dir)
+	res := runWorkload(ctx, bc, w, run, f.conn(), out)
+	if res.replicas, err = f.report(ctx, run); err != nil && res.err == nil {
+		res.err = fmt.Errorf("replica report: %w", err)
+	}
+	return res
 }
 
 // startBenchServer starts a fresh in-process server: its own etcd
@@ -262,6 +290,9 @@ func printResult(out io.Writer, r runResult) {
 	}
 	if r.evictErrors > 0 {
 		fmt.Fprintf(out, "%d victim deletions failed\n", r.evictErrors)
+	}
+	if len(r.replicas) > 0 {
+		printReplicas(out, r.replicas)
 	}
 	for _, v := range r.violations {
 		fmt.Fprintf(out, "VIOLATION: %s\n", v)

@@ -16,6 +16,7 @@ const usage = `berth: a gRPC scheduling service with kube-scheduler semantics
 Usage:
   berth serve [flags]   run a replica (embedded etcd unless --etcd-endpoints)
   berth bench [flags]   measure end-to-end scheduling throughput
+  berth etcd [flags]    run one etcd member in-process (for a cluster without an etcd binary)
   berth help            show this text
 
 Run "berth <command> -h" for a command's flags.
@@ -38,6 +39,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = serve(ctx, args[1:], stderr)
 	case "bench":
 		err = bench(ctx, args[1:], stdout, stderr)
+	case "etcd":
+		err = etcdMember(ctx, args[1:], stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,9 @@ func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string, endpoint
 	fs.DurationVar(&cfg.Store.RequestTimeout, "etcd-request-timeout", 5*time.Second, "bound on each etcd request")
 	fs.IntVar(&cfg.Store.CommitWorkers, "etcd-commit-workers", 0, "group-commit Txns in flight at once (0: the store's default)")
 	fs.IntVar(&cfg.Scheduler.Shards, "shard-loops", 0, "scheduling loops (0: one per CPU)")
+	fs.IntVar(&cfg.Scheduler.LogicalShards, "shards", 64, "logical shards that replicas divide; every replica of a cluster must agree")
+	fs.StringVar(&cfg.ReplicaID, "replica-id", "", "this replica's id, stable across its restarts (default: hostname-port)")
+	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", 10*time.Second, "replica lease TTL: a replica silent this long loses its shards to the others")
 	fs.Func("percentage-of-nodes-to-score", "share of nodes to find feasible before scoring, 1-100 (default: kube-scheduler's adaptive rule)", func(v string) error {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n < 0 || n > 100 {
@@ -44,6 +48,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	serveFlags(fs, &cfg, &logLevel, &endpoints)
+	var etcdClient etcdClientFlags
+	etcdClient.bind(fs)
 	configPath := fs.String("config", "", "scheduler configuration file (KubeSchedulerConfiguration-shaped YAML; see scheduler/config)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -58,6 +64,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if endpoints != "" {
 		cfg.EtcdEndpoints = strings.Split(endpoints, ",")
+	}
+	if err := etcdClient.apply(&cfg, os.Getenv); err != nil {
+		return err
 	}
 	logger, err := newLogger(logLevel)
 	if err != nil {

@@ -32,7 +32,8 @@ type runResult struct {
 	latencies             []time.Duration // submit to bound, sorted
 	violations            []string
 	err                   error
-	skipped               string // why the workload did not run, if it did not
+	skipped               string        // why the workload did not run, if it did not
+	replicas              []replicaStat // with --replicas > 1: each replica's share
 }
 
 func (r runResult) podsPerSec() float64 {
