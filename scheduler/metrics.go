@@ -46,7 +46,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		bindErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_scheduler_bind_errors_total",
-			Help: "Binding cycles that failed, by reason: conflict (the pod changed) or error.",
+			Help: "Binding cycles that failed, by reason: conflict (the pod changed, another replica charged the node, or the shard moved) or error.",
 		}, []string{"reason"}),
 		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_scheduler_status_writes_total",
