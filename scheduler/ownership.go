@@ -32,10 +32,45 @@ func (s *Scheduler) ShardOf(p *framework.Pod) int { return ShardOf(p, s.cfg.Logi
 func (s *Scheduler) SetViewRevision(rev int64) {
 	for {
 		cur := s.view.Load()
-		if rev <= cur || s.view.CompareAndSwap(cur, rev) {
+		if rev <= cur {
 			return
 		}
+		if s.view.CompareAndSwap(cur, rev) {
+			break
+		}
 	}
+	s.viewMu.Lock()
+	var ready []func()
+	kept := s.viewWaiters[:0]
+	for _, w := range s.viewWaiters {
+		if w.revision <= rev {
+			ready = append(ready, w.fn)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	s.viewWaiters = kept
+	s.viewMu.Unlock()
+	for _, fn := range ready {
+		fn()
+	}
+}
+
+type viewWaiter struct {
+	revision int64
+	fn       func()
+}
+
+// afterView runs fn once the view has reached rev: at once if it has.
+func (s *Scheduler) afterView(rev int64, fn func()) {
+	s.viewMu.Lock()
+	if s.view.Load() < rev {
+		s.viewWaiters = append(s.viewWaiters, viewWaiter{revision: rev, fn: fn})
+		s.viewMu.Unlock()
+		return
+	}
+	s.viewMu.Unlock()
+	fn()
 }
 
 // OwnsPod reports whether this replica schedules p: whether it owns p's

@@ -26,6 +26,21 @@ import (
 // bring the new state, so the pod is not retried from the stale copy.
 var ErrConflict = errors.New("scheduler: pod changed since it was read")
 
+// StaleViewError is the ErrConflict of a binding whose node another writer
+// charged after the view the placement was checked against. The pod is
+// retried once the cache has caught up to Revision, not before: an earlier
+// retry would only pick the same node again.
+type StaleViewError struct {
+	Revision int64
+}
+
+func (e *StaleViewError) Error() string {
+	return fmt.Sprintf("scheduler: node charged by another writer at revision %d, after the placement's view", e.Revision)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *StaleViewError) Is(target error) bool { return target == ErrConflict }
+
 // Committer makes decisions durable. Bind must return only once the
 // binding is stored; it is called from many goroutines at once, which lets
 // an implementation share one storage write among many bindings.
@@ -112,6 +127,10 @@ type Scheduler struct {
 
 	// view is the latest store revision whose changes the cache holds.
 	view atomic.Int64
+	// viewMu guards viewWaiters: retries held until the view reaches a
+	// revision.
+	viewMu      sync.Mutex
+	viewWaiters []viewWaiter
 	// ownMu guards owned: logical shard -> the epoch it was acquired at.
 	ownMu sync.RWMutex
 	owned map[int]int64
@@ -304,6 +323,7 @@ func (s *Scheduler) DeletePod(p *framework.Pod) {
 	ev := framework.ClusterEvent{Resource: framework.EventResourceAssigned, ActionType: framework.ActionDelete, Label: "AssignedPodDelete"}
 	s.metrics.event(ev.Label)
 	s.broadcast(ev, cached, nil)
+	s.victimGone(cached) // preemption.go
 }
 
 // Reset replaces everything the scheduler knows with a fresh listing, as

@@ -382,7 +382,11 @@ func (sh *shard) bind(fwk *fwruntime.Framework, state *framework.CycleState, qpi
 			// shard moved. The watch brings the news; retry at once
 			// against it (settle drops the pod if the shard is gone).
 			sh.s.metrics.bindError("conflict")
-			sh.settle(assumed.Key(), func() { sh.queue.Requeue(qpi) })
+			retry := func() { sh.queue.Requeue(qpi) }
+			if stale := (*StaleViewError)(nil); errors.As(st.AsError(), &stale) {
+				retry = func() { sh.s.afterView(stale.Revision, func() { sh.queue.Requeue(qpi) }) }
+			}
+			sh.settle(assumed.Key(), retry)
 			return
 		}
 		sh.s.metrics.bindError("error")

@@ -46,10 +46,7 @@ func (c committer) Bind(ctx context.Context, p *framework.Pod, nodeName string) 
 		return err
 	}
 	res := c.store.Bind(ctx, []store.Binding{b})[0]
-	if errors.Is(res.Err, store.ErrConflict) {
-		return fmt.Errorf("%w: %v", scheduler.ErrConflict, res.Err)
-	}
-	return res.Err
+	return coreConflict(res.Err)
 }
 
 // binding builds the store's binding of p to nodeName.
@@ -236,4 +233,16 @@ func (s *syncer) PodDeleted(prev *berthv1.Pod, rev int64) {
 		s.sched.DeletePod(podToCore(prev, rev))
 	}
 	s.revision(rev)
+}
+
+// coreConflict translates the store's conflicts into the core's.
+func coreConflict(err error) error {
+	var stale *store.StaleViewError
+	switch {
+	case errors.As(err, &stale):
+		return &scheduler.StaleViewError{Revision: stale.Revision}
+	case errors.Is(err, store.ErrConflict):
+		return fmt.Errorf("%w: %v", scheduler.ErrConflict, err)
+	}
+	return err
 }

@@ -60,6 +60,10 @@ func (s *Store) Bind(ctx context.Context, bindings []Binding) []UpdateResult {
 			out[i].Revision = res.rev
 		case errCompareFailed:
 			p := bindings[i].Pod
+			if res.chargedAt > 0 {
+				out[i].Err = fmt.Errorf("binding %s/%s to %s: %w", p.Namespace, p.Name, p.NodeName, &StaleViewError{Revision: res.chargedAt})
+				continue
+			}
 			out[i].Err = fmt.Errorf("%w: binding %s/%s to %s: %s", ErrConflict, p.Namespace, p.Name, p.NodeName, s.whyBindFailed(units[j], bindings[i]))
 		default:
 			out[i].Err = s.commitError(ctx, "bind", res.err)
@@ -124,7 +128,7 @@ func (s *Store) whyBindFailed(u *commitUnit, b Binding) string {
 	if kv := u.currentKV(s.keys.pod(b.Pod.Namespace, b.Pod.Name)); kv == nil || kv.ModRevision != b.ExpectedModRevision {
 		return "the pod changed"
 	}
-	return "the node was charged by another writer, or the shard moved"
+	return "the shard moved"
 }
 
 // SessionLease is this replica's etcd lease: keys that must vanish with

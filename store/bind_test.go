@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -47,11 +48,14 @@ func TestBindFailsWhenAnotherReplicaChargedTheNode(t *testing.T) {
 	pb, rb := created(t, b, "b")
 	view := current(t, a)
 
-	if err := bindOne(t, a, pa, ra, "n1", view); err != nil {
-		t.Fatalf("first binding: %v", err)
+	first := a.Bind(testCtx(t), []Binding{{Pod: boundTo(pa, "n1"), ExpectedModRevision: ra, ViewRevision: view}})[0]
+	if first.Err != nil {
+		t.Fatalf("first binding: %v", first.Err)
 	}
-	if err := bindOne(t, b, pb, rb, "n1", view); errIs(err, ErrConflict) != "" {
-		t.Fatalf("stale view on a charged node: %v", err)
+	err := bindOne(t, b, pb, rb, "n1", view)
+	var stale *StaleViewError
+	if !errors.As(err, &stale) || !errors.Is(err, ErrConflict) || stale.Revision != first.Revision {
+		t.Fatalf("stale view on a charged node: %v; want a StaleViewError at revision %d", err, first.Revision)
 	}
 	// Another node is untouched: the same view binds there.
 	if err := bindOne(t, b, pb, rb, "n2", view); err != nil {

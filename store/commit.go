@@ -58,6 +58,10 @@ type commitResult struct {
 	// revision the compare failed (nil for an absent key), with its value
 	// only if the unit asked for readValues.
 	current []*mvccpb.KeyValue
+	// chargedAt, after errCompareFailed, is the newest revision at which
+	// another writer charged one of the unit's nodes past what its view
+	// allowed; 0 if no allocation check failed.
+	chargedAt int64
 }
 
 // currentKV returns the value of key recorded with errCompareFailed.
@@ -452,7 +456,13 @@ func (c *committer) settleFailed(pending []*commitUnit, resp *clientv3.TxnRespon
 		for i, k := range u.keys {
 			cur[i] = current[k]
 		}
-		u.finish(commitResult{err: errCompareFailed, rev: resp.Header.Revision, current: cur})
+		res := commitResult{err: errCompareFailed, rev: resp.Header.Revision, current: cur}
+		for _, ch := range u.charges {
+			if kv := current[ch.key]; kv != nil && kv.ModRevision > bounds[ch.key].bound(ch.view) {
+				res.chargedAt = max(res.chargedAt, kv.ModRevision)
+			}
+		}
+		u.finish(res)
 		failed++
 	}
 	c.metrics.unitsDone(resultCompareFailed, failed)
