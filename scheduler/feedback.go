@@ -14,11 +14,12 @@ import (
 // node, other than as our own assumption, was sent back by that node: it
 // leaves the node, whose room may help others, and is queued only after a
 // backoff, so a node or image that keeps failing does not get the pod (or
-// its siblings) straight back.
+// its siblings) straight back. Another replica's assumption of the pod is
+// not a rejection: that charge stays until the assumption goes.
 func (s *Scheduler) podPending(p *framework.Pod) {
 	sh := s.shardFor(p)
 	cached, ok := s.cache.GetPod(p.Key())
-	if !ok || s.cache.IsAssumed(p.Key()) {
+	if !ok || s.cache.IsAssumed(p.Key()) || s.assumedElsewhere(p) {
 		sh.upsertPending(p)
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -154,20 +155,61 @@ func (g *groupSet) Hold(p *framework.Pod) {
 	g.s.binding.Add(1)
 	go func() {
 		defer g.s.binding.Done()
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if a.released {
+		err := g.writeAssumption(gb, a)
+		if err == nil {
 			return
 		}
-		a.written = true
-		ctx, cancel := context.WithTimeout(context.Background(), g.s.cfg.BindTimeout)
-		defer cancel()
-		if err := gb.Assume(ctx, []*framework.Pod{p}); err != nil {
-			// Best effort: the pod is held in memory either way, and its
-			// binding is fenced; only a crash's cleanup is at stake.
-			g.s.logger.Warn("record assumption", zap.String("pod", p.Key()), zap.Error(err))
+		if errors.Is(err, ErrConflict) {
+			// Another writer took the room since the placement's view (or
+			// the shard moved): the member cannot hold it, so its gang is
+			// released and retried like any failed member.
+			g.rejectWaiting(a, err)
+			return
 		}
+		// Best effort: the pod is held in memory either way, and its
+		// binding is fenced; only a crash's cleanup is at stake.
+		g.s.logger.Warn("record assumption", zap.String("pod", p.Key()), zap.Error(err))
 	}()
+}
+
+// writeAssumption writes a member's assumption unless it was released.
+func (g *groupSet) writeAssumption(gb GroupBinder, a *assumption) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.released {
+		return nil
+	}
+	a.written = true
+	ctx, cancel := context.WithTimeout(context.Background(), g.s.cfg.BindTimeout)
+	defer cancel()
+	return gb.Assume(ctx, []*framework.Pod{a.pod})
+}
+
+// rejectWaiting turns away a member whose assumption could not be written.
+// Hold runs inside Permit, before the framework registers the pod as
+// waiting, so a write that fails fast may have to wait for that briefly;
+// it stops once the member is released or bound anyway.
+func (g *groupSet) rejectWaiting(a *assumption, why error) {
+	p := a.pod
+	fwk := g.s.shardFor(p).frameworkFor(p)
+	if fwk == nil {
+		return
+	}
+	key := framework.WaitingPodKey(p)
+	deadline := time.Now().Add(g.s.cfg.BindTimeout)
+	for {
+		if w := fwk.GetWaitingPod(key); w != nil && w.GetPod().UID == p.UID {
+			w.Reject("", fmt.Sprintf("assumption of %s on %s: %v", p.Key(), p.NodeName, why))
+			return
+		}
+		a.mu.Lock()
+		released := a.released
+		a.mu.Unlock()
+		if released || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // Release implements framework.GangCommitter: the member's gang commit, if

@@ -119,6 +119,8 @@ type Scheduler struct {
 	preemptMu sync.Mutex
 	budgets   budgetSet
 	groups    *groupSet // pod groups and their members: gang.go
+	// foreign is the room other replicas' assumptions hold: foreign.go.
+	foreign foreignSet
 
 	// placeMu serialises assumptions across shards, so a pod whose
 	// placement depends on other pods can be re-checked against the very
@@ -287,6 +289,7 @@ func (s *Scheduler) UpsertPod(p *framework.Pod) {
 // podBound records a pod placed on a node: confirms our own assumption or
 // charges a pod bound elsewhere (another replica, or declared running).
 func (s *Scheduler) podBound(p *framework.Pod) {
+	s.forgetForeign(p) // its charge, if any, becomes the binding below
 	s.shardFor(p).forgetPending(p)
 	s.nominator.forget(p)
 	if old, ok := s.cache.GetPod(p.Key()); ok && !s.cache.IsAssumed(p.Key()) {
@@ -309,6 +312,7 @@ func (s *Scheduler) podBound(p *framework.Pod) {
 // DeletePod removes a pod, from the queue or from its node, and wakes the
 // pods its room may help.
 func (s *Scheduler) DeletePod(p *framework.Pod) {
+	s.forgetForeign(p) // its charge, if any, is removed below
 	s.groups.forget(p)
 	s.shardFor(p).forgetPending(p)
 	s.nominator.forget(p)

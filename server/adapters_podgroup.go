@@ -12,8 +12,9 @@ import (
 )
 
 var (
-	_ scheduler.GroupBinder = committer{}
-	_ store.PodGroupHandler = (*syncer)(nil)
+	_ scheduler.GroupBinder   = committer{}
+	_ store.PodGroupHandler   = (*syncer)(nil)
+	_ store.AssumptionHandler = (*syncer)(nil)
 )
 
 // BindGroup binds a gang's members in one Txn, all or none; the same Txn
@@ -37,14 +38,18 @@ func (c committer) BindGroup(ctx context.Context, pods []*framework.Pod) error {
 func assumptionsOf(pods []*framework.Pod) []store.Assumption {
 	out := make([]store.Assumption, len(pods))
 	for i, p := range pods {
-		out[i] = store.Assumption{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Node: p.NodeName}
+		out[i] = store.Assumption{
+			Namespace: p.Namespace, Name: p.Name, UID: p.UID, Node: p.NodeName,
+			ViewRevision: p.ViewRevision, Shard: p.Shard, ShardEpoch: p.ShardEpoch,
+		}
 	}
 	return out
 }
 
-// Assume records waiting gang members under this replica's lease.
+// Assume records waiting gang members under this replica's lease, charged
+// to their nodes and fenced like bindings.
 func (c committer) Assume(ctx context.Context, pods []*framework.Pod) error {
-	return c.store.PutAssumptions(ctx, assumptionsOf(pods))
+	return coreConflict(c.store.PutAssumptions(ctx, assumptionsOf(pods)))
 }
 
 // Unassume drops this replica's assumptions of pods.
@@ -75,5 +80,41 @@ func (s *syncer) PodGroupPut(g *berthv1.PodGroup, rev int64) {
 
 func (s *syncer) PodGroupDeleted(namespace, name string, rev int64) {
 	s.sched.DeletePodGroup(namespace, name)
+	s.revision(rev)
+}
+
+// replicaID is this replica's id as its assumptions carry it.
+func (s *syncer) replicaID() string {
+	if s.store == nil {
+		return ""
+	}
+	return s.store.ReplicaID()
+}
+
+// AssumptionsReset charges the room every other replica's assumptions
+// hold; our own are in the cache already, as assumed pods.
+func (s *syncer) AssumptionsReset(as []store.Assumption) {
+	me := s.replicaID()
+	live := make(map[string]scheduler.AssumedPod, len(as))
+	for _, a := range as {
+		if a.Replica != me {
+			live[a.Namespace+"/"+a.Name] = scheduler.AssumedPod{Namespace: a.Namespace, Name: a.Name, UID: a.UID, Node: a.Node}
+		}
+	}
+	s.sched.ResetAssumptions(live)
+}
+
+func (s *syncer) AssumptionPut(a store.Assumption, rev int64) {
+	if a.Replica == s.replicaID() {
+		// Ours; or, if the shard came back to us, one we will replace.
+		s.sched.AssumptionGone(a.Namespace, a.Name)
+	} else {
+		s.sched.AssumedElsewhere(a.Namespace, a.Name, a.UID, a.Node)
+	}
+	s.revision(rev)
+}
+
+func (s *syncer) AssumptionDeleted(namespace, name string, rev int64) {
+	s.sched.AssumptionGone(namespace, name)
 	s.revision(rev)
 }

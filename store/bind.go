@@ -36,7 +36,7 @@ func (s *Store) Bind(ctx context.Context, bindings []Binding) []UpdateResult {
 	index := make([]int, 0, len(bindings))
 	for i, b := range bindings {
 		u := &commitUnit{}
-		if err := s.addBinding(u, b); err != nil {
+		if err := s.addBinding(u, b, 0); err != nil {
 			out[i].Err = err
 			continue
 		}
@@ -76,12 +76,22 @@ func (s *Store) Bind(ctx context.Context, bindings []Binding) []UpdateResult {
 // (such as deleting the gang's assumptions) ride in the same Txn; each must
 // name a key no binding touches.
 func (s *Store) BindAll(ctx context.Context, bindings []Binding, extra ...clientv3.Op) (rev int64, err error) {
+	return s.bindAll(ctx, bindings, nil, extra)
+}
+
+// bindAll is BindAll where held[i] > 0 says binding i's node is already
+// charged by the pod's assumption written at that revision.
+func (s *Store) bindAll(ctx context.Context, bindings []Binding, held []int64, extra []clientv3.Op) (rev int64, err error) {
 	if len(bindings) == 0 {
 		return 0, fmt.Errorf("%w: no bindings", ErrInvalidArgument)
 	}
 	u := &commitUnit{ops: extra}
-	for _, b := range bindings {
-		if err := s.addBinding(u, b); err != nil {
+	for i, b := range bindings {
+		var at int64
+		if i < len(held) {
+			at = held[i]
+		}
+		if err := s.addBinding(u, b, at); err != nil {
 			return 0, err
 		}
 	}
@@ -95,8 +105,12 @@ func (s *Store) BindAll(ctx context.Context, bindings []Binding, extra ...client
 	return res.rev, nil
 }
 
-// addBinding adds one binding's compares and writes to u.
-func (s *Store) addBinding(u *commitUnit, b Binding) error {
+// addBinding adds one binding's compares and writes to u. heldAt > 0 is
+// the revision of the pod's own assumption on the node, which charged it
+// then: the binding only turns that charge into the pod's, so it compares
+// that the assumption still stands (every writer since saw the charge)
+// instead of the node's allocation key, which it leaves alone.
+func (s *Store) addBinding(u *commitUnit, b Binding, heldAt int64) error {
 	if err := validatePodKey(b.Pod); err != nil {
 		return err
 	}
@@ -110,17 +124,34 @@ func (s *Store) addBinding(u *commitUnit, b Binding) error {
 	key := s.keys.pod(b.Pod.Namespace, b.Pod.Name)
 	u.cmps = append(u.cmps, clientv3.Compare(clientv3.ModRevision(key), "=", b.ExpectedModRevision))
 	u.ops = append(u.ops, clientv3.OpPut(key, string(val)))
-	if b.ShardEpoch != 0 {
-		u.fences = append(u.fences, clientv3.Compare(clientv3.CreateRevision(s.keys.shard(b.Shard)), "=", b.ShardEpoch))
+	if heldAt > 0 {
+		s.fence(u, b.Shard, b.ShardEpoch)
+		u.cmps = append(u.cmps, clientv3.Compare(clientv3.ModRevision(s.keys.assume(b.Pod.Namespace, b.Pod.Name)), "=", heldAt))
+		return nil
 	}
-	view := b.ViewRevision
+	s.charge(u, b.Pod.NodeName, b.ViewRevision, b.Shard, b.ShardEpoch)
+	return nil
+}
+
+// charge adds to u what every write that adds a pod to node must check
+// (bindings, assumptions): the shard fence and the node's allocation
+// charge at the placement's view.
+func (s *Store) charge(u *commitUnit, node string, view int64, shard int, epoch int64) {
+	s.fence(u, shard, epoch)
 	if view <= 0 {
 		// No view: accept only a node nobody has ever added to. Callers
 		// without a view should not bind.
 		view = 1
 	}
-	u.charges = append(u.charges, allocCharge{key: s.keys.allocation(b.Pod.NodeName), view: view})
-	return nil
+	u.charges = append(u.charges, allocCharge{key: s.keys.allocation(node), view: view})
+}
+
+// fence makes u fail unless shard is still held by the claim made at
+// epoch; epoch 0: no fence.
+func (s *Store) fence(u *commitUnit, shard int, epoch int64) {
+	if epoch != 0 {
+		u.fences = append(u.fences, clientv3.Compare(clientv3.CreateRevision(s.keys.shard(shard)), "=", epoch))
+	}
 }
 
 // whyBindFailed names what a failed binding's compares found, for logs.

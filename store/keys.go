@@ -17,9 +17,10 @@ const DefaultPrefix = "/berth"
 //	{prefix}/v1/nodes/{name}
 //	{prefix}/v1/pods/{namespace}/{name}
 //
-// Budgets sort before nodes, nodes before pods, and nothing else planned
-// (alloc/, assume/, replicas/, shards/) sorts between them, so one range
-// watch covers exactly the objects a replica caches, in one global order.
+// Assumptions sort before budgets, budgets before nodes, nodes before pods,
+// and nothing else (alloc/, replicas/, shards/) sorts between them, so one
+// range watch covers exactly the objects a replica caches, in one global
+// order.
 type keyspace struct {
 	alloc   string // "{prefix}/v1/alloc/"
 	shards  string // "{prefix}/v1/shards/"
@@ -28,7 +29,7 @@ type keyspace struct {
 	nodes   string // "{prefix}/v1/nodes/"
 	pods    string // "{prefix}/v1/pods/"
 	// groups sorts between nodes/ and pods/, so it is inside cachedRange;
-	// assume/ sorts before budgets/, outside it.
+	// assume/ sorts just before budgets/, where cachedRange starts.
 	groups  string // "{prefix}/v1/podgroups/"
 	assumes string // "{prefix}/v1/assume/"
 	// nodeLeases sorts between budgets/ and nodes/, inside cachedRange:
@@ -70,10 +71,10 @@ func (k keyspace) podNamespace(namespace string) string { return k.pods + namesp
 
 func (k keyspace) budget(namespace, name string) string { return k.budgets + namespace + "/" + name }
 
-// cachedRange is [start, end) holding every budget, node and pod key and
-// nothing else.
+// cachedRange is [start, end) holding every assumption, budget, node and
+// pod key and nothing else.
 func (k keyspace) cachedRange() (start, end string) {
-	return k.budgets, clientv3.GetPrefixRangeEnd(k.pods)
+	return k.assumes, clientv3.GetPrefixRangeEnd(k.pods)
 }
 
 func (k keyspace) isBudget(key string) bool { return strings.HasPrefix(key, k.budgets) }

@@ -34,6 +34,14 @@ func (k keyspace) groupName(key string) (namespace, name string) {
 
 func (k keyspace) assume(namespace, name string) string { return k.assumes + namespace + "/" + name }
 
+func (k keyspace) isAssume(key string) bool { return strings.HasPrefix(key, k.assumes) }
+
+// assumeName splits an assumption key into namespace and name.
+func (k keyspace) assumeName(key string) (namespace, name string) {
+	namespace, name, _ = strings.Cut(strings.TrimPrefix(key, k.assumes), "/")
+	return namespace, name
+}
+
 func validatePodGroup(g *berthv1.PodGroup) error {
 	if g == nil {
 		return fmt.Errorf("%w: nil pod group", ErrInvalidArgument)
@@ -166,11 +174,27 @@ type Assumption struct {
 	Node                 string
 	// Replica is the replica that holds it; filled in by PutAssumptions.
 	Replica string
+	// ViewRevision, Shard and ShardEpoch are the placement's, as in a
+	// Binding: an assumption holds room like a binding, so it is charged
+	// to the node and fenced the same way. Not stored.
+	ViewRevision int64
+	Shard        int
+	ShardEpoch   int64
+}
+
+// heldAssumption is an assumption this replica wrote, and the revision of
+// the write.
+type heldAssumption struct {
+	uid, node string
+	rev       int64
 }
 
 // PutAssumptions records assumptions with this replica's session lease (no
-// lease when there is no session), group committed. The error is the first
-// failure.
+// lease when there is no session), group committed. Each is charged to its
+// node and fenced like a binding (see addBinding), so replicas together
+// never assume or bind more than a node holds: one whose node another
+// writer added to after its view, or whose shard moved, is not written and
+// fails with ErrConflict. The error is the first failure.
 func (s *Store) PutAssumptions(ctx context.Context, as []Assumption) error {
 	if len(as) == 0 {
 		return nil
@@ -181,6 +205,9 @@ func (s *Store) PutAssumptions(ctx context.Context, as []Assumption) error {
 		if err := validatePodKey(&berthv1.Pod{Namespace: a.Namespace, Name: a.Name}); err != nil {
 			return err
 		}
+		if a.Node == "" {
+			return fmt.Errorf("%w: assumption of %s/%s names no node", ErrInvalidArgument, a.Namespace, a.Name)
+		}
 		val, err := encodeAssumption(a, replica)
 		if err != nil {
 			return err
@@ -189,9 +216,37 @@ func (s *Store) PutAssumptions(ctx context.Context, as []Assumption) error {
 		if lease != 0 {
 			opts = append(opts, clientv3.WithLease(lease))
 		}
-		units = append(units, &commitUnit{ops: []clientv3.Op{clientv3.OpPut(s.keys.assume(a.Namespace, a.Name), val, opts...)}})
+		u := &commitUnit{ops: []clientv3.Op{clientv3.OpPut(s.keys.assume(a.Namespace, a.Name), val, opts...)}}
+		s.charge(u, a.Node, a.ViewRevision, a.Shard, a.ShardEpoch)
+		units = append(units, u)
 	}
-	return s.settleAll(ctx, "put assumption", units)
+	results, err := s.commitMany(ctx, units)
+	if err != nil {
+		return fmt.Errorf("%w: put assumption", err)
+	}
+	var first error
+	for i, res := range results {
+		a := as[i]
+		key := s.keys.assume(a.Namespace, a.Name)
+		var err error
+		switch {
+		case res.err == nil:
+			s.held.Store(key, heldAssumption{uid: a.UID, node: a.Node, rev: res.rev})
+			continue
+		case res.err == errCompareFailed && res.chargedAt > 0:
+			err = fmt.Errorf("assumption of %s/%s on %s: %w", a.Namespace, a.Name, a.Node, &StaleViewError{Revision: res.chargedAt})
+		case res.err == errCompareFailed:
+			err = fmt.Errorf("%w: assumption of %s/%s on %s: the shard moved", ErrConflict, a.Namespace, a.Name, a.Node)
+		default:
+			err = s.commitError(ctx, "put assumption", res.err)
+		}
+		// Whatever stood there before is not known to be ours any more.
+		s.held.Delete(key)
+		if first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // DeleteAssumptions removes the named pods' assumptions, each only if it
@@ -208,6 +263,7 @@ func (s *Store) DeleteAssumptions(ctx context.Context, as []Assumption) error {
 			return err
 		}
 		key := s.keys.assume(a.Namespace, a.Name)
+		s.held.Delete(key)
 		units = append(units, &commitUnit{
 			cmps: []clientv3.Cmp{clientv3.Compare(clientv3.LeaseValue(key), "=", lease)},
 			ops:  []clientv3.Op{clientv3.OpDelete(key)},
@@ -257,16 +313,34 @@ func (s *Store) ListAssumptions(ctx context.Context, namespace string) ([]Assump
 
 // BindGang commits a gang's bindings all or none (BindAll), deleting the
 // members' assumptions in the same Txn: once bound, nothing about them is
-// assumed any more.
+// assumed any more. A member whose assumption this replica wrote on the
+// same node is checked against that assumption rather than its view: the
+// room was charged when the assumption was written, and every writer since
+// counted it.
 func (s *Store) BindGang(ctx context.Context, bindings []Binding) (int64, error) {
 	extra := make([]clientv3.Op, 0, len(bindings))
-	for _, b := range bindings {
+	held := make([]int64, len(bindings))
+	var keys []string
+	for i, b := range bindings {
 		if b.Pod == nil {
 			continue
 		}
-		extra = append(extra, clientv3.OpDelete(s.keys.assume(b.Pod.Namespace, b.Pod.Name)))
+		key := s.keys.assume(b.Pod.Namespace, b.Pod.Name)
+		extra = append(extra, clientv3.OpDelete(key))
+		keys = append(keys, key)
+		if v, ok := s.held.Load(key); ok {
+			if h := v.(heldAssumption); h.uid == b.Pod.Uid && h.node == b.Pod.NodeName {
+				held[i] = h.rev
+			}
+		}
 	}
-	return s.BindAll(ctx, bindings, extra...)
+	rev, err := s.bindAll(ctx, bindings, held, extra)
+	if err == nil {
+		for _, k := range keys {
+			s.held.Delete(k)
+		}
+	}
+	return rev, err
 }
 
 // Assumption values are a protobuf Struct: etcd values are protobuf, and

@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -101,6 +102,9 @@ type Store struct {
 	// chunk is how many keys one range request of a scan reads; a field so
 	// tests can force multi-chunk scans.
 	chunk int
+	// held maps an assume key to the heldAssumption this replica last
+	// wrote there, so a gang's binding can rely on the charge it made.
+	held sync.Map
 }
 
 var marshalOpts = proto.MarshalOptions{Deterministic: true}

@@ -69,6 +69,17 @@ type NodeLeaseHandler interface {
 	NodeLeaseDeleted(name string, rev int64)
 }
 
+// AssumptionHandler is an optional part of a SyncHandler: a handler that
+// also implements it is told about assumptions (every replica's, its own
+// included: Assumption.Replica says whose), so it can count the room that
+// other replicas' waiting gang members hold. AssumptionsReset comes just
+// after each Reset, so the pods it names are known.
+type AssumptionHandler interface {
+	AssumptionsReset(as []Assumption)
+	AssumptionPut(a Assumption, rev int64)
+	AssumptionDeleted(namespace, name string, rev int64)
+}
+
 // scanChunk is how many keys one range request of a scan (a full listing,
 // a filtered page) reads.
 const scanChunk = 1000
@@ -77,7 +88,8 @@ const scanChunk = 1000
 // still live.
 var errWatchClosed = errors.New("store: watch closed")
 
-// Sync feeds h: it lists every node and pod at one revision R, calls Reset,
+// Sync feeds h: it lists every node and pod (and, for optional handlers,
+// budgets, pod groups, node leases and assumptions) at one revision R, calls Reset,
 // then watches both from R+1 and delivers each change in order. When the
 // watch fails (compacted past, stream lost) it lists again and calls Reset
 // again. It blocks until ctx ends (returning ctx's error) or the store is
@@ -161,6 +173,21 @@ func (s *Store) syncOnce(ctx context.Context, h SyncHandler) (listed bool, err e
 	if err != nil {
 		return false, err
 	}
+	ah, _ := h.(AssumptionHandler)
+	var assumptions []Assumption
+	if ah != nil {
+		_, err = s.rangeAt(ctx, "sync list assumptions", s.keys.assumes, clientv3.GetPrefixRangeEnd(s.keys.assumes), rev,
+			func(kv *mvccpb.KeyValue) {
+				if a, err := decodeAssumption(kv.Value); err == nil {
+					assumptions = append(assumptions, a)
+				} else {
+					s.log.Warn("store sync: skipping undecodable assumption", zap.ByteString("key", kv.Key), zap.Error(err))
+				}
+			})
+		if err != nil {
+			return false, err
+		}
+	}
 	lh, _ := h.(NodeLeaseHandler)
 	var leased []string
 	if lh != nil {
@@ -180,6 +207,9 @@ func (s *Store) syncOnce(ctx context.Context, h SyncHandler) (listed bool, err e
 		lh.NodeLeasesReset(leased, nodeRevs)
 	}
 	h.Reset(nodes, pods, rev)
+	if ah != nil {
+		ah.AssumptionsReset(assumptions)
+	}
 	applied, _ := h.(AppliedHandler)
 	if applied != nil {
 		applied.Applied(rev)
@@ -212,6 +242,22 @@ func (s *Store) deliver(h SyncHandler, ev *clientv3.Event) {
 	key := string(ev.Kv.Key)
 	rev := ev.Kv.ModRevision
 	switch {
+	case s.keys.isAssume(key):
+		ah, ok := h.(AssumptionHandler)
+		if !ok {
+			return
+		}
+		if ev.Type == clientv3.EventTypeDelete {
+			ns, name := s.keys.assumeName(key)
+			ah.AssumptionDeleted(ns, name, rev)
+			return
+		}
+		a, err := decodeAssumption(ev.Kv.Value)
+		if err != nil {
+			s.log.Warn("store sync: skipping undecodable assumption", zap.String("key", key), zap.Error(err))
+			return
+		}
+		ah.AssumptionPut(a, rev)
 	case s.keys.isBudget(key):
 		bh, ok := h.(BudgetHandler)
 		if !ok {
