@@ -2,8 +2,12 @@ package scheduler
 
 import (
 	"context"
-	"sort"
+	"hash/maphash"
+	"runtime"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/berth-io/berth/scheduler/framework"
 	fwruntime "github.com/berth-io/berth/scheduler/framework/runtime"
@@ -13,72 +17,251 @@ import (
 
 // nominator remembers which pods preemption nominated to which node, so
 // every shard's filters count them and nobody else takes the room being
-// freed. It is shared by all shards: they share the nodes.
+// freed. It is shared by all shards: they share the nodes. It also
+// remembers the victims each nominated pod waits for, so the pod can be
+// retried as soon as the last of them is gone.
+//
+// Filters ask it once per node in every cycle, while nominations change
+// once per preemption or binding, so reads are made cheap at the cost of
+// writes: each node's list is kept sorted and replaced, never changed in
+// place, and handed out as is.
 type nominator struct {
 	mu     sync.RWMutex
-	byNode map[string]map[string]*framework.PodInfo // node -> pod key -> pod
-	nodeOf map[string]string                        // pod key -> node
+	byNode map[string]nominations // node -> its nominations
+	nodeOf map[string]string      // pod key -> node
+	// waitingOn maps a nominated pod's key to the keys of its victims not
+	// deleted yet; victimOf maps each such victim back. A nomination that
+	// moves or ends drops its victims.
+	waitingOn map[string]map[string]struct{}
+	victimOf  map[string]string
+	// count is len(nodeOf), read without the lock: with no nomination
+	// anywhere, filters and deletions skip the lock altogether.
+	count atomic.Int64
+	seed  maphash.Seed // of the UID hashes in nominee
 }
 
-var _ framework.PodNominator = (*nominator)(nil)
+// nominations are the pods nominated to one node, by key. Both slices
+// are replaced, never changed in place.
+type nominations struct {
+	pods []*framework.PodInfo
+	// who[i] is what decides whether pods[i] counts against another pod,
+	// kept beside the list so deciding reads no pod.
+	who []nominee
+	// overlays remembers the node with all of pods added, for filters.
+	overlays *fwruntime.NominatedOverlays
+}
+
+type nominee struct {
+	priority int32
+	uid      uint64 // hash of the UID
+}
+
+func (n *nominator) uidHash(uid string) uint64 { return maphash.String(n.seed, uid) }
+
+// with returns a copy of ns holding pi, whose key is key, in key order.
+func (ns nominations) with(key string, pi *framework.PodInfo, w nominee) nominations {
+	i, _ := slices.BinarySearchFunc(ns.pods, key, byKey)
+	return nominations{pods: slices.Insert(slices.Clip(ns.pods), i, pi), who: slices.Insert(slices.Clip(ns.who), i, w),
+		overlays: new(fwruntime.NominatedOverlays)}
+}
+
+// without returns a copy of ns without the pod whose key is key.
+func (ns nominations) without(key string) nominations {
+	i, found := slices.BinarySearchFunc(ns.pods, key, byKey)
+	if !found {
+		return ns
+	}
+	return nominations{pods: slices.Delete(slices.Clone(ns.pods), i, i+1), who: slices.Delete(slices.Clone(ns.who), i, i+1),
+		overlays: new(fwruntime.NominatedOverlays)}
+}
+
+var (
+	_ framework.PodNominator         = (*nominator)(nil)
+	_ fwruntime.CountingPodNominator = (*nominator)(nil)
+)
 
 func newNominator() *nominator {
-	return &nominator{byNode: map[string]map[string]*framework.PodInfo{}, nodeOf: map[string]string{}}
+	return &nominator{
+		byNode:    map[string]nominations{},
+		nodeOf:    map[string]string{},
+		waitingOn: map[string]map[string]struct{}{},
+		victimOf:  map[string]string{},
+		seed:      maphash.MakeSeed(),
+	}
 }
 
-// NominatedPodsForNode implements framework.PodNominator.
+// NominatedPodsForNode implements framework.PodNominator. The pods come in
+// key order, as filters add them in order; the slice is shared and must
+// not be changed.
 func (n *nominator) NominatedPodsForNode(node string) []*framework.PodInfo {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	pods := n.byNode[node]
-	if len(pods) == 0 {
+	if n.count.Load() == 0 {
 		return nil
 	}
-	out := make([]*framework.PodInfo, 0, len(pods))
-	for _, pi := range pods {
-		out = append(out, pi)
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.byNode[node].pods
+}
+
+// NominatedPodsAgainst implements fwruntime.CountingPodNominator. When
+// every pod counts, which is the common case, the shared list is returned.
+func (n *nominator) NominatedPodsAgainst(node string, pod *framework.Pod) ([]*framework.PodInfo, *fwruntime.NominatedOverlays) {
+	if n.count.Load() == 0 {
+		return nil, nil
 	}
-	// Filters add nominated pods in order; keep it stable.
-	sort.Slice(out, func(i, j int) bool { return out[i].Pod.Key() < out[j].Pod.Key() })
-	return out
+	n.mu.RLock()
+	ns := n.byNode[node]
+	n.mu.RUnlock()
+	var uid uint64
+	hashed := false
+	counts := func(i int) bool {
+		if ns.who[i].priority < pod.Priority {
+			return false
+		}
+		if !hashed {
+			uid, hashed = n.uidHash(pod.UID), true
+		}
+		// Equal hashes are most likely the pod itself: compare UIDs.
+		return ns.who[i].uid != uid || ns.pods[i].Pod.UID != pod.UID
+	}
+	for i := range ns.pods {
+		if counts(i) {
+			continue
+		}
+		// Some pod does not count: copy those that do.
+		var out []*framework.PodInfo
+		for j := range ns.pods {
+			if j != i && (j < i || counts(j)) {
+				out = append(out, ns.pods[j])
+			}
+		}
+		return out, nil
+	}
+	return ns.pods, ns.overlays
 }
 
 // set nominates pi to node, replacing any earlier nomination; node ""
-// clears it.
+// clears it. The victims it waits for are kept only if the node is the
+// same.
 func (n *nominator) set(pi *framework.PodInfo, node string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.setLocked(pi.Pod.Key(), pi, node)
+}
+
+// nominate is set for a preemption that evicts victims from node: pi waits
+// for them, replacing any victims it waited for before.
+func (n *nominator) nominate(pi *framework.PodInfo, node string, victims []*framework.Pod) {
 	key := pi.Pod.Key()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if old, ok := n.nodeOf[key]; ok {
-		delete(n.byNode[old], key)
-		if len(n.byNode[old]) == 0 {
-			delete(n.byNode, old)
-		}
-		delete(n.nodeOf, key)
-	}
-	if node == "" {
+	n.setLocked(key, pi, node)
+	n.dropVictimsLocked(key)
+	if len(victims) == 0 {
 		return
 	}
-	if n.byNode[node] == nil {
-		n.byNode[node] = map[string]*framework.PodInfo{}
+	waiting := make(map[string]struct{}, len(victims))
+	for _, v := range victims {
+		vk := v.Key()
+		if other, ok := n.victimOf[vk]; ok {
+			// Evicted before for another pod: this one waits for it now.
+			delete(n.waitingOn[other], vk)
+		}
+		waiting[vk] = struct{}{}
+		n.victimOf[vk] = key
 	}
-	n.byNode[node][key] = pi
-	n.nodeOf[key] = node
+	n.waitingOn[key] = waiting
 }
 
+func (n *nominator) setLocked(key string, pi *framework.PodInfo, node string) {
+	if old, ok := n.nodeOf[key]; ok {
+		if ns := n.byNode[old].without(key); len(ns.pods) == 0 {
+			delete(n.byNode, old)
+		} else {
+			n.byNode[old] = ns
+		}
+		delete(n.nodeOf, key)
+		if old != node {
+			n.dropVictimsLocked(key)
+		}
+	}
+	if node != "" {
+		n.byNode[node] = n.byNode[node].with(key, pi, nominee{priority: pi.Pod.Priority, uid: n.uidHash(pi.Pod.UID)})
+		n.nodeOf[key] = node
+	}
+	n.count.Store(int64(len(n.nodeOf)))
+}
+
+func (n *nominator) dropVictimsLocked(key string) {
+	for vk := range n.waitingOn[key] {
+		delete(n.victimOf, vk)
+	}
+	delete(n.waitingOn, key)
+}
+
+func byKey(pi *framework.PodInfo, key string) int { return strings.Compare(pi.Pod.Key(), key) }
+
+// forget clears the pod's nomination, if any.
 func (n *nominator) forget(p *framework.Pod) {
-	n.set(&framework.PodInfo{Pod: p}, "")
+	if n.count.Load() == 0 {
+		return // nothing to forget; spares the key on every bind
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.setLocked(p.Key(), nil, "")
+}
+
+// victimGone notes that p, deleted, no longer holds its node. If it was
+// the last victim a nominated pod waited for, that pod is returned.
+func (n *nominator) victimGone(p *framework.Pod) *framework.Pod {
+	if n.count.Load() == 0 {
+		return nil
+	}
+	vk := p.Key()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	key, ok := n.victimOf[vk]
+	if !ok {
+		return nil
+	}
+	delete(n.victimOf, vk)
+	waiting := n.waitingOn[key]
+	delete(waiting, vk)
+	if len(waiting) > 0 {
+		return nil
+	}
+	delete(n.waitingOn, key)
+	pi, _ := n.lookupLocked(key)
+	if pi == nil {
+		return nil
+	}
+	return pi.Pod
 }
 
 // lookup returns the pod's nomination, if any: the recorded pod and node.
 func (n *nominator) lookup(key string) (*framework.PodInfo, string) {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
+	return n.lookupLocked(key)
+}
+
+func (n *nominator) lookupLocked(key string) (*framework.PodInfo, string) {
 	node, ok := n.nodeOf[key]
 	if !ok {
 		return nil, ""
 	}
-	return n.byNode[node][key], node
+	pods := n.byNode[node].pods
+	i, _ := slices.BinarySearchFunc(pods, key, byKey)
+	return pods[i], node
+}
+
+// victimGone retries at once the pod whose last victim p was: its room is
+// free now, and waiting out its backoff would only delay it (Kubernetes
+// requeues it on the deletion too, but after backoff). Called for every
+// pod deleted from a node.
+func (s *Scheduler) victimGone(p *framework.Pod) {
+	if preemptor := s.nominator.victimGone(p); preemptor != nil {
+		s.shardFor(preemptor).queue.Activate(preemptor.Key())
+	}
 }
 
 // nominatingEvictor records the preemptor's nomination before the victims
@@ -98,7 +281,7 @@ var _ framework.Evictor = nominatingEvictor{}
 func (e nominatingEvictor) Evict(ctx context.Context, preemptor *framework.Pod, node string, victims []*framework.Pod) error {
 	nominated := *preemptor
 	nominated.NominatedNodeName = node
-	e.nominator.set(framework.NewPodInfo(&nominated), node)
+	e.nominator.nominate(framework.NewPodInfo(&nominated), node, victims)
 	if release, ok := ctx.Value(preemptionSlotKey{}).(func()); ok {
 		release()
 	}
@@ -185,6 +368,12 @@ func (s *Scheduler) withPreemptionArgs(profiles []*fwruntime.Profile) []*fwrunti
 		// orchestrator deletes it; preempting again for the same room
 		// would only pick more victims.
 		args.Terminating = func(p *framework.Pod) bool { return p.PreemptedBy != "" }
+		if args.Parallelism == 0 {
+			// Preemptions wait for one another (withPreemptionSlot), so
+			// the cores of shards waiting for the slot are free: the dry
+			// run may use them all, as kube's does its Parallelizer.
+			args.Parallelism = max(s.cfg.Parallelism, runtime.GOMAXPROCS(0))
+		}
 		cp.PluginArgs[names.DefaultPreemption] = &args
 		out[i] = &cp
 	}

@@ -142,3 +142,210 @@ func TestConcurrentPreemptionsNeverShareRoom(t *testing.T) {
 		t.Errorf("nominated to n1 (-want +got):\n%s", diff)
 	}
 }
+
+func nominatedKeys(n *nominator, node string) []string {
+	var keys []string
+	for _, pi := range n.NominatedPodsForNode(node) {
+		keys = append(keys, pi.Pod.Key())
+	}
+	return keys
+}
+
+// The nominator hands filters its own lists: they come in key order, and
+// a list handed out never changes afterwards.
+func TestNominatorListsAreOrderedAndNeverChanged(t *testing.T) {
+	n := newNominator()
+	pi := func(name string) *framework.PodInfo { return framework.NewPodInfo(cpuPod(name, 100, 100, "")) }
+	for _, name := range []string{"c", "a", "b"} {
+		n.set(pi(name), "n1")
+	}
+	before := n.NominatedPodsForNode("n1")
+	if diff := cmp.Diff([]string{"ns/a", "ns/b", "ns/c"}, nominatedKeys(n, "n1")); diff != "" {
+		t.Errorf("n1 (-want +got):\n%s", diff)
+	}
+	n.set(pi("b"), "n2") // moves
+	n.set(pi("0"), "n1")
+	n.forget(cpuPod("c", 100, 100, ""))
+	if diff := cmp.Diff([]string{"ns/0", "ns/a"}, nominatedKeys(n, "n1")); diff != "" {
+		t.Errorf("n1 after changes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"ns/b"}, nominatedKeys(n, "n2")); diff != "" {
+		t.Errorf("n2 (-want +got):\n%s", diff)
+	}
+	var got []string
+	for _, p := range before {
+		got = append(got, p.Pod.Key())
+	}
+	if diff := cmp.Diff([]string{"ns/a", "ns/b", "ns/c"}, got); diff != "" {
+		t.Errorf("a list handed out changed (-want +got):\n%s", diff)
+	}
+	if p, node := n.lookup("ns/b"); p == nil || node != "n2" {
+		t.Errorf("lookup(b) = %v, %q; want n2", p, node)
+	}
+	n.forget(cpuPod("0", 100, 100, ""))
+	n.forget(cpuPod("a", 100, 100, ""))
+	n.forget(cpuPod("b", 100, 100, ""))
+	if n.count.Load() != 0 || len(n.byNode) != 0 {
+		t.Errorf("all forgotten, yet %d nominations on %d nodes remain", n.count.Load(), len(n.byNode))
+	}
+}
+
+// A nominated pod is returned when the last victim it waits for is gone,
+// and only while it is still nominated to the node it preempted on.
+func TestNominatorVictims(t *testing.T) {
+	p := framework.NewPodInfo(cpuPod("p", 100, 3000, ""))
+	v1, v2, other := cpuPod("v1", 1, 900, "n1"), cpuPod("v2", 1, 900, "n1"), cpuPod("x", 1, 900, "n1")
+	name := func(p *framework.Pod) string {
+		if p == nil {
+			return ""
+		}
+		return p.Name
+	}
+	tests := []struct {
+		name  string
+		after func(n *nominator) // between the preemption and the deletions
+		want  []string           // victimGone's result for v1, x, v2
+	}{
+		{name: "the last victim gone", after: func(*nominator) {}, want: []string{"", "", "p"}},
+		{name: "nominated again to the same node", after: func(n *nominator) { n.set(p, "n1") }, want: []string{"", "", "p"}},
+		{name: "nominated elsewhere", after: func(n *nominator) { n.set(p, "n2") }, want: []string{"", "", ""}},
+		{name: "forgotten", after: func(n *nominator) { n.forget(p.Pod) }, want: []string{"", "", ""}},
+		{name: "preempted again", after: func(n *nominator) { n.nominate(p, "n1", []*framework.Pod{other}) }, want: []string{"", "p", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newNominator()
+			n.nominate(p, "n1", []*framework.Pod{v1, v2})
+			tt.after(n)
+			got := []string{name(n.victimGone(v1)), name(n.victimGone(other)), name(n.victimGone(v2))}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("victimGone (-want +got):\n%s", diff)
+			}
+			if len(n.victimOf) != 0 || len(n.waitingOn) != 0 {
+				t.Errorf("victims left behind: %v, %v", n.victimOf, n.waitingOn)
+			}
+		})
+	}
+}
+
+// evictRecorder is a Committer that records what it was asked to evict.
+type evictRecorder struct {
+	nopCommitter
+	mu      sync.Mutex
+	victims []*framework.Pod
+}
+
+func (e *evictRecorder) Evict(_ context.Context, _ *framework.Pod, _ string, victims []*framework.Pod) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.victims = append(e.victims, victims...)
+	return nil
+}
+
+// TestPreemptorRetriedOnceVictimsAreGone: a preemptor waits, nominated,
+// while its victims are being deleted; the deletion of the last one sends
+// it straight to activeQ, not through backoff, since its room is free.
+func TestPreemptorRetriedOnceVictimsAreGone(t *testing.T) {
+	ctx := context.Background()
+	ev := &evictRecorder{}
+	s, err := New(ctx, Config{Shards: 1}, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.UpsertNode(&framework.Node{Name: "n1",
+		Allocatable: framework.ResourceList{framework.ResourceCPU: 4000, framework.ResourcePods: 110}})
+	for i := range 4 {
+		s.UpsertPod(cpuPod(fmt.Sprintf("victim-%d", i), 1, 900, "n1"))
+	}
+	s.UpsertPod(cpuPod("preemptor", 100, 3000, ""))
+	sh := s.shards[0]
+	queued := func() [3]int {
+		a, b, u := sh.queue.Len()
+		return [3]int{a, b, u}
+	}
+	attempt := func() {
+		t.Helper()
+		qpi, err := sh.queue.Pop(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh.scheduleOne(ctx, qpi)
+		s.binding.Wait()
+	}
+
+	attempt()
+	if len(ev.victims) != 3 {
+		t.Fatalf("evicted %v, want three victims", podNames(ev.victims))
+	}
+	if diff := cmp.Diff([]string{"ns/preemptor"}, nominatedKeys(s.nominator, "n1")); diff != "" {
+		t.Fatalf("nominated to n1 (-want +got):\n%s", diff)
+	}
+	if got := queued(); got != [3]int{0, 0, 1} {
+		t.Fatalf("queue active/backoff/unschedulable = %v, want the preemptor parked", got)
+	}
+	for i, v := range ev.victims {
+		s.DeletePod(v)
+		want := [3]int{0, 1, 0} // the deletion's event: retry after backoff
+		if i == len(ev.victims)-1 {
+			want = [3]int{1, 0, 0} // the room is free: retry now
+		}
+		if got := queued(); got != want {
+			t.Fatalf("after deleting %s: queue active/backoff/unschedulable = %v, want %v", v.Name, got, want)
+		}
+	}
+	attempt()
+	if ni, _ := s.NodeInfo("n1"); len(ni.Pods) != 2 || ni.Requested.MilliCPU != 3900 {
+		t.Errorf("n1 holds %d pods, %dm cpu; want the preemptor and one victim", len(ni.Pods), ni.Requested.MilliCPU)
+	}
+	s.UpsertPod(cpuPod("preemptor", 100, 3000, "n1")) // the watch confirms
+	if keys := nominatedKeys(s.nominator, "n1"); keys != nil {
+		t.Errorf("still nominated to n1 after binding: %v", keys)
+	}
+}
+
+func podNames(ps []*framework.Pod) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// NominatedPodsAgainst gives filters the nominated pods that count against
+// a pod (priority at least its own, not itself) and, only when that is all
+// of them, the memo of the node with them added.
+func TestNominatedPodsAgainst(t *testing.T) {
+	n := newNominator()
+	for _, p := range []*framework.Pod{cpuPod("low", 1, 100, ""), cpuPod("same", 10, 100, ""), cpuPod("high", 20, 100, "")} {
+		n.set(framework.NewPodInfo(p), "n1")
+	}
+	tests := []struct {
+		name     string
+		pod      *framework.Pod
+		want     []string
+		wantMemo bool
+	}{
+		{name: "all count", pod: cpuPod("p", 1, 100, ""), want: []string{"ns/high", "ns/low", "ns/same"}, wantMemo: true},
+		{name: "lower priority left out", pod: cpuPod("p", 10, 100, ""), want: []string{"ns/high", "ns/same"}},
+		{name: "itself left out", pod: cpuPod("same", 10, 100, ""), want: []string{"ns/high"}},
+		{name: "none count", pod: cpuPod("p", 30, 100, "")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pods, memo := n.NominatedPodsAgainst("n1", tt.pod)
+			var got []string
+			for _, pi := range pods {
+				got = append(got, pi.Pod.Key())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("pods (-want +got):\n%s", diff)
+			}
+			if (memo != nil) != tt.wantMemo {
+				t.Errorf("memo = %v, want one: %v", memo, tt.wantMemo)
+			}
+		})
+	}
+	if pods, memo := n.NominatedPodsAgainst("n2", cpuPod("p", 1, 100, "")); pods != nil || memo != nil {
+		t.Errorf("n2 has no nominations, got %v, %v", pods, memo)
+	}
+}

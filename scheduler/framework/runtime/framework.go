@@ -30,6 +30,7 @@ type Framework struct {
 	binder       framework.Binder
 	parallelizer framework.Parallelizer
 	nominator    framework.PodNominator
+	counting     CountingPodNominator // nominator, if it is one
 	clock        framework.Clock
 	waitingPods  *waitingPods
 
@@ -77,7 +78,10 @@ func WithParallelism(n int) Option {
 
 // WithPodNominator lets filters account for pods nominated to nodes.
 func WithPodNominator(n framework.PodNominator) Option {
-	return func(f *Framework) { f.nominator = n }
+	return func(f *Framework) {
+		f.nominator = n
+		f.counting, _ = n.(CountingPodNominator)
+	}
 }
 
 // WithClock sets the clock of Permit timeouts; default the wall clock.
@@ -484,46 +488,6 @@ func (f *Framework) RunFilterPlugins(ctx context.Context, state *framework.Cycle
 		return st
 	}
 	return nil
-}
-
-// RunFilterPluginsWithNominatedPods filters like RunFilterPlugins, but
-// first as if the pods nominated to the node with priority at least the
-// pod's were already there, and then (if that passed and such pods exist)
-// without them: the pod must fit both ways, as in kube.
-func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
-	if f.nominator == nil {
-		return f.RunFilterPlugins(ctx, state, pod, nodeInfo)
-	}
-	added, stateWith, nodeWith, err := f.addNominatedPods(ctx, pod, state, nodeInfo)
-	if err != nil {
-		return framework.AsStatus(err)
-	}
-	st := f.RunFilterPlugins(ctx, stateWith, pod, nodeWith)
-	if !added || !st.IsSuccess() {
-		return st
-	}
-	return f.RunFilterPlugins(ctx, state, pod, nodeInfo)
-}
-
-func (f *Framework) addNominatedPods(ctx context.Context, pod *framework.PodInfo, state *framework.CycleState, nodeInfo *framework.NodeInfo) (bool, *framework.CycleState, *framework.NodeInfo, error) {
-	nominated := f.nominator.NominatedPodsForNode(nodeInfo.Node().Name)
-	if len(nominated) == 0 {
-		return false, state, nodeInfo, nil
-	}
-	nodeOut := nodeInfo.Clone()
-	stateOut := state.Clone()
-	added := false
-	for _, pi := range nominated {
-		if pi.Pod.Priority < pod.Pod.Priority || pi.Pod.UID == pod.Pod.UID {
-			continue
-		}
-		nodeOut.AddPodInfo(pi)
-		if st := f.RunPreFilterExtensionAddPod(ctx, stateOut, pod, pi, nodeOut); !st.IsSuccess() {
-			return false, state, nodeInfo, st.AsError()
-		}
-		added = true
-	}
-	return added, stateOut, nodeOut, nil
 }
 
 // RunPostFilterPlugins runs PostFilter plugins until one succeeds, errs or

@@ -42,6 +42,11 @@ type Args struct {
 	// Clock stands in for the start time of pods that have none (kube uses
 	// "now"); default the wall clock.
 	Clock framework.Clock
+	// Parallelism is how many goroutines a dry run uses to select victims
+	// on candidate nodes; 0 means the framework's Parallelizer. Kube uses
+	// the same workers as Filter; a scheduler whose preemptions wait for
+	// one another may want more here than it gives each Filter.
+	Parallelism int
 	// Seed seeds the random start of the dry run over candidate nodes, for
 	// reproducible tests; 0 seeds from the time.
 	Seed uint64
@@ -75,6 +80,9 @@ func validate(a *Args) error {
 	}
 	if n < 0 {
 		return fmt.Errorf("minCandidateNodesAbsolute is %d, not in [0, inf)", n)
+	}
+	if a.Parallelism < 0 {
+		return fmt.Errorf("parallelism is %d, not in [0, inf)", a.Parallelism)
 	}
 	if p == 0 && n == 0 {
 		return errors.New("minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be zero")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,19 +31,20 @@ func (pl *DefaultPreemption) FindCandidates(ctx context.Context, state *framewor
 	if lister == nil {
 		return nil, nil, errNoNodes
 	}
-	return pl.findCandidates(ctx, state, pod, m, lister.NodeInfos(), pl.clock.Now())
+	candidates, failed, err := pl.findCandidates(ctx, state, pod, m, lister.NodeInfos(), pl.clock.Now())
+	return candidates, failed.nodeToStatus(), err
 }
 
-func (pl *DefaultPreemption) findCandidates(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, m framework.NodeToStatusReader, nodes framework.NodeInfoLister, now time.Time) ([]Candidate, *framework.NodeToStatus, error) {
+func (pl *DefaultPreemption) findCandidates(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, m framework.NodeToStatusReader, nodes framework.NodeInfoLister, now time.Time) ([]Candidate, failures, error) {
 	if len(nodes.List()) == 0 {
-		return nil, nil, errNoNodes
+		return nil, failures{}, errNoNodes
 	}
 	potential, err := m.NodesForStatusCode(nodes, framework.Unschedulable)
 	if err != nil {
-		return nil, nil, err
+		return nil, failures{}, err
 	}
 	if len(potential) == 0 {
-		return nil, framework.NewNodeToStatus(), nil
+		return nil, failures{}, nil
 	}
 	var budgets []budget
 	if pl.budgets != nil {
@@ -54,26 +54,43 @@ func (pl *DefaultPreemption) findCandidates(ctx context.Context, state *framewor
 	return pl.dryRun(ctx, state, pod, potential, budgets, offset, num, now)
 }
 
+// failures holds why the nodes a dry run tried without success cannot be
+// made to fit, by position in the dry run. A NodeToStatus costs a map
+// insertion per node, and is needed only when no candidate is found.
+type failures struct {
+	nodes    []*framework.NodeInfo
+	offset   int
+	statuses []*framework.Status
+}
+
+// nodeToStatus returns the failures by node name; never nil.
+func (f failures) nodeToStatus() *framework.NodeToStatus {
+	m := framework.NewNodeToStatus()
+	for i, st := range f.statuses {
+		if st != nil {
+			m.Set(f.nodes[(f.offset+i)%len(f.nodes)].Node().Name, st)
+		}
+	}
+	return m
+}
+
 // dryRun selects victims on potential nodes, from offset round the list,
 // in parallel, and stops once it has num candidates of which at least one
 // breaks no budget. Every list is kept in node order, so with parallelism
 // 1 the outcome depends only on offset.
 func (pl *DefaultPreemption) dryRun(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, potential []*framework.NodeInfo,
-	budgets []budget, offset, num int, now time.Time) ([]Candidate, *framework.NodeToStatus, error) {
+	budgets []budget, offset, num int, now time.Time) ([]Candidate, failures, error) {
 	n := len(potential)
 	found := make([]*Candidate, n)
+	failed := failures{nodes: potential, offset: offset, statuses: make([]*framework.Status, n)}
 	var nonViolating, violating atomic.Int64
 	capped := func(v int64) int64 { return min(v, int64(num)) }
 
-	statuses := framework.NewNodeToStatus()
-	var mu sync.Mutex // guards statuses and errs
-	var errs []error
-	pl.fh.Parallelizer().UntilStopped(ctx, n, func(i int) bool {
-		ni := potential[(offset+i)%n].Clone()
-		name := ni.Node().Name
-		victims, violations, st := pl.selectVictimsOnNode(ctx, state.Clone(), pod, ni, budgets, now)
+	pl.parallelizer().UntilStopped(ctx, n, func(i int) bool {
+		ni := potential[(offset+i)%n]
+		victims, violations, st := pl.selectVictimsOnNode(ctx, state, pod, ni, budgets, now)
 		if st.IsSuccess() && len(victims) > 0 {
-			found[i] = &Candidate{Name: name, Victims: victims, NumPDBViolations: int64(violations)}
+			found[i] = &Candidate{Name: ni.Node().Name, Victims: victims, NumPDBViolations: int64(violations)}
 			var nv, v int64
 			if violations == 0 {
 				nv, v = nonViolating.Add(1), violating.Load()
@@ -83,14 +100,9 @@ func (pl *DefaultPreemption) dryRun(ctx context.Context, state *framework.CycleS
 			return nv > 0 && capped(nv)+capped(v) >= int64(num)
 		}
 		if st.IsSuccess() {
-			st = framework.AsStatus(fmt.Errorf("expected at least one victim pod on node %q", name))
+			st = framework.AsStatus(fmt.Errorf("expected at least one victim pod on node %q", ni.Node().Name))
 		}
-		mu.Lock()
-		if st.IsError() {
-			errs = append(errs, st.AsError())
-		}
-		statuses.Set(name, st)
-		mu.Unlock()
+		failed.statuses[i] = st
 		return false
 	})
 
@@ -104,7 +116,13 @@ func (pl *DefaultPreemption) dryRun(ctx context.Context, state *framework.CycleS
 			bad = append(bad, *c)
 		}
 	}
-	return append(good, bad...), statuses, errors.Join(errs...)
+	var errs []error
+	for _, st := range failed.statuses {
+		if st.IsError() {
+			errs = append(errs, st.AsError())
+		}
+	}
+	return append(good, bad...), failed, errors.Join(errs...)
 }
 
 // selectVictimsOnNode finds the fewest, least important pods to evict from
@@ -112,35 +130,38 @@ func (pl *DefaultPreemption) dryRun(ctx context.Context, state *framework.CycleS
 // check the pod fits, then add back (reprieve) as many as still let it
 // fit, first those whose eviction would break a budget, then the others,
 // each group most important first. It returns the victims (most important
-// first) and how many break a budget. state and nodeInfo must be copies:
-// both are changed. now stands in for missing start times.
+// first) and how many break a budget. It changes neither state nor
+// nodeInfo: it works on copies, and copies state only if a PreFilter
+// extension follows the changes. now stands in for missing start times.
 func (pl *DefaultPreemption) selectVictimsOnNode(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo,
 	nodeInfo *framework.NodeInfo, budgets []budget, now time.Time) ([]*framework.Pod, int, *framework.Status) {
-	var potential []*framework.PodInfo
-	for _, pi := range nodeInfo.Pods {
-		if pi.Pod.Priority < pod.Pod.Priority {
-			potential = append(potential, pi)
-		}
-	}
+	nodeInfo, potential := withoutLowerPriority(nodeInfo, pod.Pod.Priority)
 	if len(potential) == 0 {
 		return nil, 0, framework.NewStatus(framework.UnschedulableAndUnresolvable, msgNoVictims)
 	}
+	extended := pl.fh.HasActivePreFilterExtensions(state)
+	if extended {
+		state = state.Clone()
+		// Backwards, as kube removes them one by one; the extensions look
+		// only at the pod and the node.
+		for i := len(potential) - 1; i >= 0; i-- {
+			if st := pl.fh.RunPreFilterExtensionRemovePod(ctx, state, pod, potential[i], nodeInfo); !st.IsSuccess() {
+				return nil, 0, framework.AsStatus(st.AsError())
+			}
+		}
+	}
 	remove := func(pi *framework.PodInfo) error {
-		if err := nodeInfo.RemovePod(pi.Pod); err != nil {
+		if err := nodeInfo.RemovePod(pi.Pod); err != nil || !extended {
 			return err
 		}
 		return pl.fh.RunPreFilterExtensionRemovePod(ctx, state, pod, pi, nodeInfo).AsError()
 	}
 	add := func(pi *framework.PodInfo) error {
 		nodeInfo.AddPodInfo(pi)
-		return pl.fh.RunPreFilterExtensionAddPod(ctx, state, pod, pi, nodeInfo).AsError()
-	}
-	// Backwards: the pods were collected in node order, and NodeInfo finds
-	// a pod to remove by scanning from the end.
-	for i := len(potential) - 1; i >= 0; i-- {
-		if err := remove(potential[i]); err != nil {
-			return nil, 0, framework.AsStatus(err)
+		if !extended {
+			return nil
 		}
+		return pl.fh.RunPreFilterExtensionAddPod(ctx, state, pod, pi, nodeInfo).AsError()
 	}
 	// Kube does not look further: a pod that fits only thanks to a victim
 	// (affinity to a lower-priority pod) is not worth the cost.
@@ -184,6 +205,60 @@ func (pl *DefaultPreemption) selectVictimsOnNode(ctx context.Context, state *fra
 		slices.SortStableFunc(victims, func(a, b *framework.Pod) int { return importanceOrder(a, b, now) })
 	}
 	return victims, numViolating, nil
+}
+
+// withoutLowerPriority returns a copy of ni without its pods of priority
+// below prio, and those pods in node order; ni itself when there are none.
+// It is what Clone then RemovePod of each would leave, made in one pass,
+// as the dry run needs one per node: only what AddPodInfo and RemovePod
+// change is copied (the pods' lists, the requested sums, and the host
+// ports if a removed pod holds any, since only removed pods are added
+// back). The rest is shared with ni and must not be changed.
+func withoutLowerPriority(ni *framework.NodeInfo, prio int32) (*framework.NodeInfo, []*framework.PodInfo) {
+	lower := func(pi *framework.PodInfo) bool { return pi.Pod.Priority < prio }
+	var removed []*framework.PodInfo
+	for _, pi := range ni.Pods {
+		if lower(pi) {
+			removed = append(removed, pi)
+		}
+	}
+	if len(removed) == 0 {
+		return ni, nil
+	}
+	c := *ni
+	c.Pods = make([]*framework.PodInfo, 0, len(ni.Pods))
+	for _, pi := range ni.Pods {
+		if !lower(pi) {
+			c.Pods = append(c.Pods, pi)
+		}
+	}
+	// Fresh slices, so adding a pod back never writes to ni's.
+	c.PodsWithAffinity = slices.DeleteFunc(slices.Clone(ni.PodsWithAffinity), lower)
+	c.PodsWithRequiredAntiAffinity = slices.DeleteFunc(slices.Clone(ni.PodsWithRequiredAntiAffinity), lower)
+	c.Requested = ni.Requested.Clone()
+	c.NonZeroRequested = ni.NonZeroRequested.Clone()
+	// A node with no host port in use has none to release.
+	ports, copiedPorts := len(ni.UsedPorts) > 0, false
+	for _, pi := range removed {
+		c.Requested.SubResource(&pi.Requests)
+		c.NonZeroRequested.SubResource(&pi.NonZeroRequests)
+		if !ports {
+			continue
+		}
+		for _, ctr := range pi.Pod.Containers {
+			for _, port := range ctr.Ports {
+				if port.HostPort <= 0 {
+					continue
+				}
+				if !copiedPorts {
+					c.UsedPorts, copiedPorts = ni.UsedPorts.Clone(), true
+				}
+				c.UsedPorts.Remove(port.HostIP, port.Protocol, port.HostPort)
+			}
+		}
+	}
+	c.Generation = framework.NextGeneration()
+	return &c, removed
 }
 
 // moreImportant is kube's MoreImportantPod: higher priority, then the

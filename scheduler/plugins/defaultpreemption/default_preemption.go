@@ -51,6 +51,9 @@ type Framework interface {
 	RunPreFilterExtensionAddPod(ctx context.Context, state *framework.CycleState, podToSchedule, podToAdd *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status
 	RunPreFilterExtensionRemovePod(ctx context.Context, state *framework.CycleState, podToSchedule, podToRemove *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status
 	RunFilterPluginsWithNominatedPods(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status
+	// HasActivePreFilterExtensions reports whether the extensions above
+	// change state this cycle; if not, the dry run shares it.
+	HasActivePreFilterExtensions(state *framework.CycleState) bool
 }
 
 // DefaultPreemption is the PostFilter plugin. One instance serves one
@@ -63,6 +66,7 @@ type DefaultPreemption struct {
 	evictor       framework.Evictor
 	terminating   func(*framework.Pod) bool
 	clock         framework.Clock
+	parallelism   int
 
 	mu  sync.Mutex // guards rng
 	rng *rand.Rand
@@ -103,6 +107,7 @@ func New(_ context.Context, args any, h framework.Handle) (framework.Plugin, err
 		evictor:       d.Evictor,
 		terminating:   d.Terminating,
 		clock:         d.Clock,
+		parallelism:   d.Parallelism,
 		rng:           rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 	}, nil
 }
@@ -158,11 +163,12 @@ func (pl *DefaultPreemption) evaluate(ctx context.Context, state *framework.Cycl
 	}
 	nodes := lister.NodeInfos()
 	now := pl.clock.Now()
-	candidates, statuses, err := pl.findCandidates(ctx, state, pod, m, nodes, now)
+	candidates, failed, err := pl.findCandidates(ctx, state, pod, m, nodes, now)
 	if err != nil && len(candidates) == 0 {
 		return nil, nil, framework.AsStatus(err)
 	}
 	if len(candidates) == 0 {
+		statuses := failed.nodeToStatus()
 		statuses.SetAbsentNodesStatus(framework.NewStatus(framework.UnschedulableAndUnresolvable, msgPreemptionNotHelpful))
 		fitErr := &framework.FitError{Pod: pod.Pod, NumAllNodes: len(nodes.List()), Diagnosis: framework.Diagnosis{NodeToStatus: statuses}}
 		return nominate(""), nil, framework.NewStatus(framework.Unschedulable, fitErr.Error())
@@ -249,6 +255,15 @@ func LowerPriorityNominatedPods(n framework.PodNominator, pod *framework.Pod, no
 		}
 	}
 	return out
+}
+
+// parallelizer runs the dry run: with Args.Parallelism, its own workers;
+// otherwise the framework's.
+func (pl *DefaultPreemption) parallelizer() framework.Parallelizer {
+	if pl.parallelism > 0 {
+		return framework.NewParallelizer(pl.parallelism)
+	}
+	return pl.fh.Parallelizer()
 }
 
 // offsetAndNumCandidates picks where the dry run starts among n potential

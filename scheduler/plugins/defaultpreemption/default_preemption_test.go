@@ -263,8 +263,8 @@ func TestSelectVictimsOnNode(t *testing.T) {
 			ni := node("n1", 4000, tt.pods...)
 			e := newEnv(t, envConfig{}, ni)
 			state, pi, _ := e.filter(t, pod("p", 100, tt.preemptorCPU))
-			clone := ni.Clone()
-			victims, violations, st := e.pl.selectVictimsOnNode(ctx, state.Clone(), pi, clone, compileBudgets(tt.budgets), t0)
+			before := ni.Clone()
+			victims, violations, st := e.pl.selectVictimsOnNode(ctx, state, pi, ni, compileBudgets(tt.budgets), t0)
 			if st.Code() != tt.wantCode || st.Message() != tt.wantMsg {
 				t.Fatalf("status = %v %q, want %v %q", st.Code(), st.Message(), tt.wantCode, tt.wantMsg)
 			}
@@ -274,8 +274,8 @@ func TestSelectVictimsOnNode(t *testing.T) {
 			if violations != tt.wantViolations {
 				t.Errorf("violations = %d, want %d", violations, tt.wantViolations)
 			}
-			if len(ni.Pods) != len(tt.pods) {
-				t.Errorf("the snapshot NodeInfo changed: %d pods, want %d", len(ni.Pods), len(tt.pods))
+			if diff := cmp.Diff(before, ni, cmp.AllowUnexported(framework.NodeInfo{})); diff != "" {
+				t.Errorf("the snapshot NodeInfo changed (-before,+after):\n%s", diff)
 			}
 		})
 	}
@@ -543,7 +543,7 @@ func TestDryRunStopsWithEnoughCandidates(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, envConfig{}, nodes...)
 			state, pi, _ := e.filter(t, pod("p", 100, 2000))
-			got, statuses, err := e.pl.dryRun(ctx, state, pi, nodes, compileBudgets(tt.budgets), tt.offset, 3, t0)
+			got, failed, err := e.pl.dryRun(ctx, state, pi, nodes, compileBudgets(tt.budgets), tt.offset, 3, t0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -554,8 +554,8 @@ func TestDryRunStopsWithEnoughCandidates(t *testing.T) {
 			if diff := cmp.Diff(tt.want, names); diff != "" {
 				t.Errorf("candidates (-want,+got):\n%s", diff)
 			}
-			if statuses.Len() != 0 {
-				t.Errorf("no node failed, yet %d statuses recorded", statuses.Len())
+			if n := failed.nodeToStatus().Len(); n != 0 {
+				t.Errorf("no node failed, yet %d statuses recorded", n)
 			}
 		})
 	}
@@ -730,6 +730,7 @@ func TestNewRejectsBadArgs(t *testing.T) {
 		{name: "both bounds zero", args: &Args{MinCandidateNodesPercentage: ptr(0), MinCandidateNodesAbsolute: ptr(0)}, want: "cannot both be zero"},
 		{name: "percentage above 100", args: Args{MinCandidateNodesPercentage: ptr(101)}, want: "not in [0, 100]"},
 		{name: "negative absolute", args: &Args{MinCandidateNodesAbsolute: ptr(-1)}, want: "not in [0, inf)"},
+		{name: "negative parallelism", args: Args{Parallelism: -1}, want: "parallelism is -1"},
 		{name: "wrong args type", args: 3, want: "want args of type *Args"},
 		{name: "handle cannot run filters", args: nil, h: handleOnly{}, want: "cannot run filters"},
 	}
@@ -833,15 +834,23 @@ func TestParallelDryRun(t *testing.T) {
 	}
 	abs := int32(5)
 	pct := int32(0)
-	e := newEnv(t, envConfig{args: Args{MinCandidateNodesAbsolute: &abs, MinCandidateNodesPercentage: &pct},
-		opts: []runtime.Option{runtime.WithParallelism(2)}}, nodes...)
-	state, pi, m := e.filter(t, pod("p", 100, 2000))
-	got, _, err := e.pl.FindCandidates(ctx, state, pi, m)
-	if err != nil || len(got) != 5 {
-		t.Fatalf("FindCandidates = %d candidates, %v; want 5", len(got), err)
-	}
-	nodeName, victims, st := e.pl.Preempt(ctx, state, pi, m, true)
-	if !st.IsSuccess() || len(victims) != 1 || nodeName == "" {
-		t.Errorf("Preempt = %q, %v, %v", nodeName, podNames(victims), st)
+	// Two workers from the framework, or from Args with a framework of one.
+	for _, cfg := range []envConfig{
+		{args: Args{MinCandidateNodesAbsolute: &abs, MinCandidateNodesPercentage: &pct}, opts: []runtime.Option{runtime.WithParallelism(2)}},
+		{args: Args{MinCandidateNodesAbsolute: &abs, MinCandidateNodesPercentage: &pct, Parallelism: 2}},
+	} {
+		e := newEnv(t, cfg, nodes...)
+		if got := e.pl.parallelizer().Parallelism(); got != 2 {
+			t.Errorf("dry run parallelism %d, want 2", got)
+		}
+		state, pi, m := e.filter(t, pod("p", 100, 2000))
+		got, _, err := e.pl.FindCandidates(ctx, state, pi, m)
+		if err != nil || len(got) != 5 {
+			t.Fatalf("FindCandidates = %d candidates, %v; want 5", len(got), err)
+		}
+		nodeName, victims, st := e.pl.Preempt(ctx, state, pi, m, true)
+		if !st.IsSuccess() || len(victims) != 1 || nodeName == "" {
+			t.Errorf("Preempt = %q, %v, %v", nodeName, podNames(victims), st)
+		}
 	}
 }
