@@ -168,11 +168,15 @@ func (f *FitError) Error() string {
 // applied to: recorded nodes one by one, absent nodes all at once.
 func (f *FitError) forEachReason(fn func(plugin, reason string, nodes int)) {
 	m := f.Diagnosis.NodeToStatus
-	m.ForEachExplicitNode(func(_ string, s *Status) {
-		for _, r := range s.Reasons() {
-			fn(s.Plugin(), r, 1)
+	// Counting needs no node order, and sorting thousands of node names on
+	// every failed attempt showed up in profiles.
+	if m != nil {
+		for _, s := range m.statuses {
+			for _, r := range s.Reasons() {
+				fn(s.Plugin(), r, 1)
+			}
 		}
-	})
+	}
 	if absent := f.NumAllNodes - m.Len(); absent > 0 && m != nil {
 		s := m.AbsentNodesStatus()
 		for _, r := range s.Reasons() {
