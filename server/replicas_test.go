@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/scheduler"
+	"github.com/berth-io/berth/scheduler/framework"
 	"github.com/berth-io/berth/server"
 	"github.com/berth-io/berth/store"
 )
@@ -63,6 +65,28 @@ func startReplicas(t *testing.T, n int) (*store.Embedded, []*replica) {
 	return etcd, out
 }
 
+// settled reports whether n replicas are live and every shard is owned by
+// the replica membership settles it on.
+func settled(resp *berthv1.ListReplicasResponse, n int) error {
+	if len(resp.Replicas) != n {
+		return fmt.Errorf("%d of %d replicas live", len(resp.Replicas), n)
+	}
+	var ids []string
+	owner := map[int32]string{}
+	for _, r := range resp.Replicas {
+		ids = append(ids, r.Id)
+		for _, sh := range r.Shards {
+			owner[sh] = r.Id
+		}
+	}
+	for i := range resp.ShardCount {
+		if want := store.PreferredOwner(ids, int(i)); owner[i] != want {
+			return fmt.Errorf("shard %d owned by %q, settles on %q", i, owner[i], want)
+		}
+	}
+	return nil
+}
+
 // Three replicas share the shards, each schedules its own, and together
 // they never put more on a node than it holds: nodes have room for exactly
 // the pods that should bind, so any overcommit or double count shows.
@@ -74,17 +98,7 @@ func TestReplicasShareWorkWithoutOvercommit(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		total := 0
-		for _, r := range resp.Replicas {
-			if len(r.Shards) == 0 {
-				return fmt.Errorf("%s owns nothing yet", r.Id)
-			}
-			total += len(r.Shards)
-		}
-		if len(resp.Replicas) != 3 || total != int(resp.ShardCount) {
-			return fmt.Errorf("%d replicas own %d of %d shards", len(resp.Replicas), total, resp.ShardCount)
-		}
-		return nil
+		return settled(resp, 3)
 	})
 
 	const nodes, perNode, extra = 4, 10, 15
@@ -141,8 +155,29 @@ func TestReplicasShareWorkWithoutOvercommit(t *testing.T) {
 			t.Errorf("node %s holds %d pods, room for %d", n, c, perNode)
 		}
 	}
-	if len(byReplica) != 3 {
-		t.Errorf("bindings by replica %v: want all three to schedule", byReplica)
+	// Each pod was bound by the owner of its shard, and more than one
+	// replica did the binding (which pods lose the race for room varies).
+	replicas, err := rs[2].sch.ListReplicas(ctx, &berthv1.ListReplicasRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[int]string{}
+	for _, r := range replicas.Replicas {
+		for _, sh := range r.Shards {
+			owner[int(sh)] = r.Id
+		}
+	}
+	for _, p := range list {
+		if p.NodeName == "" {
+			continue
+		}
+		shard := scheduler.ShardOf(&framework.Pod{Namespace: p.Namespace, Name: p.Name}, int(replicas.ShardCount))
+		if by := p.GetStatus().GetScheduledBy(); by != owner[shard] {
+			t.Errorf("%s (shard %d, owned by %s) was bound by %q", p.Name, shard, owner[shard], by)
+		}
+	}
+	if len(byReplica) < 2 {
+		t.Errorf("bindings by replica %v: want several replicas to schedule", byReplica)
 	}
 	t.Logf("bindings by replica: %v", byReplica)
 }

@@ -302,6 +302,10 @@ func (m *member) releaseAll(move string) {
 	}
 }
 
+// PreferredOwner is the replica among ids that shard i settles on once
+// membership is stable (ListReplicas shows when it has).
+func PreferredOwner(ids []string, i int) string { return rendezvous(ids, i) }
+
 // rendezvous picks the owner of shard i among ids: the highest hash of
 // (id, i). Adding or removing a replica moves only the shards it wins or
 // held.
