@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,6 +34,29 @@ func readMessages[T proto.Message](path string, stdin io.Reader, newMsg func() T
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return msgs, nil
+}
+
+// specsFromFileOrFlags returns what a create-style command acts on: the
+// messages of -f FILE (then no NAME and no spec flag may be given), or the
+// one message the spec flags describe for the NAME argument.
+func specsFromFileOrFlags[T proto.Message](c *cli, fs *flag.FlagSet, file string, specFlags, args []string, newMsg func() T, build func(name string) (T, error)) ([]T, error) {
+	if file == "" {
+		if err := wantArgs(args, "NAME"); err != nil {
+			return nil, err
+		}
+		msg, err := build(args[0])
+		if err != nil {
+			return nil, err
+		}
+		return []T{msg}, nil
+	}
+	if err := wantArgs(args); err != nil {
+		return nil, err
+	}
+	if err := conflictsWithFile(fs, specFlags); err != nil {
+		return nil, err
+	}
+	return readMessages(file, c.stdin, newMsg)
 }
 
 // decodeMessages reads messages of one type from JSON or YAML. The input

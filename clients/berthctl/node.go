@@ -79,28 +79,11 @@ func (c *cli) nodeAdd(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var nodes []*berthv1.Node
-		if *file != "" {
-			if err := wantArgs(args); err != nil {
-				return err
-			}
-			if err := conflictsWithFile(fs, nodeSpecFlagNames); err != nil {
-				return err
-			}
-			if nodes, err = readMessages(*file, c.stdin, func() *berthv1.Node { return new(berthv1.Node) }); err != nil {
-				return err
-			}
-		} else {
-			if err := wantArgs(args, "NAME"); err != nil {
-				return err
-			}
-			n, err := spec.build(args[0])
-			if err != nil {
-				return err
-			}
-			nodes = []*berthv1.Node{n}
+		nodes, err := specsFromFileOrFlags(c, fs, *file, nodeSpecFlagNames, args,
+			func() *berthv1.Node { return new(berthv1.Node) }, spec.build)
+		if err != nil {
+			return err
 		}
-
 		client, err := c.dial(ctx)
 		if err != nil {
 			return err

@@ -100,31 +100,16 @@ func (c *cli) podSubmit(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var pods []*berthv1.Pod
-		if *file != "" {
-			if err := wantArgs(args); err != nil {
-				return err
+		pods, err := specsFromFileOrFlags(c, fs, *file, podSpecFlagNames, args,
+			func() *berthv1.Pod { return new(berthv1.Pod) },
+			func(name string) (*berthv1.Pod, error) { return spec.build(*ns, name) })
+		if err != nil {
+			return err
+		}
+		for _, pod := range pods {
+			if pod.Namespace == "" {
+				pod.Namespace = *ns
 			}
-			if err := conflictsWithFile(fs, podSpecFlagNames); err != nil {
-				return err
-			}
-			if pods, err = readMessages(*file, c.stdin, func() *berthv1.Pod { return new(berthv1.Pod) }); err != nil {
-				return err
-			}
-			for _, pod := range pods {
-				if pod.Namespace == "" {
-					pod.Namespace = *ns
-				}
-			}
-		} else {
-			if err := wantArgs(args, "NAME"); err != nil {
-				return err
-			}
-			pod, err := spec.build(*ns, args[0])
-			if err != nil {
-				return err
-			}
-			pods = []*berthv1.Pod{pod}
 		}
 
 		client, err := c.dial(ctx)

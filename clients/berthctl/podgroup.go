@@ -52,31 +52,16 @@ func (c *cli) podGroupApply(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		var groups []*berthv1.PodGroup
-		if *file != "" {
-			if err := wantArgs(args); err != nil {
-				return err
+		groups, err := specsFromFileOrFlags(c, fs, *file, podGroupSpecFlagNames, args,
+			func() *berthv1.PodGroup { return new(berthv1.PodGroup) },
+			func(name string) (*berthv1.PodGroup, error) { return spec.build(*ns, name) })
+		if err != nil {
+			return err
+		}
+		for _, g := range groups {
+			if g.Namespace == "" {
+				g.Namespace = *ns
 			}
-			if err := conflictsWithFile(fs, podGroupSpecFlagNames); err != nil {
-				return err
-			}
-			if groups, err = readMessages(*file, c.stdin, func() *berthv1.PodGroup { return new(berthv1.PodGroup) }); err != nil {
-				return err
-			}
-			for _, g := range groups {
-				if g.Namespace == "" {
-					g.Namespace = *ns
-				}
-			}
-		} else {
-			if err := wantArgs(args, "NAME"); err != nil {
-				return err
-			}
-			g, err := spec.build(*ns, args[0])
-			if err != nil {
-				return err
-			}
-			groups = []*berthv1.PodGroup{g}
 		}
 		client, err := c.dial(ctx)
 		if err != nil {
