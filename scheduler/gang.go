@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -138,20 +137,34 @@ func (g *groupSet) leave(b *gangBatch, p *framework.Pod) {
 // are tried at once, skipping their backoff: members released together
 // back off together, but one that failed alone may be far behind, and a
 // gang only forms while its members wait at the same time. The assumption
-// is written in the background, so the scheduling loop never waits on
-// storage.
+// is only noted here: writeHeld stores it once the framework counts the pod
+// as waiting, so a failed write can always find the pod to turn away.
 func (g *groupSet) Hold(p *framework.Pod) {
 	if keys := g.siblings(p); len(keys) > 0 {
 		g.s.shardFor(p).queue.Activate(keys...)
 	}
+	if _, ok := g.s.committer.(GroupBinder); !ok {
+		return
+	}
+	g.gangMu.Lock()
+	g.assumed[p.Key()] = &assumption{pod: p}
+	g.gangMu.Unlock()
+}
+
+// writeHeld stores, in the background so the scheduling loop never waits
+// on storage, the assumption Hold noted for p, which Permit has just left
+// waiting.
+func (g *groupSet) writeHeld(p *framework.Pod) {
 	gb, ok := g.s.committer.(GroupBinder)
 	if !ok {
 		return
 	}
-	a := &assumption{pod: p}
 	g.gangMu.Lock()
-	g.assumed[p.Key()] = a
+	a := g.assumed[p.Key()]
 	g.gangMu.Unlock()
+	if a == nil || a.pod.UID != p.UID {
+		return
+	}
 	g.s.binding.Add(1)
 	go func() {
 		defer g.s.binding.Done()
@@ -186,29 +199,17 @@ func (g *groupSet) writeAssumption(gb GroupBinder, a *assumption) error {
 }
 
 // rejectWaiting turns away a member whose assumption could not be written.
-// Hold runs inside Permit, before the framework registers the pod as
-// waiting, so a write that fails fast may have to wait for that briefly;
-// it stops once the member is released or bound anyway.
+// The write starts only once the pod waits, so a pod no longer waiting was
+// already allowed into its gang's commit (which then fails its fence) or
+// released.
 func (g *groupSet) rejectWaiting(a *assumption, why error) {
 	p := a.pod
 	fwk := g.s.shardFor(p).frameworkFor(p)
 	if fwk == nil {
 		return
 	}
-	key := framework.WaitingPodKey(p)
-	deadline := time.Now().Add(g.s.cfg.BindTimeout)
-	for {
-		if w := fwk.GetWaitingPod(key); w != nil && w.GetPod().UID == p.UID {
-			w.Reject("", fmt.Sprintf("assumption of %s on %s: %v", p.Key(), p.NodeName, why))
-			return
-		}
-		a.mu.Lock()
-		released := a.released
-		a.mu.Unlock()
-		if released || time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(time.Millisecond)
+	if w := fwk.GetWaitingPod(framework.WaitingPodKey(p)); w != nil && w.GetPod().UID == p.UID {
+		w.Reject("", fmt.Sprintf("assumption of %s on %s: %v", p.Key(), p.NodeName, why))
 	}
 }
 

@@ -246,7 +246,9 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 		sh.retryLater(qpi)
 		return
 	}
-	if st := fwk.RunPermitPlugins(ctx, state, &assumed, result.SuggestedHost); !st.IsSuccess() && !st.IsWait() {
+	if st := fwk.RunPermitPlugins(ctx, state, &assumed, result.SuggestedHost); st.IsWait() {
+		sh.s.groups.writeHeld(&assumed)
+	} else if !st.IsSuccess() {
 		fwk.RunReservePluginsUnreserve(ctx, state, &assumed, result.SuggestedHost)
 		sh.forget(&assumed)
 		sh.s.metrics.attempt("unschedulable", time.Since(start).Seconds())
