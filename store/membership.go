@@ -292,12 +292,12 @@ func (m *member) releaseAll(move string) {
 	var gone []int
 	for i := range m.mine {
 		m.owner.ReleaseShard(i)
+		delete(m.mine, i)
+		m.s.metrics.shardMoved(move, len(m.mine))
 		gone = append(gone, i)
 	}
-	clear(m.mine)
 	if len(gone) > 0 {
 		slices.Sort(gone)
-		m.s.metrics.shardMoved(move, 0)
 		m.log.Warn("released every shard", zap.Ints("shards", gone))
 	}
 }
