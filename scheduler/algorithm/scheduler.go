@@ -58,7 +58,11 @@ type Scheduler struct {
 
 	results  []nodeResult
 	feasible []*framework.NodeInfo
-	scores   framework.NodeScores
+	// nominated is the pod's nominated node, already rejected before the
+	// window; recordedNominated says the window recorded it again.
+	nominated         *framework.NodeInfo
+	recordedNominated bool
+	scores            framework.NodeScores
 }
 
 // Option configures New.
@@ -128,21 +132,31 @@ func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framew
 
 	// A node nominated by an earlier preemption is likely the only one with
 	// room: try it first.
-	if nominated := pod.Pod.NominatedNodeName; nominated != "" {
-		if ni, err := fwk.SnapshotSharedLister().NodeInfos().Get(nominated); err == nil {
+	var nominated *framework.NodeInfo
+	var nominatedStatus *framework.Status
+	if name := pod.Pod.NominatedNodeName; name != "" {
+		if ni, err := fwk.SnapshotSharedLister().NodeInfos().Get(name); err == nil {
 			st := fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
 			if st.IsSuccess() {
 				return []*framework.NodeInfo{ni}, diag, nil
 			}
 			if st.IsRejected() {
-				diag.NodeToStatus.Set(nominated, st)
+				nominated, nominatedStatus = ni, st
 				diag.AddPluginStatus(st)
 			}
 		}
 	}
 
 	candidates := narrow(fwk, all, preRes, withNodes, &diag)
+	diag.NodeToStatus.Grow(len(candidates))
+	s.nominated = nominated
 	found, err := s.findNodesThatPassFilters(ctx, fwk, state, pod, &diag, candidates)
+	// The window most often filtered the nominated node again; if not,
+	// its rejection still belongs to the diagnosis.
+	if nominated != nil && !s.recordedNominated {
+		diag.NodeToStatus.Record(nominated, nominatedStatus)
+	}
+	s.nominated = nil
 	// Advance even on error, so every node keeps its turn.
 	processed := len(found) + diag.NodeToStatus.Len()
 	s.nextStartNodeIndex = (s.nextStartNodeIndex + processed) % len(all)
@@ -207,6 +221,7 @@ func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, fwk *runtime.F
 	}
 	start := s.nextStartNodeIndex
 	s.feasible = s.feasible[:0]
+	s.recordedNominated = false
 	if !fwk.HasFilterPlugins() {
 		for i := range numToFind {
 			s.feasible = append(s.feasible, nodes[(start+i)%n])
@@ -250,15 +265,27 @@ func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, fwk *runtime.F
 			return false
 		}
 	})
+	// Most rejections come from the same plugin with the same code: note
+	// each plugin once per run rather than once per node.
+	var last struct {
+		plugin string
+		code   framework.Code
+	}
 	for i := range results[:filtered.Load()] {
 		r := &results[i]
 		if len(s.feasible) < numToFind {
-			switch r.state {
+			switch ni := nodes[(start+i)%n]; r.state {
 			case feasible:
-				s.feasible = append(s.feasible, nodes[(start+i)%n])
+				s.feasible = append(s.feasible, ni)
 			case rejected:
-				diag.NodeToStatus.Set(nodes[(start+i)%n].Node().Name, r.status)
-				diag.AddPluginStatus(r.status)
+				diag.NodeToStatus.Record(ni, r.status)
+				if p, c := r.status.Plugin(), r.status.Code(); p != last.plugin || c != last.code {
+					diag.AddPluginStatus(r.status)
+					last.plugin, last.code = p, c
+				}
+				if ni == s.nominated {
+					s.recordedNominated = true
+				}
 			}
 		}
 		*r = nodeResult{}

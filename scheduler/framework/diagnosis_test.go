@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func rejectedBy(plugin string, code Code, reasons ...string) *Status {
@@ -136,6 +137,50 @@ func TestNodeToStatus(t *testing.T) {
 	m.ForEachExplicitNode(func(n string, _ *Status) { order = append(order, n) })
 	if diff := cmp.Diff([]string{"a", "b"}, order); diff != "" {
 		t.Errorf("ForEachExplicitNode order (-want,+got):\n%s", diff)
+	}
+}
+
+// TestNodeToStatusRecord covers what a failed cycle does: record nodes in
+// window order, most of them with one shared status.
+func TestNodeToStatusRecord(t *testing.T) {
+	nodes := []*NodeInfo{ni("a"), ni("b"), ni("c"), ni("d")}
+	shared := rejectedBy("NodeResourcesFit", Unschedulable, "Insufficient cpu")
+	taint := rejectedBy("TaintToleration", UnschedulableAndUnresolvable, "node(s) had untolerated taint")
+	m := NewNodeToStatus()
+	m.Grow(len(nodes))
+	// Window order, starting at c.
+	m.Record(nodes[2], shared)
+	m.Record(nodes[3], taint)
+	m.Record(nodes[0], shared)
+	m.Record(nodes[1], shared)
+
+	got, _ := m.NodesForStatusCode(listerOf(nodes), Unschedulable)
+	if diff := cmp.Diff([]string{"c", "a", "b"}, names(got)); diff != "" {
+		t.Errorf("unschedulable nodes, in recording order (-want,+got):\n%s", diff)
+	}
+	if got[0] != nodes[2] {
+		t.Error("a recorded node came back as a different NodeInfo")
+	}
+	fe := &FitError{NumAllNodes: 5, Diagnosis: Diagnosis{NodeToStatus: m}}
+	// Runs of the shared status split by another are still counted whole;
+	// the node never recorded has the absent status, with no reason.
+	want := []ReasonCount{
+		{Plugin: "NodeResourcesFit", Reason: "Insufficient cpu", Count: 3},
+		{Plugin: "TaintToleration", Reason: "node(s) had untolerated taint", Count: 1},
+	}
+	if diff := cmp.Diff(want, fe.ReasonCounts(), cmpopts.SortSlices(func(a, b ReasonCount) bool { return a.Reason+a.Plugin < b.Reason+b.Plugin })); diff != "" {
+		t.Errorf("ReasonCounts (-want,+got):\n%s", diff)
+	}
+
+	// Set after Record replaces the recorded status: the node counts once.
+	fits := rejectedBy("NodePorts", Unschedulable, "node(s) didn't have free ports")
+	m.Set("d", fits)
+	if m.Len() != 4 || m.Get("d") != fits || m.Get("a") != shared {
+		t.Errorf("after Set: Len %d, d %v, a %v", m.Len(), m.Get("d"), m.Get("a"))
+	}
+	m.Record(ni("e"), taint) // recorded after the index was built
+	if m.Get("e") != taint {
+		t.Errorf("Get(e) = %v after Record", m.Get("e"))
 	}
 }
 

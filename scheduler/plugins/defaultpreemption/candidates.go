@@ -55,20 +55,20 @@ func (pl *DefaultPreemption) findCandidates(ctx context.Context, state *framewor
 }
 
 // failures holds why the nodes a dry run tried without success cannot be
-// made to fit, by position in the dry run. A NodeToStatus costs a map
-// insertion per node, and is needed only when no candidate is found.
+// made to fit, by position in the dry run. A NodeToStatus is needed
+// only when no candidate is found.
 type failures struct {
 	nodes    []*framework.NodeInfo
 	offset   int
 	statuses []*framework.Status
 }
 
-// nodeToStatus returns the failures by node name; never nil.
+// nodeToStatus returns the failures by node; never nil.
 func (f failures) nodeToStatus() *framework.NodeToStatus {
 	m := framework.NewNodeToStatus()
 	for i, st := range f.statuses {
 		if st != nil {
-			m.Set(f.nodes[(f.offset+i)%len(f.nodes)].Node().Name, st)
+			m.Record(f.nodes[(f.offset+i)%len(f.nodes)], st)
 		}
 	}
 	return m
