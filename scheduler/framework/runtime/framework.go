@@ -484,7 +484,12 @@ func (f *Framework) RunFilterPlugins(ctx context.Context, state *framework.Cycle
 		if !st.IsRejected() {
 			st = framework.AsStatus(fmt.Errorf("running %q filter plugin: %w", pl.Name(), st.AsError()))
 		}
-		st.SetPlugin(pl.Name())
+		// A plugin may return one shared status, already named, for a
+		// common rejection: setting it again would be a write to shared
+		// memory from every core.
+		if st.Plugin() != pl.Name() {
+			st.SetPlugin(pl.Name())
+		}
 		return st
 	}
 	return nil

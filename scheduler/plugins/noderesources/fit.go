@@ -134,9 +134,17 @@ func (f *Fit) Filter(_ context.Context, state *framework.CycleState, _ *framewor
 	if err != nil {
 		return framework.AsStatus(err)
 	}
-	insufficient := fitsRequest(s, nodeInfo)
+	var buf [4]InsufficientResource
+	insufficient := appendInsufficient(buf[:0], s, nodeInfo)
 	if len(insufficient) == 0 {
 		return nil
+	}
+	if len(insufficient) == 1 {
+		// A full cluster rejects every node for the same one reason: share
+		// the status rather than allocate one per node.
+		if st, ok := singleReason[insufficient[0].ResourceName]; ok {
+			return st
+		}
 	}
 	reasons := make([]string, len(insufficient))
 	for i := range insufficient {
@@ -144,6 +152,20 @@ func (f *Fit) Filter(_ context.Context, state *framework.CycleState, _ *framewor
 	}
 	return framework.NewStatus(framework.Unschedulable, reasons...)
 }
+
+// singleReason holds a status for each built-in resource a node may lack
+// alone, by resource name. They are shared, so they carry the plugin's
+// name already and the framework never needs to set it.
+var singleReason = func() map[string]*framework.Status {
+	m := map[string]*framework.Status{}
+	for name, reason := range map[string]string{
+		framework.ResourcePods: "Too many pods", framework.ResourceCPU: "Insufficient cpu",
+		framework.ResourceMemory: "Insufficient memory", framework.ResourceEphemeralStorage: "Insufficient ephemeral-storage",
+	} {
+		m[name] = framework.NewStatus(framework.Unschedulable, reason).WithPlugin(Name)
+	}
+	return m
+}()
 
 // InsufficientResource is one resource a node lacks for a pod.
 type InsufficientResource struct {
@@ -158,15 +180,14 @@ type InsufficientResource struct {
 // no resource ignored.
 func Fits(pod *framework.PodInfo, nodeInfo *framework.NodeInfo) []InsufficientResource {
 	f := &Fit{}
-	return fitsRequest(f.computeRequest(pod), nodeInfo)
+	return appendInsufficient(nil, f.computeRequest(pod), nodeInfo)
 }
 
-// fitsRequest is kube's fitsRequest: every pod takes a pod slot even if it
-// requests nothing; a resource is short only if the pod requests some and
-// more than allocatable minus requested. It allocates only when something
-// is short.
-func fitsRequest(s *preFilterState, ni *framework.NodeInfo) []InsufficientResource {
-	var out []InsufficientResource
+// appendInsufficient is kube's fitsRequest: every pod takes a pod slot
+// even if it requests nothing; a resource is short only if the pod
+// requests some and more than allocatable minus requested. It appends
+// what is short to out, which allocates only past out's capacity.
+func appendInsufficient(out []InsufficientResource, s *preFilterState, ni *framework.NodeInfo) []InsufficientResource {
 	alloc, used := &ni.Allocatable, &ni.Requested
 	if int64(len(ni.Pods))+1 > alloc.AllowedPodNumber {
 		out = append(out, InsufficientResource{framework.ResourcePods, "Too many pods", 1, int64(len(ni.Pods)), alloc.AllowedPodNumber})
