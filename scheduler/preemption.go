@@ -254,13 +254,14 @@ func (n *nominator) lookupLocked(key string) (*framework.PodInfo, string) {
 	return pods[i], node
 }
 
-// victimGone retries at once the pod whose last victim p was: its room is
-// free now, and waiting out its backoff would only delay it (Kubernetes
-// requeues it on the deletion too, but after backoff). Called for every
-// pod deleted from a node.
+// victimGone retries the pod whose last victim p was, ahead of the pods
+// of its priority that arrived after it: its room is free now, and waiting
+// out its backoff or a backlog would only keep that room idle (Kubernetes
+// requeues it on the deletion too, but after backoff and at the back).
+// Called for every pod deleted from a node.
 func (s *Scheduler) victimGone(p *framework.Pod) {
 	if preemptor := s.nominator.victimGone(p); preemptor != nil {
-		s.shardFor(preemptor).queue.Activate(preemptor.Key())
+		s.shardFor(preemptor).queue.Promote(preemptor.Key())
 	}
 }
 

@@ -27,6 +27,9 @@ type QueuedPodInfo struct {
 	// Timestamp is when the pod last entered the active queue; it orders
 	// pods of equal priority.
 	Timestamp time.Time
+	// Arrival is when the pod first entered the queue; a promoted pod
+	// (see PriorityQueue.Promote) takes it back as its Timestamp.
+	Arrival time.Time
 	// Attempts counts scheduling attempts; it drives backoff.
 	Attempts int
 	// InitialAttemptTimestamp is when the pod was first popped, or nil.

@@ -16,9 +16,11 @@ func (q *PriorityQueue) AddWithBackoff(p *framework.Pod, attempts int) {
 		q.updateLocked(p)
 		return
 	}
+	now := q.opts.clock.Now()
 	qpi := &framework.QueuedPodInfo{
 		PodInfo:   framework.NewPodInfo(p),
-		Timestamp: q.opts.clock.Now(),
+		Timestamp: now,
+		Arrival:   now,
 		Attempts:  max(attempts, 1),
 	}
 	q.toBackoffOrActive(&entry{qpi: qpi})

@@ -35,6 +35,7 @@ type inFlightPod struct {
 	popped, latest *framework.Pod
 	specChanged    bool
 	activated      bool
+	promoted       bool
 	deleted        bool
 }
 
@@ -145,6 +146,14 @@ func (t *inFlightTracker) markDeleted(key string) {
 	if f, ok := t.pods[key]; ok {
 		f.deleted = true
 	}
+}
+
+func (t *inFlightTracker) markPromoted(key string) bool {
+	f, ok := t.pods[key]
+	if ok {
+		f.activated, f.promoted = true, true
+	}
+	return ok
 }
 
 func (t *inFlightTracker) markActivated(key string) bool {

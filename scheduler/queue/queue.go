@@ -206,7 +206,8 @@ func (q *PriorityQueue) updateLocked(p *framework.Pod) {
 	}
 	e, ok := q.entries[key]
 	if !ok {
-		qpi := &framework.QueuedPodInfo{PodInfo: framework.NewPodInfo(p), Timestamp: q.opts.clock.Now()}
+		now := q.opts.clock.Now()
+		qpi := &framework.QueuedPodInfo{PodInfo: framework.NewPodInfo(p), Timestamp: now, Arrival: now}
 		q.toActive(&entry{qpi: qpi})
 		return
 	}
@@ -438,6 +439,9 @@ func (q *PriorityQueue) AddUnschedulableIfNotPresent(qpi *framework.QueuedPodInf
 		if f.specChanged || f.activated {
 			st = strategyAfterBackoff
 		}
+		if f.promoted && !f.specChanged {
+			st = strategyImmediately
+		}
 		if st == strategySkip {
 			for _, ev := range q.inFlight.eventsSince(f) {
 				if s := q.worth(qpi, ev.event, ev.oldObj, ev.newObj); s > st {
@@ -455,6 +459,9 @@ func (q *PriorityQueue) AddUnschedulableIfNotPresent(qpi *framework.QueuedPodInf
 		st = max(st, strategyAfterBackoff)
 	}
 	qpi.Timestamp = q.opts.clock.Now()
+	if f := q.inFlight.get(key); f != nil && f.promoted && !f.specChanged {
+		qpi.Timestamp = arrival(qpi)
+	}
 	e := &entry{qpi: qpi}
 	switch st {
 	case strategyImmediately:
@@ -547,6 +554,36 @@ func (q *PriorityQueue) Activate(keys ...string) {
 		q.removeLocked(e)
 		q.toActive(e)
 	}
+}
+
+// Promote moves a pod, skipping any backoff, to activeQ at the place it
+// first arrived at among pods of its priority; a pod being scheduled goes
+// there when its attempt fails. It is for a preemptor whose victims are
+// all gone: it has room held for it, and every pod that arrived after it
+// and goes first keeps that room idle while its nomination is charged in
+// every filter. Kubernetes puts it behind them.
+func (q *PriorityQueue) Promote(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.inFlight.markPromoted(key) {
+		return
+	}
+	e, ok := q.entries[key]
+	if !ok {
+		return
+	}
+	q.removeLocked(e)
+	e.qpi.Timestamp = arrival(e.qpi)
+	q.toActive(e)
+}
+
+// arrival is when the pod first entered the queue; pods queued before
+// Arrival was recorded count from their Timestamp.
+func arrival(qpi *framework.QueuedPodInfo) time.Time {
+	if qpi.Arrival.IsZero() || qpi.Arrival.After(qpi.Timestamp) {
+		return qpi.Timestamp
+	}
+	return qpi.Arrival
 }
 
 // flushBackoffCompleted moves pods whose backoff ended to activeQ.

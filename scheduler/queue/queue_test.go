@@ -754,6 +754,64 @@ func TestActivate(t *testing.T) {
 	checkPools(t, q, pools{Active: []string{key("a"), key("b"), key("u")}})
 }
 
+func TestPromote(t *testing.T) {
+	popNames := func(q *PriorityQueue, n int) []string {
+		var out []string
+		for range n {
+			out = append(out, pop(t, q).Pod.Name)
+		}
+		return out
+	}
+	t.Run("from the unschedulable pool", func(t *testing.T) {
+		q, clock := newTestQueue(t, WithQueueingHints(testHints))
+		q.Add(newPod("preemptor", 0))
+		clock.Step(time.Second)
+		q.Add(newPod("later", 0))
+		q.Add(newPod("important", 10))
+		if got := pop(t, q).Pod.Name; got != "important" {
+			t.Fatalf("popped %s first, want important", got)
+		}
+		q.Done(key("important"))
+		failAttempt(t, q, "preemptor", "NodeResourcesFit")
+		clock.Step(time.Second)
+		q.Add(newPod("latest", 0))
+		q.Promote(key("preemptor"))
+		q.Promote(key("missing"))
+		// Back at its arrival: before later and latest, behind nothing of
+		// higher priority; no backoff waited out.
+		if got, want := popNames(q, 3), []string{"preemptor", "later", "latest"}; !slices.Equal(got, want) {
+			t.Errorf("pop order %v, want %v", got, want)
+		}
+	})
+	t.Run("while being scheduled", func(t *testing.T) {
+		q, clock := newTestQueue(t, WithQueueingHints(testHints))
+		q.Add(newPod("preemptor", 0))
+		clock.Step(time.Second)
+		q.Add(newPod("later", 0))
+		qpi := pop(t, q)
+		q.Promote(key("preemptor")) // its victims went during its attempt
+		qpi.UnschedulablePlugins = set("NodeResourcesFit")
+		if err := q.AddUnschedulableIfNotPresent(qpi); err != nil {
+			t.Fatal(err)
+		}
+		checkPools(t, q, pools{Active: []string{key("later"), key("preemptor")}})
+		if got, want := popNames(q, 2), []string{"preemptor", "later"}; !slices.Equal(got, want) {
+			t.Errorf("pop order %v, want %v", got, want)
+		}
+	})
+	t.Run("Activate keeps the back of the line", func(t *testing.T) {
+		q, clock := newTestQueue(t, WithQueueingHints(testHints))
+		q.Add(newPod("first", 0))
+		clock.Step(time.Second)
+		q.Add(newPod("later", 0))
+		failAttempt(t, q, "first", "NodeResourcesFit")
+		q.Activate(key("first"))
+		if got, want := popNames(q, 2), []string{"later", "first"}; !slices.Equal(got, want) {
+			t.Errorf("pop order %v, want %v", got, want)
+		}
+	})
+}
+
 func TestPopBlocks(t *testing.T) {
 	t.Run("wakes on Add", func(t *testing.T) {
 		q, _ := newTestQueue(t)
