@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"hash/maphash"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -21,21 +22,25 @@ import (
 // remembers the victims each nominated pod waits for, so the pod can be
 // retried as soon as the last of them is gone.
 //
-// Filters ask it once per node in every cycle, while nominations change
-// once per preemption or binding, so reads are made cheap at the cost of
-// writes: each node's list is kept sorted and replaced, never changed in
-// place, and handed out as is.
+// Filters ask it once per node in every cycle, on every core at once,
+// while nominations change a few times per preemption. So readers take no
+// lock at all: the node -> nominations map is copied on every write and
+// published whole, and each node's list is sorted and replaced, never
+// changed in place. A write copies one entry per nominated node, which is
+// small next to the filter pass over every node that each cycle makes.
 type nominator struct {
-	mu     sync.RWMutex
-	byNode map[string]nominations // node -> its nominations
-	nodeOf map[string]string      // pod key -> node
+	mu sync.Mutex // serializes writers; readers load byNode
+	// byNode is the published node -> nominations map; never changed once
+	// stored. Writers build the next one under mu.
+	byNode atomic.Pointer[map[string]nominations]
+	nodeOf map[string]string // pod key -> node
 	// waitingOn maps a nominated pod's key to the keys of its victims not
 	// deleted yet; victimOf maps each such victim back. A nomination that
 	// moves or ends drops its victims.
 	waitingOn map[string]map[string]struct{}
 	victimOf  map[string]string
 	// count is len(nodeOf), read without the lock: with no nomination
-	// anywhere, filters and deletions skip the lock altogether.
+	// anywhere, filters and deletions skip the map altogether.
 	count atomic.Int64
 	seed  maphash.Seed // of the UID hashes in nominee
 }
@@ -81,14 +86,18 @@ var (
 )
 
 func newNominator() *nominator {
-	return &nominator{
-		byNode:    map[string]nominations{},
+	n := &nominator{
 		nodeOf:    map[string]string{},
 		waitingOn: map[string]map[string]struct{}{},
 		victimOf:  map[string]string{},
 		seed:      maphash.MakeSeed(),
 	}
+	n.byNode.Store(&map[string]nominations{})
+	return n
 }
+
+// nodes returns the published node -> nominations map, not to be changed.
+func (n *nominator) nodes() map[string]nominations { return *n.byNode.Load() }
 
 // NominatedPodsForNode implements framework.PodNominator. The pods come in
 // key order, as filters add them in order; the slice is shared and must
@@ -97,9 +106,7 @@ func (n *nominator) NominatedPodsForNode(node string) []*framework.PodInfo {
 	if n.count.Load() == 0 {
 		return nil
 	}
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	return n.byNode[node].pods
+	return n.nodes()[node].pods
 }
 
 // NominatedPodsAgainst implements fwruntime.CountingPodNominator. When
@@ -108,9 +115,7 @@ func (n *nominator) NominatedPodsAgainst(node string, pod *framework.Pod) ([]*fr
 	if n.count.Load() == 0 {
 		return nil, nil
 	}
-	n.mu.RLock()
-	ns := n.byNode[node]
-	n.mu.RUnlock()
+	ns := n.nodes()[node]
 	var uid uint64
 	hashed := false
 	counts := func(i int) bool {
@@ -173,11 +178,16 @@ func (n *nominator) nominate(pi *framework.PodInfo, node string, victims []*fram
 }
 
 func (n *nominator) setLocked(key string, pi *framework.PodInfo, node string) {
-	if old, ok := n.nodeOf[key]; ok {
-		if ns := n.byNode[old].without(key); len(ns.pods) == 0 {
-			delete(n.byNode, old)
+	old, had := n.nodeOf[key]
+	if !had && node == "" {
+		return
+	}
+	next := maps.Clone(n.nodes())
+	if had {
+		if ns := next[old].without(key); len(ns.pods) == 0 {
+			delete(next, old)
 		} else {
-			n.byNode[old] = ns
+			next[old] = ns
 		}
 		delete(n.nodeOf, key)
 		if old != node {
@@ -185,9 +195,10 @@ func (n *nominator) setLocked(key string, pi *framework.PodInfo, node string) {
 		}
 	}
 	if node != "" {
-		n.byNode[node] = n.byNode[node].with(key, pi, nominee{priority: pi.Pod.Priority, uid: n.uidHash(pi.Pod.UID)})
+		next[node] = next[node].with(key, pi, nominee{priority: pi.Pod.Priority, uid: n.uidHash(pi.Pod.UID)})
 		n.nodeOf[key] = node
 	}
+	n.byNode.Store(&next)
 	n.count.Store(int64(len(n.nodeOf)))
 }
 
@@ -239,8 +250,8 @@ func (n *nominator) victimGone(p *framework.Pod) *framework.Pod {
 
 // lookup returns the pod's nomination, if any: the recorded pod and node.
 func (n *nominator) lookup(key string) (*framework.PodInfo, string) {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	return n.lookupLocked(key)
 }
 
@@ -249,7 +260,7 @@ func (n *nominator) lookupLocked(key string) (*framework.PodInfo, string) {
 	if !ok {
 		return nil, ""
 	}
-	pods := n.byNode[node].pods
+	pods := n.nodes()[node].pods
 	i, _ := slices.BinarySearchFunc(pods, key, byKey)
 	return pods[i], node
 }

@@ -185,8 +185,8 @@ func TestNominatorListsAreOrderedAndNeverChanged(t *testing.T) {
 	n.forget(cpuPod("0", 100, 100, ""))
 	n.forget(cpuPod("a", 100, 100, ""))
 	n.forget(cpuPod("b", 100, 100, ""))
-	if n.count.Load() != 0 || len(n.byNode) != 0 {
-		t.Errorf("all forgotten, yet %d nominations on %d nodes remain", n.count.Load(), len(n.byNode))
+	if n.count.Load() != 0 || len(n.nodes()) != 0 {
+		t.Errorf("all forgotten, yet %d nominations on %d nodes remain", n.count.Load(), len(n.nodes()))
 	}
 }
 
