@@ -138,6 +138,14 @@ type FilterPlugin interface {
 	Filter(ctx context.Context, state *CycleState, pod *PodInfo, nodeInfo *NodeInfo) *Status
 }
 
+// FreedFitter is a FilterPlugin that can rule a node out from its totals
+// alone: when CouldFitWithFreed is false, Filter rejects the pod on that
+// node once pods freeing freed are removed, whatever pods are added to it.
+// Preemption asks before it copies a node to try evictions on it.
+type FreedFitter interface {
+	CouldFitWithFreed(state *CycleState, pod *PodInfo, nodeInfo *NodeInfo, freed Freed) bool
+}
+
 // NodeToStatusReader is the read view of per-node filter results that
 // PostFilter plugins get.
 type NodeToStatusReader interface {

@@ -1,7 +1,9 @@
 package framework
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sync/atomic"
 )
 
@@ -186,11 +188,37 @@ type PodInfo struct {
 	Requests Resource
 	// NonZeroRequests is PodRequests(Pod, true): what spreading scores use.
 	NonZeroRequests Resource
+
+	// What charging a pod to a node and preemption's dry runs ask of every
+	// pod they touch, read from Pod once: a Pod's fields sit on cache lines
+	// of their own, and a dry run at thousands of nodes missed on each.
+	priority                                  int32
+	hostPorts, affinity, requiredAntiAffinity bool
 }
 
-// NewPodInfo precomputes a pod's requests.
+// NewPodInfo precomputes a pod's requests and what NodeInfo asks of it.
+// A pod whose spec changes needs a new PodInfo.
 func NewPodInfo(p *Pod) *PodInfo {
-	return &PodInfo{Pod: p, Requests: PodRequests(p, false), NonZeroRequests: PodRequests(p, true)}
+	return &PodInfo{Pod: p, Requests: PodRequests(p, false), NonZeroRequests: PodRequests(p, true),
+		priority: p.Priority, hostPorts: usesHostPorts(p), affinity: HasAffinity(p), requiredAntiAffinity: HasRequiredAntiAffinity(p)}
+}
+
+// Priority is the pod's priority.
+func (pi *PodInfo) Priority() int32 { return pi.priority }
+
+// UsesHostPorts reports whether any of the pod's containers asks for a
+// host port.
+func (pi *PodInfo) UsesHostPorts() bool { return pi.hostPorts }
+
+func usesHostPorts(p *Pod) bool {
+	for _, c := range p.Containers {
+		for _, port := range c.Ports {
+			if port.HostPort > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ImageStateSummary is one image on a node, with how many nodes have it.
@@ -232,6 +260,76 @@ type NodeInfo struct {
 
 	// Generation moves on every change, so snapshots copy only what moved.
 	Generation int64
+
+	// byPriority totals the pods' requests per priority, lowest first, so
+	// preemption can tell what evicting every pod below a priority would
+	// free without reading the pods. Copies of a NodeInfo share it, so it
+	// is replaced on every change, never changed in place.
+	byPriority []priorityTotal
+}
+
+type priorityTotal struct {
+	priority int32
+	freed    Freed
+}
+
+// Freed is what removing some of a node's pods would free: the pods and
+// the sums of their cpu, memory and ephemeral-storage requests.
+type Freed struct {
+	Pods             int
+	MilliCPU         int64
+	Memory           int64
+	EphemeralStorage int64
+}
+
+// FreedBelow returns what removing every pod of priority below prio would
+// free, read from totals kept per priority.
+func (n *NodeInfo) FreedBelow(prio int32) Freed {
+	var f Freed
+	for _, t := range n.byPriority {
+		if t.priority >= prio {
+			break
+		}
+		f.Pods += t.freed.Pods
+		f.MilliCPU += t.freed.MilliCPU
+		f.Memory += t.freed.Memory
+		f.EphemeralStorage += t.freed.EphemeralStorage
+	}
+	return f
+}
+
+// KeepAtOrAbove drops the per-priority totals below prio: for a copy from
+// which every such pod was taken without RemovePod.
+func (n *NodeInfo) KeepAtOrAbove(prio int32) {
+	i := 0
+	for i < len(n.byPriority) && n.byPriority[i].priority < prio {
+		i++
+	}
+	n.byPriority = n.byPriority[i:len(n.byPriority):len(n.byPriority)]
+}
+
+// withPriorityTotal returns a copy of totals with pi added (sign 1) or
+// removed (sign -1).
+func withPriorityTotal(totals []priorityTotal, pi *PodInfo, sign int) []priorityTotal {
+	prio := pi.priority
+	i, found := slices.BinarySearchFunc(totals, prio, func(t priorityTotal, p int32) int { return cmp.Compare(t.priority, p) })
+	out := make([]priorityTotal, len(totals), len(totals)+1)
+	copy(out, totals)
+	if !found {
+		if sign < 0 {
+			return out // not charged: nothing to take back
+		}
+		out = slices.Insert(out, i, priorityTotal{priority: prio})
+	}
+	t := &out[i]
+	t.freed.Pods += sign
+	t.freed.MilliCPU += int64(sign) * pi.Requests.MilliCPU
+	t.freed.Memory += int64(sign) * pi.Requests.Memory
+	t.freed.EphemeralStorage += int64(sign) * pi.Requests.EphemeralStorage
+	if t.freed.Pods <= 0 {
+		out = slices.Delete(out, i, i+1)
+	}
+	return out
 }
 
 // NewNodeInfo returns a NodeInfo holding the given pods and no node yet.
@@ -280,10 +378,10 @@ func HasRequiredAntiAffinity(p *Pod) bool {
 // AddPodInfo charges a pod to the node.
 func (n *NodeInfo) AddPodInfo(pi *PodInfo) {
 	n.Pods = append(n.Pods, pi)
-	if HasAffinity(pi.Pod) {
+	if pi.affinity {
 		n.PodsWithAffinity = append(n.PodsWithAffinity, pi)
 	}
-	if HasRequiredAntiAffinity(pi.Pod) {
+	if pi.requiredAntiAffinity {
 		n.PodsWithRequiredAntiAffinity = append(n.PodsWithRequiredAntiAffinity, pi)
 	}
 	n.update(pi, 1)
@@ -317,6 +415,11 @@ func (n *NodeInfo) update(pi *PodInfo, sign int) {
 	} else {
 		n.Requested.SubResource(&pi.Requests)
 		n.NonZeroRequested.SubResource(&pi.NonZeroRequests)
+	}
+	n.byPriority = withPriorityTotal(n.byPriority, pi, sign)
+	if !pi.hostPorts {
+		n.Generation = NextGeneration()
+		return
 	}
 	for _, c := range pi.Pod.Containers {
 		for _, port := range c.Ports {
@@ -365,6 +468,7 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		Allocatable:      n.Allocatable.Clone(),
 		ImageStates:      make(map[string]*ImageStateSummary, len(n.ImageStates)),
 		Generation:       n.Generation,
+		byPriority:       n.byPriority, // replaced, never changed: shared
 	}
 	if len(n.PodsWithAffinity) > 0 {
 		c.PodsWithAffinity = append([]*PodInfo(nil), n.PodsWithAffinity...)

@@ -53,6 +53,11 @@ type Framework struct {
 	preFilterBit, filterBit, preScoreBit, scoreBit []uint64
 	scoreWeight                                    []int64
 
+	// freedFitters are the Filter plugins that can judge from totals, with
+	// their skip bits.
+	freedFitters   []framework.FreedFitter
+	freedFitterBit []uint64
+
 	events map[string][]framework.ClusterEventWithHint
 }
 
@@ -163,6 +168,10 @@ func NewFramework(ctx context.Context, registry framework.Registry, profile *Pro
 	}
 	for _, p := range f.filter {
 		f.filterBit = append(f.filterBit, bitOf(p.Name()))
+		if ff, ok := p.(framework.FreedFitter); ok {
+			f.freedFitters = append(f.freedFitters, ff)
+			f.freedFitterBit = append(f.freedFitterBit, bitOf(p.Name()))
+		}
 	}
 	for _, p := range f.preScore {
 		f.preScoreBit = append(f.preScoreBit, bitOf(p.Name()))

@@ -167,21 +167,10 @@ func forAdding(ni *framework.NodeInfo, pods []*framework.PodInfo) *framework.Nod
 	c.PodsWithRequiredAntiAffinity = slices.Clip(ni.PodsWithRequiredAntiAffinity)
 	c.Requested = ni.Requested.Clone()
 	c.NonZeroRequested = ni.NonZeroRequested.Clone()
-	if slices.ContainsFunc(pods, usesHostPorts) {
+	if slices.ContainsFunc(pods, (*framework.PodInfo).UsesHostPorts) {
 		c.UsedPorts = ni.UsedPorts.Clone()
 	}
 	return &c
-}
-
-func usesHostPorts(pi *framework.PodInfo) bool {
-	for _, c := range pi.Pod.Containers {
-		for _, p := range c.Ports {
-			if p.HostPort > 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // HasActivePreFilterExtensions reports whether any PreFilter plugin that
@@ -195,4 +184,18 @@ func (f *Framework) HasActivePreFilterExtensions(state *framework.CycleState) bo
 		}
 	}
 	return false
+}
+
+// CouldFitWithFreed reports whether every Filter plugin this cycle runs
+// that can judge from totals (framework.FreedFitter) leaves room for pod
+// on nodeInfo once pods freeing freed are removed. False means the filters
+// would reject it there.
+func (f *Framework) CouldFitWithFreed(state *framework.CycleState, pod *framework.PodInfo, nodeInfo *framework.NodeInfo, freed framework.Freed) bool {
+	skip := state.SkipFilterPlugins()
+	for i, ff := range f.freedFitters {
+		if skip&f.freedFitterBit[i] == 0 && !ff.CouldFitWithFreed(state, pod, nodeInfo, freed) {
+			return false
+		}
+	}
+	return true
 }

@@ -22,6 +22,7 @@ func TestForAddingKnowsEveryNodeInfoField(t *testing.T) {
 		"Allocatable":                  "shared: AddPodInfo leaves it",
 		"ImageStates":                  "shared: AddPodInfo leaves it",
 		"Generation":                   "a value",
+		"byPriority":                   "shared: AddPodInfo replaces it, never changes it in place",
 	}
 	typ := reflect.TypeFor[framework.NodeInfo]()
 	for i := range typ.NumField() {

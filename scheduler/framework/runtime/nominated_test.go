@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -72,7 +73,7 @@ func TestNominatedPodsLeaveTheNodeAlone(t *testing.T) {
 	if !with.UsedPorts.CheckConflict("", framework.ProtocolTCP, 81) || with.Requested.Scalar["example.com/gpu"] != 2 || len(with.PodsWithRequiredAntiAffinity) != 2 {
 		t.Errorf("the nominee is not fully on the copy: ports %v, requested %+v", with.UsedPorts, with.Requested)
 	}
-	if diff := cmp.Diff(before, ni, cmp.AllowUnexported(framework.NodeInfo{})); diff != "" {
+	if diff := cmp.Diff(before, ni, cmp.Exporter(func(reflect.Type) bool { return true })); diff != "" {
 		t.Errorf("the snapshot's NodeInfo changed (-before,+after):\n%s", diff)
 	}
 }

@@ -37,6 +37,9 @@ func (b *budget) covers(p *framework.Pod) bool {
 // disruptions, and a pod that takes any covering budget below zero is
 // violating.
 func filterPodsWithPDBViolation(pods []*framework.PodInfo, budgets []budget) (violating, nonViolating []*framework.PodInfo) {
+	if len(budgets) == 0 {
+		return nil, pods // and no pod's labels need reading
+	}
 	var allowed []int32
 	if len(budgets) > 0 {
 		allowed = make([]int32, len(budgets))

@@ -61,14 +61,22 @@ type failures struct {
 	nodes    []*framework.NodeInfo
 	offset   int
 	statuses []*framework.Status
+	// ruledOut marks the nodes skipped on their totals alone; why exactly
+	// they fail is worked out by explain only if nodeToStatus is asked.
+	ruledOut []bool
+	explain  func(*framework.NodeInfo) *framework.Status
 }
 
 // nodeToStatus returns the failures by node; never nil.
 func (f failures) nodeToStatus() *framework.NodeToStatus {
 	m := framework.NewNodeToStatus()
 	for i, st := range f.statuses {
+		ni := f.nodes[(f.offset+i)%len(f.nodes)]
+		if st == nil && f.ruledOut[i] {
+			st = f.explain(ni)
+		}
 		if st != nil {
-			m.Record(f.nodes[(f.offset+i)%len(f.nodes)], st)
+			m.Record(ni, st)
 		}
 	}
 	return m
@@ -82,12 +90,22 @@ func (pl *DefaultPreemption) dryRun(ctx context.Context, state *framework.CycleS
 	budgets []budget, offset, num int, now time.Time) ([]Candidate, failures, error) {
 	n := len(potential)
 	found := make([]*Candidate, n)
-	failed := failures{nodes: potential, offset: offset, statuses: make([]*framework.Status, n)}
+	failed := failures{nodes: potential, offset: offset, statuses: make([]*framework.Status, n), ruledOut: make([]bool, n),
+		explain: func(ni *framework.NodeInfo) *framework.Status {
+			_, _, st := pl.selectVictimsOnNode(ctx, state, pod, ni, budgets, now)
+			return st
+		}}
 	var nonViolating, violating atomic.Int64
 	capped := func(v int64) int64 { return min(v, int64(num)) }
 
 	pl.parallelizer().UntilStopped(ctx, n, func(i int) bool {
 		ni := potential[(offset+i)%n]
+		// Most nodes of a busy cluster cannot be made to fit; their totals
+		// per priority say so without a copy of the node.
+		if freed := ni.FreedBelow(pod.Pod.Priority); freed.Pods > 0 && !pl.fh.CouldFitWithFreed(state, pod, ni, freed) {
+			failed.ruledOut[i] = true
+			return false
+		}
 		victims, violations, st := pl.selectVictimsOnNode(ctx, state, pod, ni, budgets, now)
 		if st.IsSuccess() && len(victims) > 0 {
 			found[i] = &Candidate{Name: ni.Node().Name, Victims: victims, NumPDBViolations: int64(violations)}
@@ -215,7 +233,7 @@ func (pl *DefaultPreemption) selectVictimsOnNode(ctx context.Context, state *fra
 // ports if a removed pod holds any, since only removed pods are added
 // back). The rest is shared with ni and must not be changed.
 func withoutLowerPriority(ni *framework.NodeInfo, prio int32) (*framework.NodeInfo, []*framework.PodInfo) {
-	lower := func(pi *framework.PodInfo) bool { return pi.Pod.Priority < prio }
+	lower := func(pi *framework.PodInfo) bool { return pi.Priority() < prio }
 	var removed []*framework.PodInfo
 	for _, pi := range ni.Pods {
 		if lower(pi) {
@@ -257,6 +275,7 @@ func withoutLowerPriority(ni *framework.NodeInfo, prio int32) (*framework.NodeIn
 			}
 		}
 	}
+	c.KeepAtOrAbove(prio)
 	c.Generation = framework.NextGeneration()
 	return &c, removed
 }

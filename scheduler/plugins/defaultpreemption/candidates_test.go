@@ -1,6 +1,9 @@
 package defaultpreemption
 
 import (
+	"fmt"
+	"github.com/berth-io/berth/scheduler/framework/fwtest"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -76,6 +79,7 @@ func TestWithoutLowerPriority(t *testing.T) {
 				{"requested", want.Requested, got.Requested},
 				{"non-zero requested", want.NonZeroRequested, got.NonZeroRequested},
 				{"used ports", want.UsedPorts, got.UsedPorts},
+				{"freed below 201", want.FreedBelow(201), got.FreedBelow(201)},
 			} {
 				if diff := cmp.Diff(f.want, f.got); diff != "" {
 					t.Errorf("%s (-want,+got):\n%s", f.name, diff)
@@ -92,7 +96,7 @@ func TestWithoutLowerPriority(t *testing.T) {
 			if err := got.RemovePod(removed[0].Pod); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(before, ni, cmp.AllowUnexported(framework.NodeInfo{})); diff != "" {
+			if diff := cmp.Diff(before, ni, cmp.Exporter(func(reflect.Type) bool { return true })); diff != "" {
 				t.Errorf("the original changed (-before,+after):\n%s", diff)
 			}
 		})
@@ -113,12 +117,57 @@ func podsOf(pis []*framework.PodInfo) []*framework.Pod {
 func TestWithoutLowerPriorityKnowsEveryNodeInfoField(t *testing.T) {
 	known := map[string]bool{
 		"node": true, "Pods": true, "PodsWithAffinity": true, "PodsWithRequiredAntiAffinity": true, "UsedPorts": true,
-		"Requested": true, "NonZeroRequested": true, "Allocatable": true, "ImageStates": true, "Generation": true,
+		"Requested": true, "NonZeroRequested": true, "Allocatable": true, "ImageStates": true, "Generation": true, "byPriority": true,
 	}
 	typ := reflect.TypeFor[framework.NodeInfo]()
 	for i := range typ.NumField() {
 		if !known[typ.Field(i).Name] {
 			t.Errorf("NodeInfo.%s is new: check withoutLowerPriority, then list it here", typ.Field(i).Name)
 		}
+	}
+}
+
+// TestRuledOutNodesCannotBeCandidates: the dry run skips a node when the
+// filters' totals test says removing every lower-priority pod would not
+// make room. That must never skip a node where selecting victims would
+// succeed: random nodes, every one checked both ways.
+func TestRuledOutNodesCannotBeCandidates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var nodes []*framework.NodeInfo
+	for i := range 300 {
+		var pods []*framework.Pod
+		for j := range rng.IntN(6) {
+			p := pod(fmt.Sprintf("n%d-p%d", i, j), int32(rng.IntN(4)*50), int64(rng.IntN(4)*500))
+			p.Containers[0].Requests[framework.ResourceMemory] = int64(rng.IntN(4)) << 30
+			pods = append(pods, p)
+		}
+		ni := fwtest.NodeInfo(fwtest.Node(fmt.Sprintf("n%d", i), 4000, 4<<30, int64(2+rng.IntN(5))), pods...)
+		nodes = append(nodes, ni)
+	}
+	e := newEnv(t, envConfig{}, nodes...)
+	ruledOut, candidates := 0, 0
+	for _, prio := range []int32{0, 60, 120, 200} {
+		for _, cpu := range []int64{0, 1000, 3000} {
+			p := pod("preemptor", prio, cpu)
+			p.Containers[0].Requests[framework.ResourceMemory] = int64(rng.IntN(3)) << 30
+			state, pi, _ := e.filter(t, p)
+			for _, ni := range nodes {
+				freed := ni.FreedBelow(prio)
+				skipped := freed.Pods > 0 && !e.f.CouldFitWithFreed(state, pi, ni, freed)
+				victims, _, st := e.pl.selectVictimsOnNode(ctx, state, pi, ni, nil, t0)
+				if st.IsSuccess() && len(victims) > 0 {
+					candidates++
+					if skipped {
+						t.Errorf("prio %d cpu %d: node %s ruled out on totals, yet victims %v make room", prio, cpu, ni.Node().Name, podNames(victims))
+					}
+				}
+				if skipped {
+					ruledOut++
+				}
+			}
+		}
+	}
+	if ruledOut == 0 || candidates == 0 {
+		t.Fatalf("the random cluster tested nothing: %d nodes ruled out, %d candidates", ruledOut, candidates)
 	}
 }

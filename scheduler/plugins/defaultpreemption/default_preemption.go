@@ -54,6 +54,9 @@ type Framework interface {
 	// HasActivePreFilterExtensions reports whether the extensions above
 	// change state this cycle; if not, the dry run shares it.
 	HasActivePreFilterExtensions(state *framework.CycleState) bool
+	// CouldFitWithFreed is false when the filters would reject the pod on
+	// the node even with pods freeing freed gone: the dry run skips it.
+	CouldFitWithFreed(state *framework.CycleState, pod *framework.PodInfo, nodeInfo *framework.NodeInfo, freed framework.Freed) bool
 }
 
 // DefaultPreemption is the PostFilter plugin. One instance serves one

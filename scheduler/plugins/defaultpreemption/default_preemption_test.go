@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -274,7 +275,7 @@ func TestSelectVictimsOnNode(t *testing.T) {
 			if violations != tt.wantViolations {
 				t.Errorf("violations = %d, want %d", violations, tt.wantViolations)
 			}
-			if diff := cmp.Diff(before, ni, cmp.AllowUnexported(framework.NodeInfo{})); diff != "" {
+			if diff := cmp.Diff(before, ni, cmp.Exporter(func(reflect.Type) bool { return true })); diff != "" {
 				t.Errorf("the snapshot NodeInfo changed (-before,+after):\n%s", diff)
 			}
 		})

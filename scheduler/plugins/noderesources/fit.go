@@ -153,6 +153,28 @@ func (f *Fit) Filter(_ context.Context, state *framework.CycleState, _ *framewor
 	return framework.NewStatus(framework.Unschedulable, reasons...)
 }
 
+var _ framework.FreedFitter = (*Fit)(nil)
+
+// CouldFitWithFreed implements framework.FreedFitter: it is Filter's test
+// of pods, cpu, memory and ephemeral storage on the node's totals less
+// freed. Scalar resources are not totalled per priority, so they never
+// rule a node out here.
+func (f *Fit) CouldFitWithFreed(state *framework.CycleState, _ *framework.PodInfo, nodeInfo *framework.NodeInfo, freed framework.Freed) bool {
+	s, err := framework.ReadState[*preFilterState](state, preFilterStateKey)
+	if err != nil {
+		return true // Filter will say what is wrong
+	}
+	alloc, used := &nodeInfo.Allocatable, &nodeInfo.Requested
+	if int64(len(nodeInfo.Pods)-freed.Pods)+1 > alloc.AllowedPodNumber {
+		return false
+	}
+	short := func(req, allocatable, used, freed int64) bool { return req > 0 && req > allocatable-(used-freed) }
+	req := s.req
+	return !short(req.MilliCPU, alloc.MilliCPU, used.MilliCPU, freed.MilliCPU) &&
+		!short(req.Memory, alloc.Memory, used.Memory, freed.Memory) &&
+		!short(req.EphemeralStorage, alloc.EphemeralStorage, used.EphemeralStorage, freed.EphemeralStorage)
+}
+
 // singleReason holds a status for each built-in resource a node may lack
 // alone, by resource name. They are shared, so they carry the plugin's
 // name already and the framework never needs to set it.

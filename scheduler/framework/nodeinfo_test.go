@@ -1,0 +1,57 @@
+package framework
+
+import "testing"
+
+func TestFreedBelow(t *testing.T) {
+	pod := func(name string, prio int32, cpu, mem int64) *PodInfo {
+		return NewPodInfo(&Pod{Name: name, Namespace: "ns", Priority: prio,
+			Containers: []Container{{Requests: ResourceList{ResourceCPU: cpu, ResourceMemory: mem}}}})
+	}
+	n := NewNodeInfo(pod("a", 1, 100, 10), pod("b", 5, 200, 20), pod("c", 1, 300, 30), pod("d", 9, 400, 40))
+	tests := []struct {
+		prio int32
+		want Freed
+	}{
+		{prio: 1, want: Freed{}},
+		{prio: 2, want: Freed{Pods: 2, MilliCPU: 400, Memory: 40}},
+		{prio: 5, want: Freed{Pods: 2, MilliCPU: 400, Memory: 40}},
+		{prio: 6, want: Freed{Pods: 3, MilliCPU: 600, Memory: 60}},
+		{prio: 100, want: Freed{Pods: 4, MilliCPU: 1000, Memory: 100}},
+	}
+	for _, tt := range tests {
+		if got := n.FreedBelow(tt.prio); got != tt.want {
+			t.Errorf("FreedBelow(%d) = %+v, want %+v", tt.prio, got, tt.want)
+		}
+	}
+
+	// A clone shares the totals; changing either leaves the other alone.
+	c := n.Clone()
+	if err := c.RemovePod(&Pod{Name: "a", Namespace: "ns"}); err != nil {
+		t.Fatal(err)
+	}
+	c.AddPodInfo(pod("e", 5, 1000, 0))
+	if got, want := c.FreedBelow(6), (Freed{Pods: 3, MilliCPU: 1500, Memory: 50}); got != want {
+		t.Errorf("clone: FreedBelow(6) = %+v, want %+v", got, want)
+	}
+	if got, want := n.FreedBelow(6), (Freed{Pods: 3, MilliCPU: 600, Memory: 60}); got != want {
+		t.Errorf("original after the clone changed: FreedBelow(6) = %+v, want %+v", got, want)
+	}
+	// The last pod of a priority takes its total with it.
+	if err := c.RemovePod(&Pod{Name: "c", Namespace: "ns"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.FreedBelow(2); got != (Freed{}) {
+		t.Errorf("no pod below 2 left, yet FreedBelow(2) = %+v", got)
+	}
+
+	// KeepAtOrAbove is for a copy whose lower pods were taken out directly.
+	k := *n
+	k.KeepAtOrAbove(5)
+	if got, want := k.FreedBelow(6), (Freed{Pods: 1, MilliCPU: 200, Memory: 20}); got != want {
+		t.Errorf("after KeepAtOrAbove(5): FreedBelow(6) = %+v, want %+v", got, want)
+	}
+	k.AddPodInfo(pod("f", 1, 7, 7))
+	if got, want := n.FreedBelow(2), (Freed{Pods: 2, MilliCPU: 400, Memory: 40}); got != want {
+		t.Errorf("adding to the copy changed the original: FreedBelow(2) = %+v, want %+v", got, want)
+	}
+}
