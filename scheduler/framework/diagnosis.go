@@ -26,9 +26,18 @@ type NodeToStatus struct {
 }
 
 type nodeStatus struct {
-	name   string
-	node   *NodeInfo // nil when recorded by name only
+	name   string    // set when recorded by name only
+	node   *NodeInfo // set when recorded by Record
 	status *Status
+}
+
+// nodeName is read only when asked: at record time it would cost a cache
+// miss per node on the serial end of a filter pass.
+func (e *nodeStatus) nodeName() string {
+	if e.node != nil {
+		return e.node.Node().Name
+	}
+	return e.name
 }
 
 // NewNodeToStatus returns an empty record whose absent nodes are
@@ -57,7 +66,7 @@ func (m *NodeToStatus) Set(nodeName string, s *Status) {
 // Record records the status of a node not recorded yet, without the
 // lookup Set makes; NodesForStatusCode then returns ni itself.
 func (m *NodeToStatus) Record(ni *NodeInfo, s *Status) {
-	m.append(nodeStatus{name: ni.Node().Name, node: ni, status: s})
+	m.append(nodeStatus{node: ni, status: s})
 }
 
 // Grow makes room for n more records.
@@ -65,7 +74,7 @@ func (m *NodeToStatus) Grow(n int) { m.entries = slices.Grow(m.entries, n) }
 
 func (m *NodeToStatus) append(e nodeStatus) {
 	if m.index != nil {
-		m.index[e.name] = len(m.entries)
+		m.index[e.nodeName()] = len(m.entries)
 	}
 	m.entries = append(m.entries, e)
 }
@@ -76,8 +85,8 @@ func (m *NodeToStatus) lookup(nodeName string) (int, bool) {
 	}
 	if m.index == nil {
 		m.index = make(map[string]int, len(m.entries))
-		for i, e := range m.entries {
-			m.index[e.name] = i
+		for i := range m.entries {
+			m.index[m.entries[i].nodeName()] = i
 		}
 	}
 	i, ok := m.index[nodeName]
@@ -108,7 +117,10 @@ func (m *NodeToStatus) ForEachExplicitNode(fn func(nodeName string, s *Status)) 
 	if m == nil {
 		return
 	}
-	sorted := slices.Clone(m.entries)
+	sorted := make([]nodeStatus, len(m.entries))
+	for i := range m.entries {
+		sorted[i] = nodeStatus{name: m.entries[i].nodeName(), status: m.entries[i].status}
+	}
 	slices.SortFunc(sorted, func(a, b nodeStatus) int { return strings.Compare(a.name, b.name) })
 	for _, e := range sorted {
 		fn(e.name, e.status)
