@@ -191,6 +191,14 @@ func (pl *DefaultPreemption) selectVictimsOnNode(ctx context.Context, state *fra
 	violating, nonViolating := filterPodsWithPDBViolation(potential, budgets)
 	var victims []*framework.Pod
 	reprieve := func(pi *framework.PodInfo) (bool, error) {
+		// Most pods cannot come back once the preemptor is in: the
+		// filters' totals test says so without adding and filtering.
+		back := framework.Freed{Pods: -1, MilliCPU: -pi.Requests.MilliCPU, Memory: -pi.Requests.Memory,
+			EphemeralStorage: -pi.Requests.EphemeralStorage}
+		if !pl.fh.CouldFitWithFreed(state, pod, nodeInfo, back) {
+			victims = append(victims, pi.Pod)
+			return false, nil
+		}
 		if err := add(pi); err != nil {
 			return false, err
 		}

@@ -127,10 +127,10 @@ func TestWithoutLowerPriorityKnowsEveryNodeInfoField(t *testing.T) {
 	}
 }
 
-// TestRuledOutNodesCannotBeCandidates: the dry run skips a node when the
-// filters' totals test says removing every lower-priority pod would not
-// make room. That must never skip a node where selecting victims would
-// succeed: random nodes, every one checked both ways.
+// TestRuledOutNodesCannotBeCandidates: the dry run skips a node, or a pod
+// it would add back, when the filters' totals test says there is no room.
+// That must never change the outcome: on random nodes, the victims match a
+// plain selection, and no ruled-out node has victims that make room.
 func TestRuledOutNodesCannotBeCandidates(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	var nodes []*framework.NodeInfo
@@ -155,6 +155,9 @@ func TestRuledOutNodesCannotBeCandidates(t *testing.T) {
 				freed := ni.FreedBelow(prio)
 				skipped := freed.Pods > 0 && !e.f.CouldFitWithFreed(state, pi, ni, freed)
 				victims, _, st := e.pl.selectVictimsOnNode(ctx, state, pi, ni, nil, t0)
+				if diff := cmp.Diff(referenceVictims(t, e, state, pi, ni), podNames(victims)); diff != "" {
+					t.Errorf("prio %d cpu %d node %s: victims differ from plain kube selection (-want,+got):\n%s", prio, cpu, ni.Node().Name, diff)
+				}
 				if st.IsSuccess() && len(victims) > 0 {
 					candidates++
 					if skipped {
@@ -170,4 +173,38 @@ func TestRuledOutNodesCannotBeCandidates(t *testing.T) {
 	if ruledOut == 0 || candidates == 0 {
 		t.Fatalf("the random cluster tested nothing: %d nodes ruled out, %d candidates", ruledOut, candidates)
 	}
+}
+
+// referenceVictims is kube's victim selection written plainly, without
+// the shortcuts: a clone without every lower-priority pod, then each pod
+// added back in importance order and kept if the filters still pass. nil
+// when the preemptor does not fit even on the emptied node.
+func referenceVictims(t *testing.T, e *env, state *framework.CycleState, pi *framework.PodInfo, ni *framework.NodeInfo) []string {
+	t.Helper()
+	c := ni.Clone()
+	var lower []*framework.PodInfo
+	for _, p := range ni.Pods {
+		if p.Pod.Priority < pi.Pod.Priority {
+			lower = append(lower, p)
+			if err := c.RemovePod(p.Pod); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(lower) == 0 || !e.f.RunFilterPluginsWithNominatedPods(ctx, state, pi, c).IsSuccess() {
+		return nil
+	}
+	slices.SortStableFunc(lower, func(a, b *framework.PodInfo) int { return importanceOrder(a.Pod, b.Pod, t0) })
+	var victims []string
+	for _, p := range lower {
+		c.AddPodInfo(p)
+		if e.f.RunFilterPluginsWithNominatedPods(ctx, state, pi, c).IsSuccess() {
+			continue
+		}
+		if err := c.RemovePod(p.Pod); err != nil {
+			t.Fatal(err)
+		}
+		victims = append(victims, p.Pod.Name)
+	}
+	return victims
 }
