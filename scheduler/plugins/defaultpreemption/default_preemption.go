@@ -157,7 +157,11 @@ func (pl *DefaultPreemption) preempt(ctx context.Context, state *framework.Cycle
 
 // evaluate is kube's Evaluator.Preempt without the extenders.
 func (pl *DefaultPreemption) evaluate(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, m framework.NodeToStatusReader, dryRun bool) (*framework.PostFilterResult, *Candidate, *framework.Status) {
-	if ok, msg := pl.PodEligibleToPreemptOthers(pod.Pod, m.Get(pod.Pod.NominatedNodeName)); !ok {
+	var nominatedStatus *framework.Status
+	if n := pod.Pod.NominatedNodeName; n != "" {
+		nominatedStatus = m.Get(n) // a lookup by name may index every node
+	}
+	if ok, msg := pl.PodEligibleToPreemptOthers(pod.Pod, nominatedStatus); !ok {
 		return nil, nil, framework.NewStatus(framework.Unschedulable, msg)
 	}
 	lister := pl.fh.SnapshotSharedLister()
