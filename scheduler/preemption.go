@@ -29,10 +29,10 @@ import (
 // changed in place. A write copies one entry per nominated node, which is
 // small next to the filter pass over every node that each cycle makes.
 type nominator struct {
-	mu sync.Mutex // serializes writers; readers load byNode
-	// byNode is the published node -> nominations map; never changed once
+	mu sync.Mutex // serializes writers; readers load view
+	// view is the published node -> nominations map; never changed once
 	// stored. Writers build the next one under mu.
-	byNode atomic.Pointer[map[string]nominations]
+	view   atomic.Pointer[nominationView]
 	nodeOf map[string]string // pod key -> node
 	// waitingOn maps a nominated pod's key to the keys of its victims not
 	// deleted yet; victimOf maps each such victim back. A nomination that
@@ -43,6 +43,48 @@ type nominator struct {
 	// anywhere, filters and deletions skip the map altogether.
 	count atomic.Int64
 	seed  maphash.Seed // of the UID hashes in nominee
+}
+
+// nominationView is one published version of the nominations.
+type nominationView struct {
+	byNode map[string]nominations
+	// nodes has a bit set for the name hash (framework.NodeNameHash) of
+	// every node in byNode. Most nodes have no nomination, and the bit
+	// tells so without the node's name, which filters would otherwise read
+	// for every node of every cycle.
+	nodes []uint64
+}
+
+func newNominationView(byNode map[string]nominations) *nominationView {
+	// About 16 bits per nominated node: one node in 16 without nominations
+	// still has its name looked up.
+	words := 16
+	for words*64 < 16*len(byNode) {
+		words *= 2
+	}
+	v := &nominationView{byNode: byNode, nodes: make([]uint64, words)}
+	for name := range byNode {
+		v.set(framework.NodeNameHash(name))
+	}
+	return v
+}
+
+func (v *nominationView) bit(h uint64) (word int, mask uint64) {
+	b := h & uint64(len(v.nodes)*64-1)
+	return int(b / 64), 1 << (b % 64)
+}
+
+func (v *nominationView) set(h uint64) {
+	w, m := v.bit(h)
+	v.nodes[w] |= m
+}
+
+// get returns the nominations of the node ni.
+func (v *nominationView) get(ni *framework.NodeInfo) nominations {
+	if w, m := v.bit(ni.NameHash()); v.nodes[w]&m == 0 {
+		return nominations{}
+	}
+	return v.byNode[ni.Node().Name]
 }
 
 // nominations are the pods nominated to one node, by key. Both slices
@@ -92,12 +134,12 @@ func newNominator() *nominator {
 		victimOf:  map[string]string{},
 		seed:      maphash.MakeSeed(),
 	}
-	n.byNode.Store(&map[string]nominations{})
+	n.view.Store(newNominationView(map[string]nominations{}))
 	return n
 }
 
 // nodes returns the published node -> nominations map, not to be changed.
-func (n *nominator) nodes() map[string]nominations { return *n.byNode.Load() }
+func (n *nominator) nodes() map[string]nominations { return n.view.Load().byNode }
 
 // NominatedPodsForNode implements framework.PodNominator. The pods come in
 // key order, as filters add them in order; the slice is shared and must
@@ -111,11 +153,11 @@ func (n *nominator) NominatedPodsForNode(node string) []*framework.PodInfo {
 
 // NominatedPodsAgainst implements fwruntime.CountingPodNominator. When
 // every pod counts, which is the common case, the shared list is returned.
-func (n *nominator) NominatedPodsAgainst(node string, pod *framework.Pod) ([]*framework.PodInfo, *fwruntime.NominatedOverlays) {
+func (n *nominator) NominatedPodsAgainst(node *framework.NodeInfo, pod *framework.Pod) ([]*framework.PodInfo, *fwruntime.NominatedOverlays) {
 	if n.count.Load() == 0 {
 		return nil, nil
 	}
-	ns := n.nodes()[node]
+	ns := n.view.Load().get(node)
 	var uid uint64
 	hashed := false
 	counts := func(i int) bool {
@@ -198,7 +240,7 @@ func (n *nominator) setLocked(key string, pi *framework.PodInfo, node string) {
 		next[node] = next[node].with(key, pi, nominee{priority: pi.Pod.Priority, uid: n.uidHash(pi.Pod.UID)})
 		n.nodeOf[key] = node
 	}
-	n.byNode.Store(&next)
+	n.view.Store(newNominationView(next))
 	n.count.Store(int64(len(n.nodeOf)))
 }
 

@@ -332,7 +332,7 @@ func TestNominatedPodsAgainst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pods, memo := n.NominatedPodsAgainst("n1", tt.pod)
+			pods, memo := n.NominatedPodsAgainst(nodeInfo("n1"), tt.pod)
 			var got []string
 			for _, pi := range pods {
 				got = append(got, pi.Pod.Key())
@@ -345,7 +345,39 @@ func TestNominatedPodsAgainst(t *testing.T) {
 			}
 		})
 	}
-	if pods, memo := n.NominatedPodsAgainst("n2", cpuPod("p", 1, 100, "")); pods != nil || memo != nil {
+	if pods, memo := n.NominatedPodsAgainst(nodeInfo("n2"), cpuPod("p", 1, 100, "")); pods != nil || memo != nil {
 		t.Errorf("n2 has no nominations, got %v, %v", pods, memo)
+	}
+}
+
+func nodeInfo(name string) *framework.NodeInfo {
+	ni := framework.NewNodeInfo()
+	ni.SetNode(&framework.Node{Name: name})
+	return ni
+}
+
+// The view's bit filter never hides a nominated node, however many there
+// are, and lets most others through without a lookup.
+func TestNominationViewFilter(t *testing.T) {
+	for _, nominated := range []int{1, 100, 5000} {
+		byNode := map[string]nominations{}
+		for i := range nominated {
+			byNode[fmt.Sprintf("node-%05d", i)] = nominations{pods: []*framework.PodInfo{framework.NewPodInfo(cpuPod(fmt.Sprint(i), 1, 1, ""))}}
+		}
+		v := newNominationView(byNode)
+		for name := range byNode {
+			if len(v.get(nodeInfo(name)).pods) != 1 {
+				t.Fatalf("%d nominated: %s's nomination is hidden", nominated, name)
+			}
+		}
+		passed := 0
+		for i := range 10000 {
+			if w, m := v.bit(nodeInfo(fmt.Sprintf("other-%05d", i)).NameHash()); v.nodes[w]&m != 0 {
+				passed++
+			}
+		}
+		if passed > 1000 {
+			t.Errorf("%d nominated: %d of 10000 other nodes pass the filter; want under a tenth", nominated, passed)
+		}
 	}
 }

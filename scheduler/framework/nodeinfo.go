@@ -3,6 +3,7 @@ package framework
 import (
 	"cmp"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sync/atomic"
 )
@@ -266,7 +267,19 @@ type NodeInfo struct {
 	// free without reading the pods. Copies of a NodeInfo share it, so it
 	// is replaced on every change, never changed in place.
 	byPriority []priorityTotal
+
+	// nameHash is NodeNameHash of the node's name: lookups keyed by node
+	// can rule a node out without reading its name, a cache miss each.
+	nameHash uint64
 }
+
+var nodeNameSeed = maphash.MakeSeed()
+
+// NodeNameHash is the hash NodeInfo.NameHash keeps, for this process.
+func NodeNameHash(name string) uint64 { return maphash.String(nodeNameSeed, name) }
+
+// NameHash is NodeNameHash of the node's name; 0 before SetNode.
+func (n *NodeInfo) NameHash() uint64 { return n.nameHash }
 
 type priorityTotal struct {
 	priority int32
@@ -352,6 +365,7 @@ func (n *NodeInfo) Node() *Node {
 // SetNode sets the node and its allocatable.
 func (n *NodeInfo) SetNode(node *Node) {
 	n.node = node
+	n.nameHash = NodeNameHash(node.Name)
 	n.Allocatable = NewResource(node.Allocatable)
 	n.Generation = NextGeneration()
 }
@@ -469,6 +483,7 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		ImageStates:      make(map[string]*ImageStateSummary, len(n.ImageStates)),
 		Generation:       n.Generation,
 		byPriority:       n.byPriority, // replaced, never changed: shared
+		nameHash:         n.nameHash,
 	}
 	if len(n.PodsWithAffinity) > 0 {
 		c.PodsWithAffinity = append([]*PodInfo(nil), n.PodsWithAffinity...)

@@ -25,7 +25,7 @@ type CountingPodNominator interface {
 	// itself (by UID). The slice may be shared and must not be changed.
 	// When it holds every pod nominated to node, overlays is that version
 	// of the node's nominations' memo; otherwise nil.
-	NominatedPodsAgainst(node string, pod *framework.Pod) (pods []*framework.PodInfo, overlays *NominatedOverlays)
+	NominatedPodsAgainst(node *framework.NodeInfo, pod *framework.Pod) (pods []*framework.PodInfo, overlays *NominatedOverlays)
 }
 
 // NominatedOverlays remembers NodeInfos with every pod nominated to one
@@ -97,8 +97,7 @@ func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state
 // extension reuses the copy of nodeInfo an earlier cycle made, if the
 // node and its nominations are unchanged since.
 func (f *Framework) addNominatedPods(ctx context.Context, pod *framework.PodInfo, state *framework.CycleState, nodeInfo *framework.NodeInfo) (bool, *framework.CycleState, *framework.NodeInfo, error) {
-	name := nodeInfo.Node().Name
-	nominated, overlays := f.nominatedPodsAgainst(name, pod.Pod)
+	nominated, overlays := f.nominatedPodsAgainst(nodeInfo, pod.Pod)
 	if len(nominated) == 0 {
 		return false, state, nodeInfo, nil
 	}
@@ -126,7 +125,7 @@ func (f *Framework) addNominatedPods(ctx context.Context, pod *framework.PodInfo
 	// Only the snapshot's NodeInfos are worth remembering: the hypothetical
 	// copies preemption filters are made afresh for each node it tries.
 	if overlays != nil && f.snapshot != nil {
-		if cur, err := f.snapshot.NodeInfos().Get(name); err == nil && cur == nodeInfo {
+		if cur, err := f.snapshot.NodeInfos().Get(nodeInfo.Node().Name); err == nil && cur == nodeInfo {
 			overlays.put(nodeInfo, nodeOut)
 		}
 	}
@@ -135,11 +134,11 @@ func (f *Framework) addNominatedPods(ctx context.Context, pod *framework.PodInfo
 
 // nominatedPodsAgainst returns the pods nominated to node that pod must
 // leave room for: priority at least its own, and not pod itself.
-func (f *Framework) nominatedPodsAgainst(node string, pod *framework.Pod) ([]*framework.PodInfo, *NominatedOverlays) {
+func (f *Framework) nominatedPodsAgainst(node *framework.NodeInfo, pod *framework.Pod) ([]*framework.PodInfo, *NominatedOverlays) {
 	if f.counting != nil {
 		return f.counting.NominatedPodsAgainst(node, pod)
 	}
-	all := f.nominator.NominatedPodsForNode(node)
+	all := f.nominator.NominatedPodsForNode(node.Node().Name)
 	counts := func(pi *framework.PodInfo) bool {
 		return pi.Pod.Priority >= pod.Priority && pi.Pod.UID != pod.UID
 	}

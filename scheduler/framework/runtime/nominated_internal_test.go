@@ -23,6 +23,7 @@ func TestForAddingKnowsEveryNodeInfoField(t *testing.T) {
 		"ImageStates":                  "shared: AddPodInfo leaves it",
 		"Generation":                   "a value",
 		"byPriority":                   "shared: AddPodInfo replaces it, never changes it in place",
+		"nameHash":                     "a value, set with the node",
 	}
 	typ := reflect.TypeFor[framework.NodeInfo]()
 	for i := range typ.NumField() {

@@ -26,8 +26,8 @@ func (n *countingNominator) NominatedPodsForNode(node string) []*framework.PodIn
 	return n.pods
 }
 
-func (n *countingNominator) NominatedPodsAgainst(node string, _ *framework.Pod) ([]*framework.PodInfo, *runtime.NominatedOverlays) {
-	if node != n.node {
+func (n *countingNominator) NominatedPodsAgainst(node *framework.NodeInfo, _ *framework.Pod) ([]*framework.PodInfo, *runtime.NominatedOverlays) {
+	if node.Node().Name != n.node {
 		return nil, nil
 	}
 	return n.pods, n.overlays
