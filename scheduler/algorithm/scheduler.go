@@ -62,6 +62,8 @@ type Scheduler struct {
 	// window; recordedNominated says the window recorded it again.
 	nominated         *framework.NodeInfo
 	recordedNominated bool
+	// statuses is every cycle's NodeToStatus, reused: see Schedule.
+	statuses *framework.NodeToStatus
 	scores            framework.NodeScores
 }
 
@@ -86,7 +88,8 @@ func New(percentageOfNodesToScore int32, opts ...Option) *Scheduler {
 }
 
 // Schedule finds a node for pod using fwk, whose snapshot must already be
-// updated. It returns a *framework.FitError when no node fits,
+// updated. It returns a *framework.FitError when no node fits, whose
+// NodeToStatus is this Scheduler's and is valid until its next Schedule,
 // framework.ErrNoNodesAvailable when there are no nodes, and other errors
 // for plugin failures.
 func (s *Scheduler) Schedule(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo) (Result, error) {
@@ -116,7 +119,11 @@ func (s *Scheduler) Schedule(ctx context.Context, fwk *runtime.Framework, state 
 // findNodesThatFitPod runs PreFilter, tries the nominated node, then
 // filters a window of the (possibly narrowed) nodes.
 func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, all []*framework.NodeInfo) ([]*framework.NodeInfo, framework.Diagnosis, error) {
-	diag := framework.Diagnosis{NodeToStatus: framework.NewNodeToStatus()}
+	if s.statuses == nil {
+		s.statuses = framework.NewNodeToStatus()
+	}
+	s.statuses.Reset()
+	diag := framework.Diagnosis{NodeToStatus: s.statuses}
 	preRes, st, withNodes := fwk.RunPreFilterPlugins(ctx, state, pod)
 	diag.UnschedulablePlugins = withNodes
 	if !st.IsSuccess() {
