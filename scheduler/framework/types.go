@@ -79,11 +79,12 @@ type ContainerImage struct {
 
 // Node is a machine pods are placed on.
 type Node struct {
+	// Every filter pass reads these three for every node: kept together.
 	Name          string
-	Allocatable   ResourceList
-	Labels        map[string]string
 	Taints        []Taint
 	Unschedulable bool
+	Allocatable   ResourceList
+	Labels        map[string]string
 	Images        []ContainerImage
 	// Revision is the store revision that last wrote the node's record.
 	// A rejection by the node holds until the record changes.
