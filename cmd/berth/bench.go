@@ -36,6 +36,7 @@ type benchConfig struct {
 	replicas    int
 	quiet       bool
 	cpuProfile  string
+	memProfile  string
 }
 
 const benchUsage = `Usage: berth bench [flags]
@@ -76,6 +77,18 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	_, err = runBenchmarks(ctx, bc, stdout)
+	if bc.memProfile != "" {
+		// Allocations since start, not what is live: what the collector had
+		// to keep up with.
+		f, ferr := os.Create(bc.memProfile)
+		if ferr != nil {
+			return errors.Join(err, ferr)
+		}
+		defer f.Close()
+		if perr := pprof.Lookup("allocs").WriteTo(f, 0); perr != nil {
+			return errors.Join(err, perr)
+		}
+	}
 	return err
 }
 
@@ -107,6 +120,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.IntVar(&bc.replicas, "replicas", 1, "replicas to start, in this process, sharing one embedded etcd; calls are spread over them (not with --addr)")
 	fs.BoolVar(&bc.quiet, "quiet", false, "no progress lines")
 	fs.StringVar(&bc.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (bench and embedded server) to this file")
+	fs.StringVar(&bc.memProfile, "memprofile", "", "write the whole process's allocations (bench and embedded server) to this file when the run ends")
 	if err := fs.Parse(args); err != nil {
 		return bc, err
 	}
