@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,7 @@ func (pl *DefaultPreemption) FindCandidates(ctx context.Context, state *framewor
 		return nil, nil, errNoNodes
 	}
 	candidates, failed, err := pl.findCandidates(ctx, state, pod, m, lister.NodeInfos(), pl.clock.Now())
+	defer failed.release()
 	return candidates, failed.nodeToStatus(), err
 }
 
@@ -65,6 +67,43 @@ type failures struct {
 	// they fail is worked out by explain only if nodeToStatus is asked.
 	ruledOut []bool
 	explain  func(*framework.NodeInfo) *framework.Status
+	scratch  *dryRunScratch
+}
+
+// release hands the dry run's scratch back; f must not be used after.
+func (f failures) release() {
+	if f.scratch != nil {
+		scratchPool.Put(f.scratch)
+	}
+}
+
+// dryRunScratch is what a dry run keeps per potential node, reused by the
+// next: at thousands of nodes, allocating it afresh was a tenth of all a
+// preemption workload allocated.
+type dryRunScratch struct {
+	found    []*Candidate
+	statuses []*framework.Status
+	ruledOut []bool
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(dryRunScratch) }}
+
+// getScratch returns zeroed scratch for n nodes.
+func getScratch(n int) *dryRunScratch {
+	s := scratchPool.Get().(*dryRunScratch)
+	s.found = resized(s.found, n)
+	s.statuses = resized(s.statuses, n)
+	s.ruledOut = resized(s.ruledOut, n)
+	return s
+}
+
+func resized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // nodeToStatus returns the failures by node; never nil.
@@ -89,8 +128,9 @@ func (f failures) nodeToStatus() *framework.NodeToStatus {
 func (pl *DefaultPreemption) dryRun(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, potential []*framework.NodeInfo,
 	budgets []budget, offset, num int, now time.Time) ([]Candidate, failures, error) {
 	n := len(potential)
-	found := make([]*Candidate, n)
-	failed := failures{nodes: potential, offset: offset, statuses: make([]*framework.Status, n), ruledOut: make([]bool, n),
+	scratch := getScratch(n)
+	found := scratch.found
+	failed := failures{nodes: potential, offset: offset, statuses: scratch.statuses, ruledOut: scratch.ruledOut, scratch: scratch,
 		explain: func(ni *framework.NodeInfo) *framework.Status {
 			_, _, st := pl.selectVictimsOnNode(ctx, state, pod, ni, budgets, now)
 			return st
@@ -153,7 +193,9 @@ func (pl *DefaultPreemption) dryRun(ctx context.Context, state *framework.CycleS
 // extension follows the changes. now stands in for missing start times.
 func (pl *DefaultPreemption) selectVictimsOnNode(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo,
 	nodeInfo *framework.NodeInfo, budgets []budget, now time.Time) ([]*framework.Pod, int, *framework.Status) {
-	nodeInfo, potential := withoutLowerPriority(nodeInfo, pod.Pod.Priority)
+	copied := nodeCopies.Get().(*nodeCopy)
+	defer nodeCopies.Put(copied)
+	nodeInfo, potential := copied.withoutLowerPriority(nodeInfo, pod.Pod.Priority)
 	if len(potential) == 0 {
 		return nil, 0, framework.NewStatus(framework.UnschedulableAndUnresolvable, msgNoVictims)
 	}
@@ -233,42 +275,55 @@ func (pl *DefaultPreemption) selectVictimsOnNode(ctx context.Context, state *fra
 	return victims, numViolating, nil
 }
 
-// withoutLowerPriority returns a copy of ni without its pods of priority
-// below prio, and those pods in node order; ni itself when there are none.
-// It is what Clone then RemovePod of each would leave, made in one pass,
-// as the dry run needs one per node: only what AddPodInfo and RemovePod
-// change is copied (the pods' lists, the requested sums, and the host
-// ports if a removed pod holds any, since only removed pods are added
-// back). The rest is shared with ni and must not be changed.
-func withoutLowerPriority(ni *framework.NodeInfo, prio int32) (*framework.NodeInfo, []*framework.PodInfo) {
+// nodeCopy is the room withoutLowerPriority builds its copy in. A dry run
+// builds one per candidate node and drops it at once, so the room is
+// reused: nothing keeps a hypothetical NodeInfo past selectVictimsOnNode.
+type nodeCopy struct {
+	ni      framework.NodeInfo
+	removed []*framework.PodInfo
+}
+
+var nodeCopies = sync.Pool{New: func() any { return new(nodeCopy) }}
+
+// withoutLowerPriority returns a copy of ni, built in c, without its pods
+// of priority below prio, and those pods in node order; ni itself when
+// there are none. It is what Clone then RemovePod of each would leave,
+// made in one pass: only what AddPodInfo and RemovePod change is copied
+// (the pods' lists, the requested sums, the per-priority totals, and the
+// host ports if a removed pod holds any, since only removed pods are
+// added back). The rest is shared with ni and must not be changed. Both
+// results are valid until c is reused.
+func (c *nodeCopy) withoutLowerPriority(ni *framework.NodeInfo, prio int32) (*framework.NodeInfo, []*framework.PodInfo) {
 	lower := func(pi *framework.PodInfo) bool { return pi.Priority() < prio }
-	var removed []*framework.PodInfo
+	removed := c.removed[:0]
 	for _, pi := range ni.Pods {
 		if lower(pi) {
 			removed = append(removed, pi)
 		}
 	}
+	c.removed = removed
 	if len(removed) == 0 {
 		return ni, nil
 	}
-	c := *ni
-	c.Pods = make([]*framework.PodInfo, 0, len(ni.Pods))
+	pods, withAffinity, withAntiAffinity := c.ni.Pods[:0], c.ni.PodsWithAffinity[:0], c.ni.PodsWithRequiredAntiAffinity[:0]
+	c.ni = *ni
+	// Own slices, so adding a pod back never writes to ni's.
 	for _, pi := range ni.Pods {
 		if !lower(pi) {
-			c.Pods = append(c.Pods, pi)
+			pods = append(pods, pi)
 		}
 	}
-	// Fresh slices, so adding a pod back never writes to ni's.
-	c.PodsWithAffinity = slices.DeleteFunc(slices.Clone(ni.PodsWithAffinity), lower)
-	c.PodsWithRequiredAntiAffinity = slices.DeleteFunc(slices.Clone(ni.PodsWithRequiredAntiAffinity), lower)
-	c.Requested = ni.Requested.Clone()
-	c.NonZeroRequested = ni.NonZeroRequested.Clone()
+	c.ni.Pods = pods
+	c.ni.PodsWithAffinity = slices.DeleteFunc(append(withAffinity, ni.PodsWithAffinity...), lower)
+	c.ni.PodsWithRequiredAntiAffinity = slices.DeleteFunc(append(withAntiAffinity, ni.PodsWithRequiredAntiAffinity...), lower)
+	c.ni.Requested = ni.Requested.Clone()
+	c.ni.NonZeroRequested = ni.NonZeroRequested.Clone()
 	// A node with no host port in use has none to release.
 	ports, copiedPorts := len(ni.UsedPorts) > 0, false
 	for _, pi := range removed {
-		c.Requested.SubResource(&pi.Requests)
-		c.NonZeroRequested.SubResource(&pi.NonZeroRequests)
-		if !ports {
+		c.ni.Requested.SubResource(&pi.Requests)
+		c.ni.NonZeroRequested.SubResource(&pi.NonZeroRequests)
+		if !ports || !pi.UsesHostPorts() {
 			continue
 		}
 		for _, ctr := range pi.Pod.Containers {
@@ -277,15 +332,15 @@ func withoutLowerPriority(ni *framework.NodeInfo, prio int32) (*framework.NodeIn
 					continue
 				}
 				if !copiedPorts {
-					c.UsedPorts, copiedPorts = ni.UsedPorts.Clone(), true
+					c.ni.UsedPorts, copiedPorts = ni.UsedPorts.Clone(), true
 				}
-				c.UsedPorts.Remove(port.HostIP, port.Protocol, port.HostPort)
+				c.ni.UsedPorts.Remove(port.HostIP, port.Protocol, port.HostPort)
 			}
 		}
 	}
-	c.KeepAtOrAbove(prio)
-	c.Generation = framework.NextGeneration()
-	return &c, removed
+	c.ni.KeepAtOrAbove(prio)
+	c.ni.Generation = framework.NextGeneration()
+	return &c.ni, removed
 }
 
 // moreImportant is kube's MoreImportantPod: higher priority, then the

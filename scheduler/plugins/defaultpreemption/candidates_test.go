@@ -45,6 +45,9 @@ func TestWithoutLowerPriority(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
+	// One copy's room serves every case, as the pool reuses it: what an
+	// earlier case left in it must not show.
+	reused := new(nodeCopy)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ni := node("n1", 4000, tt.pods...)
@@ -59,7 +62,7 @@ func TestWithoutLowerPriority(t *testing.T) {
 					}
 				}
 			}
-			got, removed := withoutLowerPriority(ni, 100)
+			got, removed := reused.withoutLowerPriority(ni, 100)
 			if diff := cmp.Diff(podNames(podsOf(wantRemoved)), podNames(podsOf(removed))); diff != "" {
 				t.Errorf("removed (-want,+got):\n%s", diff)
 			}

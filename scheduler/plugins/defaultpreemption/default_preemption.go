@@ -171,6 +171,7 @@ func (pl *DefaultPreemption) evaluate(ctx context.Context, state *framework.Cycl
 	nodes := lister.NodeInfos()
 	now := pl.clock.Now()
 	candidates, failed, err := pl.findCandidates(ctx, state, pod, m, nodes, now)
+	defer failed.release()
 	if err != nil && len(candidates) == 0 {
 		return nil, nil, framework.AsStatus(err)
 	}
