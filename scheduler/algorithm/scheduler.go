@@ -64,7 +64,7 @@ type Scheduler struct {
 	recordedNominated bool
 	// statuses is every cycle's NodeToStatus, reused: see Schedule.
 	statuses *framework.NodeToStatus
-	scores            framework.NodeScores
+	scores   framework.NodeScores
 }
 
 // Option configures New.

@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync/atomic"
+	"time"
 )
 
 // Defaults Kubernetes charges a container that requests no CPU or memory,
@@ -195,14 +196,21 @@ type PodInfo struct {
 	// of their own, and a dry run at thousands of nodes missed on each.
 	priority                                  int32
 	hostPorts, affinity, requiredAntiAffinity bool
+	startTime                                 time.Time
 }
 
 // NewPodInfo precomputes a pod's requests and what NodeInfo asks of it.
 // A pod whose spec changes needs a new PodInfo.
 func NewPodInfo(p *Pod) *PodInfo {
 	return &PodInfo{Pod: p, Requests: PodRequests(p, false), NonZeroRequests: PodRequests(p, true),
-		priority: p.Priority, hostPorts: usesHostPorts(p), affinity: HasAffinity(p), requiredAntiAffinity: HasRequiredAntiAffinity(p)}
+		priority: p.Priority, hostPorts: usesHostPorts(p), affinity: HasAffinity(p), requiredAntiAffinity: HasRequiredAntiAffinity(p),
+		startTime: p.StartTime}
 }
+
+// StartTime is the pod's start time as of NewPodInfo (zero: not started).
+// The cache makes a new PodInfo for every version of a bound pod, so for
+// the pods on a snapshot's nodes it is current.
+func (pi *PodInfo) StartTime() time.Time { return pi.startTime }
 
 // Priority is the pod's priority.
 func (pi *PodInfo) Priority() int32 { return pi.priority }

@@ -1,6 +1,7 @@
 package defaultpreemption
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -229,7 +230,7 @@ func (pl *DefaultPreemption) selectVictimsOnNode(ctx context.Context, state *fra
 		return nil, 0, st
 	}
 
-	slices.SortStableFunc(potential, func(a, b *framework.PodInfo) int { return importanceOrder(a.Pod, b.Pod, now) })
+	slices.SortStableFunc(potential, func(a, b *framework.PodInfo) int { return infoImportanceOrder(a, b, now) })
 	violating, nonViolating := filterPodsWithPDBViolation(potential, budgets)
 	var victims []*framework.Pod
 	reprieve := func(pi *framework.PodInfo) (bool, error) {
@@ -350,6 +351,22 @@ func moreImportant(a, b *framework.Pod, now time.Time) bool {
 		return a.Priority > b.Priority
 	}
 	return startTime(a, now).Before(startTime(b, now))
+}
+
+// infoImportanceOrder is importanceOrder read from PodInfos, which keep
+// priority and start time beside the requests a dry run reads anyway.
+func infoImportanceOrder(a, b *framework.PodInfo, now time.Time) int {
+	if pa, pb := a.Priority(), b.Priority(); pa != pb {
+		return cmp.Compare(pb, pa)
+	}
+	sa, sb := a.StartTime(), b.StartTime()
+	if sa.IsZero() {
+		sa = now
+	}
+	if sb.IsZero() {
+		sb = now
+	}
+	return sa.Compare(sb)
 }
 
 // importanceOrder sorts most important first.

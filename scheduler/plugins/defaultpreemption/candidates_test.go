@@ -142,6 +142,9 @@ func TestRuledOutNodesCannotBeCandidates(t *testing.T) {
 		for j := range rng.IntN(6) {
 			p := pod(fmt.Sprintf("n%d-p%d", i, j), int32(rng.IntN(4)*50), int64(rng.IntN(4)*500))
 			p.Containers[0].Requests[framework.ResourceMemory] = int64(rng.IntN(4)) << 30
+			if rng.IntN(3) > 0 { // the others not started yet
+				started(p, rng.IntN(5))
+			}
 			pods = append(pods, p)
 		}
 		ni := fwtest.NodeInfo(fwtest.Node(fmt.Sprintf("n%d", i), 4000, 4<<30, int64(2+rng.IntN(5))), pods...)
