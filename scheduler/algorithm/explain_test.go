@@ -173,6 +173,7 @@ func TestExplainNominated(t *testing.T) {
 func TestExplainWithoutScorePlugins(t *testing.T) {
 	nodes := uniformNodes(8)
 	nodes[0].Node().Unschedulable = true
+	nodes[0].SetNode(nodes[0].Node())
 	reg := plugins.NewInTreeRegistry()
 	prof := runtime.DefaultProfile()
 	prof.Plugins.Score.Disabled = []string{"*"}

@@ -167,6 +167,7 @@ func TestEarlyExitCountsRejectedNodes(t *testing.T) {
 	nodes := uniformNodes(300)
 	for i := 0; i < 300; i += 3 {
 		nodes[i].Node().Taints = []framework.Taint{{Key: "a", Value: "b", Effect: framework.TaintEffectNoSchedule}}
+		nodes[i].SetNode(nodes[i].Node()) // a changed Node is set again
 	}
 	for _, par := range []int{1, 2, 8} {
 		t.Run(fmt.Sprintf("parallelism %d", par), func(t *testing.T) {
@@ -369,6 +370,7 @@ func TestNominatedNodeFirst(t *testing.T) {
 	}
 	// A nominated node that no longer fits falls back to the normal search.
 	nodes[42].Node().Unschedulable = true
+	nodes[42].SetNode(nodes[42].Node())
 	res, err = s.Schedule(ctx, fwk, framework.NewCycleState(), framework.NewPodInfo(pod))
 	if err != nil {
 		t.Fatal(err)
@@ -402,6 +404,7 @@ func TestParallelScheduleMatchesSerial(t *testing.T) {
 	nodes := uniformNodes(1000)
 	for i := 0; i < 1000; i += 4 {
 		nodes[i].Node().Unschedulable = true
+		nodes[i].SetNode(nodes[i].Node())
 	}
 	for i, ni := range nodes {
 		ni.AddPodInfo(framework.NewPodInfo(fwtest.Pod(fmt.Sprint("load", i), fwtest.Resources(int64(i%7)*1000, int64(i%5)*Gi))))

@@ -256,7 +256,10 @@ type NodeInfo struct {
 	// nameHash is NodeNameHash of the node's name: lookups keyed by node
 	// can rule a node out without reading its name, a cache miss each.
 	nameHash uint64
-	Pods     []*PodInfo
+	// unschedulable and tainted copy the node's flag and whether it has
+	// taints, so the filters that most nodes pass never read the Node.
+	unschedulable, tainted bool
+	Pods                   []*PodInfo
 	// Requested is the sum of the pods' Requests; NonZeroRequested of their
 	// NonZeroRequests.
 	Requested   Resource
@@ -289,6 +292,12 @@ func NodeNameHash(name string) uint64 { return maphash.String(nodeNameSeed, name
 
 // NameHash is NodeNameHash of the node's name; 0 before SetNode.
 func (n *NodeInfo) NameHash() uint64 { return n.nameHash }
+
+// Unschedulable is the node's Unschedulable, read without the Node.
+func (n *NodeInfo) Unschedulable() bool { return n.unschedulable }
+
+// Tainted reports whether the node has any taint, without the Node.
+func (n *NodeInfo) Tainted() bool { return n.tainted }
 
 type priorityTotal struct {
 	priority int32
@@ -373,8 +382,10 @@ func (n *NodeInfo) Node() *Node {
 
 // SetNode sets the node and its allocatable.
 func (n *NodeInfo) SetNode(node *Node) {
+	// What is read from node here is kept: a changed Node is set again.
 	n.node = node
 	n.nameHash = NodeNameHash(node.Name)
+	n.unschedulable, n.tainted = node.Unschedulable, len(node.Taints) > 0
 	n.Allocatable = NewResource(node.Allocatable)
 	n.Generation = NextGeneration()
 }
@@ -493,6 +504,8 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		Generation:       n.Generation,
 		byPriority:       n.byPriority, // replaced, never changed: shared
 		nameHash:         n.nameHash,
+		unschedulable:    n.unschedulable,
+		tainted:          n.tainted,
 	}
 	if len(n.PodsWithAffinity) > 0 {
 		c.PodsWithAffinity = append([]*PodInfo(nil), n.PodsWithAffinity...)

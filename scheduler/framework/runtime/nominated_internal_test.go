@@ -24,6 +24,8 @@ func TestForAddingKnowsEveryNodeInfoField(t *testing.T) {
 		"Generation":                   "a value",
 		"byPriority":                   "shared: AddPodInfo replaces it, never changes it in place",
 		"nameHash":                     "a value, set with the node",
+		"unschedulable":                "a value, set with the node",
+		"tainted":                      "a value, set with the node",
 	}
 	typ := reflect.TypeFor[framework.NodeInfo]()
 	for i := range typ.NumField() {

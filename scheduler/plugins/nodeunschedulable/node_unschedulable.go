@@ -38,7 +38,7 @@ func (*NodeUnschedulable) Name() string { return Name }
 // Filter implements framework.FilterPlugin. Kube:
 // pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go.
 func (*NodeUnschedulable) Filter(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
-	if !fits(pod.Pod, nodeInfo.Node()) {
+	if nodeInfo.Unschedulable() && !fits(pod.Pod, nodeInfo.Node()) {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonUnschedulable)
 	}
 	return nil

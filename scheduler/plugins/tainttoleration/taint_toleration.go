@@ -40,6 +40,9 @@ func (*TaintToleration) Name() string { return Name }
 // Filter implements framework.FilterPlugin: the first NoSchedule or
 // NoExecute taint (in node order) the pod does not tolerate rejects it.
 func (*TaintToleration) Filter(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
+	if !nodeInfo.Tainted() {
+		return nil // without reading the Node
+	}
 	taint, untolerated := framework.FindMatchingUntoleratedTaint(nodeInfo.Node().Taints, pod.Pod.Tolerations, framework.DoNotScheduleTaint)
 	if !untolerated {
 		return nil
