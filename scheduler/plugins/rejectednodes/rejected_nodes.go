@@ -36,7 +36,8 @@ func (*RejectedNodes) Name() string { return Name }
 // Filter implements framework.FilterPlugin. Unresolvable: evicting pods
 // from the node would not make it start this one.
 func (*RejectedNodes) Filter(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
-	if rejects(pod.Pod, nodeInfo.Node()) {
+	// Most pods were never rejected: no need to read the Node.
+	if len(pod.Pod.Rejections) > 0 && rejects(pod.Pod, nodeInfo.Node()) {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonRejected)
 	}
 	return nil
