@@ -37,6 +37,7 @@ type benchConfig struct {
 	quiet       bool
 	cpuProfile  string
 	memProfile  string
+	gcPercent   int
 }
 
 const benchUsage = `Usage: berth bench [flags]
@@ -65,6 +66,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	setGCPercent(bc.gcPercent)
 	if bc.cpuProfile != "" {
 		f, err := os.Create(bc.cpuProfile)
 		if err != nil {
@@ -120,6 +122,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.IntVar(&bc.replicas, "replicas", 1, "replicas to start, in this process, sharing one embedded etcd; calls are spread over them (not with --addr)")
 	fs.BoolVar(&bc.quiet, "quiet", false, "no progress lines")
 	fs.StringVar(&bc.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (bench and embedded server) to this file")
+	fs.IntVar(&bc.gcPercent, "gc-percent", defaultGCPercent, gcPercentUsage+" (as for serve: the embedded server shares the process)")
 	fs.StringVar(&bc.memProfile, "memprofile", "", "write the whole process's allocations (bench and embedded server) to this file when the run ends")
 	if err := fs.Parse(args); err != nil {
 		return bc, err

@@ -51,12 +51,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	var etcdClient etcdClientFlags
 	etcdClient.bind(fs)
 	configPath := fs.String("config", "", "scheduler configuration file (KubeSchedulerConfiguration-shaped YAML; see scheduler/config)")
+	gcPercent := fs.Int("gc-percent", defaultGCPercent, gcPercentUsage)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return errors.New("unexpected arguments: " + strings.Join(fs.Args(), " "))
 	}
+	setGCPercent(*gcPercent)
 	if *configPath != "" {
 		if err := applySchedulerConfig(fs, *configPath, &cfg); err != nil {
 			return err
