@@ -318,6 +318,18 @@ func (s *Scheduler) victimGone(p *framework.Pod) {
 	}
 }
 
+// unnominateLower clears the nominations to node of pods less important
+// than preemptor, as kube does after preempting there: the room they were
+// promised is the preemptor's now, and the dry run that chose node did not
+// leave room for them. They are retried at once to look elsewhere; their
+// own victims, already marked, still go.
+func (s *Scheduler) unnominateLower(preemptor *framework.Pod, node string) {
+	for _, p := range defaultpreemption.LowerPriorityNominatedPods(s.nominator, preemptor, node) {
+		s.nominator.forget(p)
+		s.shardFor(p).queue.Activate(p.Key())
+	}
+}
+
 // nominatingEvictor records the preemptor's nomination before the victims
 // are marked: the orchestrator may delete them, and the watch free their
 // room, before Evict even returns, and until the nomination is recorded

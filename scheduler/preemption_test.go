@@ -303,6 +303,56 @@ func TestPreemptorRetriedOnceVictimsAreGone(t *testing.T) {
 	}
 }
 
+// TestPreemptionUnnominatesLowerPriorityPods: a pod nominated to a node
+// loses the nomination when a more important pod preempts there, and is
+// retried at once to look elsewhere.
+func TestPreemptionUnnominatesLowerPriorityPods(t *testing.T) {
+	ctx := context.Background()
+	ev := &evictRecorder{}
+	s, err := New(ctx, Config{Shards: 1}, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.UpsertNode(&framework.Node{Name: "n1",
+		Allocatable: framework.ResourceList{framework.ResourceCPU: 4000, framework.ResourcePods: 110}})
+	for i := range 4 {
+		s.UpsertPod(cpuPod(fmt.Sprintf("victim-%d", i), 1, 1000, "n1"))
+	}
+	sh := s.shards[0]
+	attempt := func(want string) {
+		t.Helper()
+		qpi, err := sh.queue.Pop(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if qpi.Pod.Name != want {
+			t.Fatalf("popped %s, want %s", qpi.Pod.Name, want)
+		}
+		sh.scheduleOne(ctx, qpi)
+		s.binding.Wait()
+	}
+
+	// mid preempts two victims and waits for them, nominated to n1.
+	s.UpsertPod(cpuPod("mid", 50, 2000, ""))
+	attempt("mid")
+	if diff := cmp.Diff([]string{"ns/mid"}, nominatedKeys(s.nominator, "n1")); diff != "" {
+		t.Fatalf("nominated to n1 (-want +got):\n%s", diff)
+	}
+	// high needs the whole node: it preempts the other victims and takes
+	// the room promised to mid.
+	s.UpsertPod(cpuPod("high", 100, 4000, ""))
+	attempt("high")
+	if diff := cmp.Diff([]string{"ns/high"}, nominatedKeys(s.nominator, "n1")); diff != "" {
+		t.Errorf("nominated to n1 after high preempted (-want +got):\n%s", diff)
+	}
+	if a, _, _ := sh.queue.Len(); a != 1 {
+		t.Errorf("%d pods active; want mid, back to look elsewhere", a)
+	}
+	if _, waits := s.nominator.waitingOn["ns/mid"]; waits {
+		t.Error("mid still waits for victims on a node it no longer holds")
+	}
+}
+
 func podNames(ps []*framework.Pod) []string {
 	var out []string
 	for _, p := range ps {

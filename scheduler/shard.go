@@ -482,6 +482,7 @@ func (sh *shard) preempt(ctx context.Context, fwk *fwruntime.Framework, state *f
 	sh.s.nominator.set(pi, node)
 	if node != "" {
 		sh.s.metrics.event("Preemption")
+		sh.s.unnominateLower(qpi.Pod, node)
 	}
 	out := *qpi
 	out.PodInfo = pi

@@ -11,7 +11,7 @@
 //   - Whoever applies the PostFilterResult records the nomination, and
 //     clears the nomination of lower-priority pods nominated to the same
 //     node (kube does this after evicting; LowerPriorityNominatedPods lists
-//     them), so they look elsewhere at once.
+//     them), so they look elsewhere at once. Berth's scheduler does both.
 //   - The Evictor makes the victims go; until they are gone they still
 //     occupy the node, and Args.Terminating (if set) keeps the preemptor
 //     from preempting again meanwhile.
