@@ -239,6 +239,10 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 		sh.settle(key, func() { sh.queue.Requeue(qpi) })
 		return
 	}
+	// Assumed, the pod is charged to its node; a nomination would charge
+	// it again in every other pod's filters until the watch confirms the
+	// binding. Kubernetes drops it at assume too.
+	sh.s.nominator.forget(pod)
 	if st := fwk.RunReservePluginsReserve(ctx, state, &assumed, result.SuggestedHost); !st.IsSuccess() {
 		fwk.RunReservePluginsUnreserve(ctx, state, &assumed, result.SuggestedHost)
 		sh.forget(&assumed)
