@@ -245,18 +245,26 @@ func (e *evictRecorder) Evict(_ context.Context, _ *framework.Pod, _ string, vic
 // TestPreemptorRetriedOnceVictimsAreGone: a preemptor waits, nominated,
 // while its victims are being deleted; the deletion of the last one sends
 // it straight to activeQ, not through backoff, since its room is free.
-func TestPreemptorRetriedOnceVictimsAreGone(t *testing.T) {
-	ctx := context.Background()
+// fullNode is a one-shard scheduler whose node n1 (4 cores) holds four
+// priority-1 pods of victimCPU millicores each.
+func fullNode(t *testing.T, victimCPU int64) (*Scheduler, *evictRecorder) {
+	t.Helper()
 	ev := &evictRecorder{}
-	s, err := New(ctx, Config{Shards: 1}, ev)
+	s, err := New(context.Background(), Config{Shards: 1}, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.UpsertNode(&framework.Node{Name: "n1",
 		Allocatable: framework.ResourceList{framework.ResourceCPU: 4000, framework.ResourcePods: 110}})
 	for i := range 4 {
-		s.UpsertPod(cpuPod(fmt.Sprintf("victim-%d", i), 1, 900, "n1"))
+		s.UpsertPod(cpuPod(fmt.Sprintf("victim-%d", i), 1, victimCPU, "n1"))
 	}
+	return s, ev
+}
+
+func TestPreemptorRetriedOnceVictimsAreGone(t *testing.T) {
+	ctx := context.Background()
+	s, ev := fullNode(t, 900)
 	s.UpsertPod(cpuPod("preemptor", 100, 3000, ""))
 	sh := s.shards[0]
 	queued := func() [3]int {
@@ -309,16 +317,7 @@ func TestPreemptorRetriedOnceVictimsAreGone(t *testing.T) {
 // retried at once to look elsewhere.
 func TestPreemptionUnnominatesLowerPriorityPods(t *testing.T) {
 	ctx := context.Background()
-	ev := &evictRecorder{}
-	s, err := New(ctx, Config{Shards: 1}, ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.UpsertNode(&framework.Node{Name: "n1",
-		Allocatable: framework.ResourceList{framework.ResourceCPU: 4000, framework.ResourcePods: 110}})
-	for i := range 4 {
-		s.UpsertPod(cpuPod(fmt.Sprintf("victim-%d", i), 1, 1000, "n1"))
-	}
+	s, _ := fullNode(t, 1000)
 	sh := s.shards[0]
 	attempt := func(want string) {
 		t.Helper()
