@@ -150,7 +150,20 @@ func (s *preFilterState) updateWithPod(updated, incoming *framework.Pod, node *f
 		}
 		v := node.Labels[c.topologyKey]
 		s.tpValueToMatchNum[i][v] += delta
-		s.criticalPaths[i].update(v, s.tpValueToMatchNum[i][v])
+		paths := &s.criticalPaths[i]
+		if delta > 0 && (v == paths[0].topologyValue || v == paths[1].topologyValue) {
+			// A tracked domain grew, so an untracked one may now be the
+			// emptiest: find the two again. Kubernetes only updates the
+			// pair here, which is rare trouble for its nominated pods but
+			// not for Berth, which folds every pod placed concurrently into
+			// a cycle's state before assuming and so grows both.
+			*paths = newCriticalPaths()
+			for dv, num := range s.tpValueToMatchNum[i] {
+				paths.update(dv, num)
+			}
+			continue
+		}
+		paths.update(v, s.tpValueToMatchNum[i][v])
 	}
 }
 

@@ -1,6 +1,8 @@
 package podtopologyspread
 
 import (
+	"slices"
+	"fmt"
 	"math"
 	"testing"
 
@@ -517,5 +519,52 @@ func TestNominatedPodsThroughFramework(t *testing.T) {
 				t.Errorf("(-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestAddPodKeepsTheTrueMinimum: the state tracks only the two emptiest
+// domains. Adding pods to both used to leave a third, emptier domain
+// unseen, so Filter measured skew from too high a minimum and let a pod
+// through that breaks maxSkew. Berth folds every pod placed concurrently
+// into a cycle's state this way before it assumes, so this happened.
+func TestAddPodKeepsTheTrueMinimum(t *testing.T) {
+	nodes := []*framework.Node{
+		mkNode("a").label("zone", "zone1").obj(),
+		mkNode("b").label("zone", "zone2").obj(),
+		mkNode("c").label("zone", "zone3").obj(),
+	}
+	infos := place(nodes, nil)
+	pl, _ := newPlugin(t, listArgs, infos...)
+	pod := mkPod("p").label("foo", "").spread(1, "zone", hard, exists("foo")).obj()
+	pi := framework.NewPodInfo(pod)
+	state := framework.NewCycleState()
+	if _, st := pl.PreFilter(ctx, state, pi, infos); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	// Every zone is empty. One pod lands in each of the two zones the
+	// state tracks; the third stays empty.
+	s, _ := framework.ReadState[*preFilterState](state, preFilterStateKey)
+	byZone := map[string]*framework.NodeInfo{}
+	for _, ni := range infos {
+		byZone[ni.Node().Labels["zone"]] = ni
+	}
+	tracked := []string{s.criticalPaths[0][0].topologyValue, s.criticalPaths[0][1].topologyValue}
+	for i, zone := range tracked {
+		if st := pl.AddPod(ctx, state, pi, mkPod(fmt.Sprint("q", i)).label("foo", "").info(), byZone[zone]); !st.IsSuccess() {
+			t.Fatal(st)
+		}
+	}
+	for _, ni := range infos {
+		zone := ni.Node().Labels["zone"]
+		st := pl.Filter(ctx, state, pi, ni)
+		if slices.Contains(tracked, zone) && st.IsSuccess() {
+			t.Errorf("node %s passes: another zone is still empty, so a second pod in %s is a skew of 2", ni.Node().Name, zone)
+		}
+		if !slices.Contains(tracked, zone) && !st.IsSuccess() {
+			t.Errorf("node %s, in the empty zone, fails: %v", ni.Node().Name, st)
+		}
+	}
+	if m := s.minMatchNum(0); m != 0 {
+		t.Errorf("minimum = %d, want 0", m)
 	}
 }
