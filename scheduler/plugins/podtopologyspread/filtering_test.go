@@ -1,9 +1,9 @@
 package podtopologyspread
 
 import (
-	"slices"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
