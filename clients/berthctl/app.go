@@ -224,6 +224,25 @@ func (c *cli) dial(ctx context.Context) (*berth.Client, error) {
 // printer returns the printer of -o, on stdout.
 func (c *cli) printer() (printer, error) { return newPrinter(c.global.output, c.stdout) }
 
+// onNamed runs a command that acts on one object named by its NAME
+// argument: it checks the argument, dials, and hands fn the printer, the
+// client and the name.
+func (c *cli) onNamed(ctx context.Context, args []string, fn func(p printer, client *berth.Client, name string) error) error {
+	p, err := c.printer()
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(args, "NAME"); err != nil {
+		return err
+	}
+	client, err := c.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	return fn(p, client, args[0])
+}
+
 // wantArgs checks the number of positional arguments.
 func wantArgs(args []string, names ...string) error {
 	if len(args) != len(names) {

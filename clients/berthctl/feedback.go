@@ -42,31 +42,21 @@ func (f *podReportFlags) resolveUID(ctx context.Context, client *berth.Client, n
 // podReport runs one report command: dial, resolve the uid, call, print.
 func (c *cli) podReport(ctx context.Context, args []string, f *podReportFlags,
 	call func(ctx context.Context, client *berth.Client, name, uid string) (proto.Message, string, error)) error {
-	p, err := c.printer()
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(args, "NAME"); err != nil {
-		return err
-	}
-	client, err := c.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	uid, err := f.resolveUID(ctx, client, args[0])
-	if err != nil {
-		return err
-	}
-	resp, line, err := call(ctx, client, args[0], uid)
-	if err != nil {
-		return err
-	}
-	if p.structured() {
-		return p.object(resp)
-	}
-	fmt.Fprintf(c.stdout, "pod/%s/%s %s\n", *f.namespace, args[0], line)
-	return nil
+	return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {
+		uid, err := f.resolveUID(ctx, client, name)
+		if err != nil {
+			return err
+		}
+		resp, line, err := call(ctx, client, name, uid)
+		if err != nil {
+			return err
+		}
+		if p.structured() {
+			return p.object(resp)
+		}
+		fmt.Fprintf(c.stdout, "pod/%s/%s %s\n", *f.namespace, name, line)
+		return nil
+	})
 }
 
 func (c *cli) podConfirm(fs *flag.FlagSet) runFunc {
@@ -129,30 +119,20 @@ func (c *cli) podComplete(fs *flag.FlagSet) runFunc {
 
 func (c *cli) nodeRenew(fs *flag.FlagSet) runFunc {
 	return func(ctx context.Context, args []string) error {
-		p, err := c.printer()
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(args, "NAME"); err != nil {
-			return err
-		}
-		client, err := c.dial(ctx)
-		if err != nil {
-			return err
-		}
-		defer client.Close()
-		ttl, restored, err := client.RenewNodeLease(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		if p.structured() {
-			return p.object(&berthv1.RenewNodeLeaseResponse{TtlSeconds: ttl, Restored: restored})
-		}
-		what := "renewed"
-		if restored {
-			what = "restored (it had expired)"
-		}
-		fmt.Fprintf(c.stdout, "node/%s lease %s for %ds\n", args[0], what, ttl)
-		return nil
+		return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {
+			ttl, restored, err := client.RenewNodeLease(ctx, name)
+			if err != nil {
+				return err
+			}
+			if p.structured() {
+				return p.object(&berthv1.RenewNodeLeaseResponse{TtlSeconds: ttl, Restored: restored})
+			}
+			what := "renewed"
+			if restored {
+				what = "restored (it had expired)"
+			}
+			fmt.Fprintf(c.stdout, "node/%s lease %s for %ds\n", name, what, ttl)
+			return nil
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	berth "github.com/berth-io/berth/clients/go"
 	"math"
 	"time"
 
@@ -164,52 +165,32 @@ func (c *cli) nodeList(fs *flag.FlagSet) runFunc {
 
 func (c *cli) nodeGet(fs *flag.FlagSet) runFunc {
 	return func(ctx context.Context, args []string) error {
-		p, err := c.printer()
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(args, "NAME"); err != nil {
-			return err
-		}
-		client, err := c.dial(ctx)
-		if err != nil {
-			return err
-		}
-		defer client.Close()
-		node, usage, err := client.GetNode(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		if p.structured() {
-			// The response, not just the node, so the usage is kept.
-			return p.object(&berthv1.GetNodeResponse{Node: node, Usage: usage})
-		}
-		return nodeDetail(c.stdout, node, usage)
+		return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {
+			node, usage, err := client.GetNode(ctx, name)
+			if err != nil {
+				return err
+			}
+			if p.structured() {
+				// The response, not just the node, so the usage is kept.
+				return p.object(&berthv1.GetNodeResponse{Node: node, Usage: usage})
+			}
+			return nodeDetail(c.stdout, node, usage)
+		})
 	}
 }
 
 func (c *cli) nodeDelete(fs *flag.FlagSet) runFunc {
 	return func(ctx context.Context, args []string) error {
-		p, err := c.printer()
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(args, "NAME"); err != nil {
-			return err
-		}
-		client, err := c.dial(ctx)
-		if err != nil {
-			return err
-		}
-		defer client.Close()
-		rev, err := client.DeleteNode(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		if p.structured() {
-			return p.object(&berthv1.DeleteNodeResponse{Revision: rev})
-		}
-		fmt.Fprintf(c.stdout, "node/%s deleted (revision %d)\n", args[0], rev)
-		return nil
+		return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {
+			rev, err := client.DeleteNode(ctx, name)
+			if err != nil {
+				return err
+			}
+			if p.structured() {
+				return p.object(&berthv1.DeleteNodeResponse{Revision: rev})
+			}
+			fmt.Fprintf(c.stdout, "node/%s deleted (revision %d)\n", name, rev)
+			return nil
+		})
 	}
 }

@@ -209,26 +209,16 @@ func (c *cli) podList(fs *flag.FlagSet) runFunc {
 func (c *cli) podGet(fs *flag.FlagSet) runFunc {
 	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the pod")
 	return func(ctx context.Context, args []string) error {
-		p, err := c.printer()
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(args, "NAME"); err != nil {
-			return err
-		}
-		client, err := c.dial(ctx)
-		if err != nil {
-			return err
-		}
-		defer client.Close()
-		pod, err := client.GetPod(ctx, *ns, args[0])
-		if err != nil {
-			return err
-		}
-		if p.structured() {
-			return p.object(pod)
-		}
-		return podDetail(c.stdout, pod)
+		return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {
+			pod, err := client.GetPod(ctx, *ns, name)
+			if err != nil {
+				return err
+			}
+			if p.structured() {
+				return p.object(pod)
+			}
+			return podDetail(c.stdout, pod)
+		})
 	}
 }
 
@@ -236,26 +226,16 @@ func (c *cli) podDelete(fs *flag.FlagSet) runFunc {
 	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the pod")
 	uid := fs.String("uid", "", "delete only if the pod has this `uid`")
 	return func(ctx context.Context, args []string) error {
-		p, err := c.printer()
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(args, "NAME"); err != nil {
-			return err
-		}
-		client, err := c.dial(ctx)
-		if err != nil {
-			return err
-		}
-		defer client.Close()
-		rev, err := client.DeletePod(ctx, *ns, args[0], *uid)
-		if err != nil {
-			return err
-		}
-		if p.structured() {
-			return p.object(&berthv1.DeletePodResponse{Revision: rev})
-		}
-		fmt.Fprintf(c.stdout, "pod/%s/%s deleted (revision %d)\n", *ns, args[0], rev)
-		return nil
+		return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {
+			rev, err := client.DeletePod(ctx, *ns, name, *uid)
+			if err != nil {
+				return err
+			}
+			if p.structured() {
+				return p.object(&berthv1.DeletePodResponse{Revision: rev})
+			}
+			fmt.Fprintf(c.stdout, "pod/%s/%s deleted (revision %d)\n", *ns, name, rev)
+			return nil
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	berth "github.com/berth-io/berth/clients/go"
 	"io"
 	"math"
 	"time"
@@ -101,26 +102,16 @@ func (c *cli) podGroupApply(fs *flag.FlagSet) runFunc {
 func (c *cli) podGroupGet(fs *flag.FlagSet) runFunc {
 	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the group")
 	return func(ctx context.Context, args []string) error {
-		p, err := c.printer()
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(args, "NAME"); err != nil {
-			return err
-		}
-		client, err := c.dial(ctx)
-		if err != nil {
-			return err
-		}
-		defer client.Close()
-		resp, err := client.PodService().GetPodGroup(ctx, &berthv1.GetPodGroupRequest{Namespace: *ns, Name: args[0]})
-		if err != nil {
-			return err
-		}
-		if p.structured() {
-			return p.object(resp)
-		}
-		return podGroupDetail(c.stdout, resp)
+		return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {
+			resp, err := client.PodService().GetPodGroup(ctx, &berthv1.GetPodGroupRequest{Namespace: *ns, Name: name})
+			if err != nil {
+				return err
+			}
+			if p.structured() {
+				return p.object(resp)
+			}
+			return podGroupDetail(c.stdout, resp)
+		})
 	}
 }
 
@@ -153,27 +144,17 @@ func (c *cli) podGroupList(fs *flag.FlagSet) runFunc {
 func (c *cli) podGroupDelete(fs *flag.FlagSet) runFunc {
 	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the group")
 	return func(ctx context.Context, args []string) error {
-		p, err := c.printer()
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(args, "NAME"); err != nil {
-			return err
-		}
-		client, err := c.dial(ctx)
-		if err != nil {
-			return err
-		}
-		defer client.Close()
-		resp, err := client.PodService().DeletePodGroup(ctx, &berthv1.DeletePodGroupRequest{Namespace: *ns, Name: args[0]})
-		if err != nil {
-			return err
-		}
-		if p.structured() {
-			return p.object(resp)
-		}
-		fmt.Fprintf(c.stdout, "podgroup/%s/%s deleted (revision %d)\n", *ns, args[0], resp.GetRevision())
-		return nil
+		return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {
+			resp, err := client.PodService().DeletePodGroup(ctx, &berthv1.DeletePodGroupRequest{Namespace: *ns, Name: name})
+			if err != nil {
+				return err
+			}
+			if p.structured() {
+				return p.object(resp)
+			}
+			fmt.Fprintf(c.stdout, "podgroup/%s/%s deleted (revision %d)\n", *ns, name, resp.GetRevision())
+			return nil
+		})
 	}
 }
 
