@@ -58,10 +58,6 @@ type Scheduler struct {
 
 	results  []nodeResult
 	feasible []*framework.NodeInfo
-	// nominated is the pod's nominated node, already rejected before the
-	// window; recordedNominated says the window recorded it again.
-	nominated         *framework.NodeInfo
-	recordedNominated bool
 	// statuses is every cycle's NodeToStatus, reused: see Schedule.
 	statuses *framework.NodeToStatus
 	scores   framework.NodeScores
@@ -156,14 +152,12 @@ func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framew
 
 	candidates := narrow(fwk, all, preRes, withNodes, &diag)
 	diag.NodeToStatus.Grow(len(candidates))
-	s.nominated = nominated
-	found, err := s.findNodesThatPassFilters(ctx, fwk, state, pod, &diag, candidates)
+	found, recordedNominated, err := s.findNodesThatPassFilters(ctx, fwk, state, pod, &diag, candidates, nominated)
 	// The window most often filtered the nominated node again; if not,
 	// its rejection still belongs to the diagnosis.
-	if nominated != nil && !s.recordedNominated {
+	if nominated != nil && !recordedNominated {
 		diag.NodeToStatus.Record(nominated, nominatedStatus)
 	}
-	s.nominated = nil
 	// Advance even on error, so every node keeps its turn.
 	processed := len(found) + diag.NodeToStatus.Len()
 	s.nextStartNodeIndex = (s.nextStartNodeIndex + processed) % len(all)
@@ -215,11 +209,13 @@ func (s *Scheduler) numFeasibleNodesToFind(override *int32, numAllNodes int) int
 
 // findNodesThatPassFilters filters nodes starting at nextStartNodeIndex
 // and stops once enough feasible nodes are found. Feasible nodes come back
-// in window order; rejections go to diag.
-func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, diag *framework.Diagnosis, nodes []*framework.NodeInfo) ([]*framework.NodeInfo, error) {
+// in window order; rejections go to diag. recordedNominated says whether
+// nominated (a node already tried, or nil) was among the rejections.
+func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, diag *framework.Diagnosis,
+	nodes []*framework.NodeInfo, nominated *framework.NodeInfo) (_ []*framework.NodeInfo, recordedNominated bool, _ error) {
 	n := len(nodes)
 	if n == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	numToFind := s.numFeasibleNodesToFind(fwk.PercentageOfNodesToScore(), n)
 	if !fwk.HasScorePlugins() {
@@ -228,12 +224,11 @@ func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, fwk *runtime.F
 	}
 	start := s.nextStartNodeIndex
 	s.feasible = s.feasible[:0]
-	s.recordedNominated = false
 	if !fwk.HasFilterPlugins() {
 		for i := range numToFind {
 			s.feasible = append(s.feasible, nodes[(start+i)%n])
 		}
-		return s.feasible, nil
+		return s.feasible, false, nil
 	}
 
 	if cap(s.results) < n {
@@ -290,17 +285,17 @@ func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, fwk *runtime.F
 					diag.AddPluginStatus(r.status)
 					last.plugin, last.code = p, c
 				}
-				if ni == s.nominated {
-					s.recordedNominated = true
+				if ni == nominated {
+					recordedNominated = true
 				}
 			}
 		}
 		*r = nodeResult{}
 	}
 	if st := firstErr.Load(); st != nil {
-		return s.feasible, st.AsError()
+		return s.feasible, recordedNominated, st.AsError()
 	}
-	return s.feasible, nil
+	return s.feasible, recordedNominated, nil
 }
 
 // prioritize runs PreScore and Score and returns the weighted totals, in
