@@ -131,9 +131,13 @@ func startEtcdCluster(t *testing.T, n int) *etcdCluster {
 	ec := &etcdCluster{}
 	var peers []string
 	clientAddrs := make([]string, n)
+	var releases []func()
 	for i := range n {
-		clientAddrs[i] = freeAddr(t)
-		peers = append(peers, fmt.Sprintf("e%d=http://%s", i, freeAddr(t)))
+		client, releaseClient := reserveAddr(t)
+		peer, releasePeer := reserveAddr(t)
+		clientAddrs[i] = client
+		peers = append(peers, fmt.Sprintf("e%d=http://%s", i, peer))
+		releases = append(releases, releaseClient, releasePeer)
 	}
 	dir := t.TempDir()
 	token := fmt.Sprintf("faults-%d", rand.Int64())
@@ -147,6 +151,9 @@ func startEtcdCluster(t *testing.T, n int) *etcdCluster {
 				"--initial-cluster", strings.Join(peers, ","), "--initial-cluster-token", token,
 				"--auto-compaction-retention", "0", "--log-level", "error"},
 		})
+	}
+	for _, release := range releases {
+		release()
 	}
 	for _, m := range ec.members {
 		m.start(t)
@@ -235,6 +242,9 @@ type replica struct {
 	addr    string
 	proxies []*cutProxy
 	client  *berth.Client
+	// releaseAddr frees addr, held since the replica was set up, for its
+	// first start.
+	releaseAddr func()
 }
 
 // serveFlags is which optional berth serve flags this build has: the suite
@@ -261,7 +271,8 @@ func startReplicas(t *testing.T, ec *etcdCluster, n int, opt replicaOptions) []*
 	flags := probeServeFlags(t)
 	var rs []*replica
 	for i := range n {
-		r := &replica{id: fmt.Sprintf("r%d", i), addr: freeAddr(t)}
+		addr, release := reserveAddr(t)
+		r := &replica{id: fmt.Sprintf("r%d", i), addr: addr, releaseAddr: release}
 		var eps []string
 		for _, ep := range ec.endpoints {
 			p := startCutProxy(t, strings.TrimPrefix(ep, "http://"))
@@ -292,6 +303,7 @@ func startReplicas(t *testing.T, ec *etcdCluster, n int, opt replicaOptions) []*
 		t.Logf("berth serve lacks %s: replicas run without them (multi-replica support not landed?)", missing)
 	}
 	for _, r := range rs {
+		r.releaseAddr()
 		r.start(t)
 	}
 	t.Cleanup(func() {

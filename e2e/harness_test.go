@@ -56,6 +56,21 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// reserveAddr holds a loopback port until release is called, just before
+// a child binds it. A port freeAddr returns is free again at once, and
+// while several children are set up, another listener of this process (a
+// proxy, the next reservation) may be handed it first.
+func reserveAddr(t *testing.T) (addr string, release func()) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release = sync.OnceFunc(func() { l.Close() })
+	t.Cleanup(release)
+	return l.Addr().String(), release
+}
+
 // proc is a berth serve child process.
 type proc struct {
 	t    *testing.T
