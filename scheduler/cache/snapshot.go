@@ -118,12 +118,26 @@ func (s *Snapshot) NumNodes() int { return len(s.nodeInfoList) }
 // rebuildLists orders the nodes by names (the cache's node tree order) and
 // recomputes the affinity sublists. Lists are allocated afresh: a previous
 // cycle may still hold the old ones.
+//
+// The NodeInfos move into one array in list order. A filter pass walks the
+// list from some index on and reads a little of every NodeInfo; scattered
+// on the heap, each node was a cache miss, while laid out in walk order the
+// hardware prefetcher fetches them ahead of the walk. Updates copy into
+// these structs in place, so they stay where they are until the next
+// rebuild; whoever still holds a moved-out NodeInfo keeps a valid, frozen
+// copy.
 func (s *Snapshot) rebuildLists(names []string) {
 	s.nodeInfoList = make([]*framework.NodeInfo, 0, len(names))
 	for _, name := range names {
 		if ni := s.nodeInfoMap[name]; ni != nil {
 			s.nodeInfoList = append(s.nodeInfoList, ni)
 		}
+	}
+	laidOut := make([]framework.NodeInfo, len(s.nodeInfoList))
+	for i, ni := range s.nodeInfoList {
+		laidOut[i] = *ni
+		s.nodeInfoList[i] = &laidOut[i]
+		s.nodeInfoMap[ni.Node().Name] = &laidOut[i]
 	}
 	s.rebuildAffinityLists()
 }

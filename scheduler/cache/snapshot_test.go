@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -266,5 +267,44 @@ func runRandomOps[V any](t *testing.T, rng *rand.Rand, read func(*Snapshot) V) {
 				t.Fatalf("step %d: recency list out of order", step)
 			}
 		}
+	}
+}
+
+// The filter pass relies on the snapshot's NodeInfos sitting in one array
+// in list order, so the prefetcher can run ahead of it.
+func TestUpdateSnapshotLaysNodesOutInListOrder(t *testing.T) {
+	c := New()
+	snap := NewEmptySnapshot()
+	contiguous := func(when string) {
+		t.Helper()
+		list := snap.List()
+		for i := 1; i < len(list); i++ {
+			if gap := uintptr(unsafe.Pointer(list[i])) - uintptr(unsafe.Pointer(list[i-1])); gap != unsafe.Sizeof(*list[0]) {
+				t.Fatalf("%s: nodes %d and %d are %d bytes apart, want %d", when, i-1, i, gap, unsafe.Sizeof(*list[0]))
+			}
+			if got, _ := snap.Get(list[i].Node().Name); got != list[i] {
+				t.Fatalf("%s: Get(%s) is not the listed NodeInfo", when, list[i].Node().Name)
+			}
+		}
+	}
+	for i := range 6 {
+		c.AddNode(stdNode(fmt.Sprint("n", i)))
+	}
+	mustUpdate(t, c, snap)
+	contiguous("after the first update")
+
+	must(t, c.AddPod(pod("p", "n2", 100)))
+	mustUpdate(t, c, snap)
+	contiguous("after a pod landed")
+	if got, _ := snap.Get("n2"); got.Requested.MilliCPU != 100 {
+		t.Fatalf("n2 cpu %d after the update, want 100", got.Requested.MilliCPU)
+	}
+
+	c.AddNode(stdNode("n6"))
+	c.RemoveNode("n0")
+	mustUpdate(t, c, snap)
+	contiguous("after a node joined and one left")
+	if got, _ := snap.Get("n2"); got.Requested.MilliCPU != 100 || len(got.Pods) != 1 {
+		t.Fatalf("n2 lost its pod when moved: cpu %d, %d pods", got.Requested.MilliCPU, len(got.Pods))
 	}
 }
