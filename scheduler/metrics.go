@@ -15,6 +15,7 @@ type Metrics struct {
 	bindErrors      *prometheus.CounterVec
 	statusWrites    *prometheus.CounterVec
 	events          *prometheus.CounterVec
+	undone          *prometheus.CounterVec
 }
 
 // NewMetrics registers the core's collectors with reg. Gauges that read
@@ -56,10 +57,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "berth_scheduler_cluster_events_total",
 			Help: "Cluster events applied to the cache and queues, by kind.",
 		}, []string{"event"}),
+		undone: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_scheduler_preemptions_undone_total",
+			Help: "Preemption choices taken back, by reason: stale (another shard placed a pod on the node after the snapshot; retried at once) or marks_failed (the victims could not be marked; retried after backoff).",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.attempts, m.attemptDuration, m.e2eDuration, m.assumeConflicts,
-			m.bindDuration, m.bindErrors, m.statusWrites, m.events)
+			m.bindDuration, m.bindErrors, m.statusWrites, m.events, m.undone)
 	}
 	return m
 }
@@ -129,5 +134,11 @@ func (m *Metrics) statusWrite(result string) {
 func (m *Metrics) event(kind string) {
 	if m != nil {
 		m.events.WithLabelValues(kind).Inc()
+	}
+}
+
+func (m *Metrics) preemptionUndone(reason string) {
+	if m != nil {
+		m.undone.WithLabelValues(reason).Inc()
 	}
 }

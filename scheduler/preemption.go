@@ -290,6 +290,16 @@ func (n *nominator) victimGone(p *framework.Pod) *framework.Pod {
 	return pi.Pod
 }
 
+// restore puts back the nomination lookup returned for p before a
+// preemption that failed: prev on prevNode, or none.
+func (n *nominator) restore(p *framework.Pod, prev *framework.PodInfo, prevNode string) {
+	if prev != nil {
+		n.set(prev, prevNode)
+	} else {
+		n.forget(p)
+	}
+}
+
 // lookup returns the pod's nomination, if any: the recorded pod and node.
 func (n *nominator) lookup(key string) (*framework.PodInfo, string) {
 	n.mu.Lock()
@@ -335,7 +345,8 @@ func (s *Scheduler) unnominateLower(preemptor *framework.Pod, node string) {
 // room, before Evict even returns, and until the nomination is recorded
 // any pod of any shard could take that room. Once it is recorded, other
 // preemptions may go ahead (see withPreemptionSlot) while the victims are
-// written.
+// written. When ctx carries a deferredEviction (see withDeferredEviction),
+// the write is left in it for the caller to do off the scheduling loop.
 type nominatingEvictor struct {
 	nominator *nominator
 	next      framework.Evictor
@@ -351,7 +362,33 @@ func (e nominatingEvictor) Evict(ctx context.Context, preemptor *framework.Pod, 
 	if release, ok := ctx.Value(preemptionSlotKey{}).(func()); ok {
 		release()
 	}
+	if d, ok := ctx.Value(deferredEvictionKey{}).(*deferredEviction); ok {
+		d.write = func(ctx context.Context) error { return e.next.Evict(ctx, preemptor, node, victims) }
+		return nil
+	}
 	return e.next.Evict(ctx, preemptor, node, victims)
+}
+
+type deferredEvictionKey struct{}
+
+// deferredEviction is the write of one preemption's victim marks, left for
+// the caller once the nomination is recorded. Writing them waits for etcd;
+// a shard loop that waited too would serialise every preemptor of the
+// shard behind that round trip (Kubernetes makes the same calls
+// asynchronously since its async preemption).
+type deferredEviction struct {
+	write func(ctx context.Context) error // nil: nothing to write
+	// prevPI and prevNode are the pod's nomination before this preemption,
+	// put back if the write fails.
+	prevPI   *framework.PodInfo
+	prevNode string
+}
+
+// withDeferredEviction makes nominatingEvictor leave its write in the
+// returned deferredEviction instead of doing it.
+func withDeferredEviction(ctx context.Context) (context.Context, *deferredEviction) {
+	d := &deferredEviction{}
+	return context.WithValue(ctx, deferredEvictionKey{}, d), d
 }
 
 type preemptionSlotKey struct{}

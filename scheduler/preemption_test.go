@@ -2,7 +2,9 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -429,5 +431,179 @@ func TestNominationViewFilter(t *testing.T) {
 		if passed > 1000 {
 			t.Errorf("%d nominated: %d of 10000 other nodes pass the filter; want under a tenth", nominated, passed)
 		}
+	}
+}
+
+// popAndSchedule runs one attempt of the shard's next pod, which must be
+// want, and returns once the scheduling loop would have moved on.
+func popAndSchedule(t *testing.T, sh *shard, want string) {
+	t.Helper()
+	qpi, err := sh.queue.Pop(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qpi.Pod.Name != want {
+		t.Fatalf("popped %s, want %s", qpi.Pod.Name, want)
+	}
+	sh.scheduleOne(context.Background(), qpi)
+}
+
+// TestVictimMarksAreWrittenOffTheLoop: writing a preemption's victim marks
+// waits for storage, and the shard's loop must not wait with it. The
+// preemptor stays in flight until the write is done, then waits nominated.
+func TestVictimMarksAreWrittenOffTheLoop(t *testing.T) {
+	ev := &slowEvictor{entered: make(chan struct{}), release: make(chan struct{}), status: make(chan string, 64)}
+	s, err := New(context.Background(), Config{Shards: 1}, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.s = s
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(ev.release) }) }
+	defer free()
+	for _, n := range []string{"n1", "n2"} {
+		s.UpsertNode(&framework.Node{Name: n,
+			Allocatable: framework.ResourceList{framework.ResourceCPU: 4000, framework.ResourcePods: 110}})
+	}
+	for i := range 4 {
+		s.UpsertPod(cpuPod(fmt.Sprintf("victim-%d", i), 1, 1000, "n1"))
+	}
+	s.UpsertPod(cpuPod("filler", 1000, 3500, "n2")) // not a victim: more important
+	sh := s.shards[0]
+
+	s.UpsertPod(cpuPod("preemptor", 100, 3000, ""))
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		popAndSchedule(t, sh, "preemptor")
+	}()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the preemptor's attempt did not return while its victims were being marked")
+	}
+	<-ev.entered
+	if diff := cmp.Diff([]string{"ns/preemptor"}, nominatedKeys(s.nominator, "n1")); diff != "" {
+		t.Fatalf("nominated to n1 while marking (-want +got):\n%s", diff)
+	}
+	// The loop goes on: the next pod is placed while the write still waits.
+	s.UpsertPod(cpuPod("small", 1, 500, ""))
+	popAndSchedule(t, sh, "small")
+	if ni, _ := s.NodeInfo("n2"); ni.Requested.MilliCPU != 4000 {
+		t.Fatalf("n2 has %dm cpu requested; want small placed there", ni.Requested.MilliCPU)
+	}
+	if a, b, u := sh.queue.Len(); a+b+u != 0 {
+		t.Fatalf("queue active/backoff/unschedulable = %d/%d/%d while the preemptor is in flight, want empty", a, b, u)
+	}
+
+	free()
+	s.binding.Wait()
+	if a, b, u := sh.queue.Len(); a != 0 || b != 0 || u != 1 {
+		t.Errorf("queue active/backoff/unschedulable = %d/%d/%d after the marks, want the preemptor parked", a, b, u)
+	}
+	if diff := cmp.Diff([]string{"ns/preemptor"}, nominatedKeys(s.nominator, "n1")); diff != "" {
+		t.Errorf("nominated to n1 after marking (-want +got):\n%s", diff)
+	}
+}
+
+// failingEvictor cannot mark victims; it records the statuses written.
+type failingEvictor struct {
+	nopCommitter
+	mu       sync.Mutex
+	recorded []Unschedulable
+	pods     []*framework.Pod
+}
+
+func (*failingEvictor) Evict(context.Context, *framework.Pod, string, []*framework.Pod) error {
+	return errors.New("storage unavailable")
+}
+
+func (e *failingEvictor) RecordUnschedulable(_ context.Context, p *framework.Pod, why Unschedulable) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.recorded = append(e.recorded, why)
+	e.pods = append(e.pods, p)
+	return nil
+}
+
+// TestFailedVictimMarksUndoThePreemption: when the marks cannot be
+// written, no victim will go, so the nomination made for them is taken
+// back and the pod is parked saying why.
+func TestFailedVictimMarksUndoThePreemption(t *testing.T) {
+	ev := &failingEvictor{}
+	s, err := New(context.Background(), Config{Shards: 1}, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.UpsertNode(&framework.Node{Name: "n1",
+		Allocatable: framework.ResourceList{framework.ResourceCPU: 4000, framework.ResourcePods: 110}})
+	for i := range 4 {
+		s.UpsertPod(cpuPod(fmt.Sprintf("victim-%d", i), 1, 1000, "n1"))
+	}
+	sh := s.shards[0]
+	s.UpsertPod(cpuPod("preemptor", 100, 3000, ""))
+	popAndSchedule(t, sh, "preemptor")
+	s.binding.Wait()
+
+	if keys := nominatedKeys(s.nominator, "n1"); keys != nil {
+		t.Errorf("still nominated to n1 after the marks failed: %v", keys)
+	}
+	if len(s.nominator.waitingOn) != 0 || len(s.nominator.victimOf) != 0 {
+		t.Errorf("victims still awaited: %v", s.nominator.waitingOn)
+	}
+	if a, b, u := sh.queue.Len(); a != 0 || b != 0 || u != 1 {
+		t.Errorf("queue active/backoff/unschedulable = %d/%d/%d, want the preemptor parked", a, b, u)
+	}
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if len(ev.recorded) != 1 || !strings.Contains(ev.recorded[0].Message, "storage unavailable") || ev.pods[0].NominatedNodeName != "" {
+		t.Errorf("recorded %+v for %+v; want one diagnosis naming the failed write, no nominated node", ev.recorded, ev.pods)
+	}
+}
+
+// TestStalePreemptionIsUndone: a shard's dry run reads its snapshot, but
+// another shard may place a pod on the chosen node after that snapshot
+// (and drop that pod's nomination, so this dry run saw it nowhere). The
+// choice is undone before anything is written, for a retry on a fresh
+// snapshot; with nothing placed since, it stands.
+func TestStalePreemptionIsUndone(t *testing.T) {
+	for _, placedSince := range []bool{false, true} {
+		t.Run(fmt.Sprint("placed since: ", placedSince), func(t *testing.T) {
+			ctx := context.Background()
+			s, ev := fullNode(t, 900)
+			sh := s.shards[0]
+			pod := cpuPod("preemptor", 100, 3000, "")
+			fwk := sh.frameworkFor(pod)
+			placedBefore := s.cache.Placements()
+			if err := s.cache.UpdateSnapshot(sh.snapshot); err != nil {
+				t.Fatal(err)
+			}
+			qpi := &framework.QueuedPodInfo{PodInfo: framework.NewPodInfo(pod)}
+			state := framework.NewCycleState()
+			_, err := sh.algo.Schedule(ctx, fwk, state, qpi.PodInfo)
+			var fitErr *framework.FitError
+			if !errors.As(err, &fitErr) {
+				t.Fatalf("Schedule = %v, want a FitError", err)
+			}
+			if placedSince {
+				if err := s.cache.AssumePod(framework.NewPodInfo(cpuPod("other", 100, 100, "n1"))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, evict, stale := sh.preempt(ctx, fwk, state, placedBefore, qpi, fitErr)
+			if stale != placedSince {
+				t.Fatalf("stale = %v, want %v", stale, placedSince)
+			}
+			nominated := nominatedKeys(s.nominator, "n1")
+			if placedSince && (nominated != nil || len(s.nominator.waitingOn) != 0) {
+				t.Errorf("undone preemption left nominations %v, victims %v", nominated, s.nominator.waitingOn)
+			}
+			if !placedSince && (len(nominated) != 1 || evict.write == nil) {
+				t.Errorf("nominated %v, write left %v; want the preemptor nominated and its marks to write", nominated, evict.write != nil)
+			}
+			if len(ev.victims) != 0 {
+				t.Errorf("marks written by the dry run itself: %v", podNames(ev.victims))
+			}
+		})
 	}
 }

@@ -42,3 +42,21 @@ func (c *Cache) PlacedSince(seq int64) ([]*framework.PodInfo, bool) {
 	}
 	return out, true
 }
+
+// PlacedOnSince reports whether a pod placed after placement number seq
+// landed on node; when that history is no longer remembered it says yes,
+// as the caller must then assume the worst.
+func (c *Cache) PlacedOnSince(seq int64, node string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := c.placed.seq - seq
+	if n < 0 || n > recentPlacements {
+		return true
+	}
+	for s := seq + 1; s <= c.placed.seq; s++ {
+		if c.placed.ring[s%recentPlacements].Pod.NodeName == node {
+			return true
+		}
+	}
+	return false
+}
