@@ -319,12 +319,13 @@ func (c *nodeCopy) withoutLowerPriority(ni *framework.NodeInfo, prio int32) (*fr
 	c.ni.PodsWithRequiredAntiAffinity = slices.DeleteFunc(append(withAntiAffinity, ni.PodsWithRequiredAntiAffinity...), lower)
 	c.ni.Requested = ni.Requested.Clone()
 	c.ni.NonZeroRequested = ni.NonZeroRequested.Clone()
-	// A node with no host port in use has none to release.
-	ports, copiedPorts := len(ni.UsedPorts) > 0, false
+	// Only a pod using host ports has any to release. Asking the node
+	// instead (is UsedPorts empty?) cost a cache miss per node.
+	copiedPorts := false
 	for _, pi := range removed {
 		c.ni.Requested.SubResource(&pi.Requests)
 		c.ni.NonZeroRequested.SubResource(&pi.NonZeroRequests)
-		if !ports || !pi.UsesHostPorts() {
+		if !pi.UsesHostPorts() {
 			continue
 		}
 		for _, ctr := range pi.Pod.Containers {
