@@ -187,8 +187,8 @@ func TestNominatorListsAreOrderedAndNeverChanged(t *testing.T) {
 	n.forget(cpuPod("0", 100, 100, ""))
 	n.forget(cpuPod("a", 100, 100, ""))
 	n.forget(cpuPod("b", 100, 100, ""))
-	if n.count.Load() != 0 || len(n.nodes()) != 0 {
-		t.Errorf("all forgotten, yet %d nominations on %d nodes remain", n.count.Load(), len(n.nodes()))
+	if n.count.Load() != 0 || n.view.Load().nodes() != 0 {
+		t.Errorf("all forgotten, yet %d nominations on %d nodes remain", n.count.Load(), n.view.Load().nodes())
 	}
 }
 
@@ -424,13 +424,45 @@ func TestNominationViewFilter(t *testing.T) {
 		}
 		passed := 0
 		for i := range 10000 {
-			if w, m := v.bit(nodeInfo(fmt.Sprintf("other-%05d", i)).NameHash()); v.nodes[w]&m != 0 {
+			if v.mayHave(nodeInfo(fmt.Sprintf("other-%05d", i)).NameHash()) {
 				passed++
 			}
 		}
 		if passed > 1000 {
 			t.Errorf("%d nominated: %d of 10000 other nodes pass the filter; want under a tenth", nominated, passed)
 		}
+	}
+}
+
+// A nomination's write copies only its node's bucket of the view: the
+// others are shared with the previous view, and readers of either see
+// what was published to them.
+func TestNominationWriteCopiesOneBucket(t *testing.T) {
+	n := newNominator()
+	for i := range 500 {
+		p := cpuPod(fmt.Sprint("p", i), 1, 1, "")
+		n.set(framework.NewPodInfo(p), fmt.Sprintf("node-%03d", i))
+	}
+	before := n.view.Load()
+	n.set(framework.NewPodInfo(cpuPod("extra", 1, 1, "")), "node-007")
+	after := n.view.Load()
+	changed := 0
+	for i := range after.buckets {
+		if after.buckets[i] != before.buckets[i] {
+			changed++
+		}
+	}
+	if changed != 1 {
+		t.Errorf("one nomination changed %d buckets, want 1", changed)
+	}
+	if got, want := len(after.lookup("node-007").pods), 2; got != want {
+		t.Errorf("node-007 has %d nominations in the new view, want %d", got, want)
+	}
+	if got := len(before.lookup("node-007").pods); got != 1 {
+		t.Errorf("the previous view changed: node-007 has %d nominations there, want 1", got)
+	}
+	if got := after.nodes(); got != 500 {
+		t.Errorf("%d nodes with nominations, want 500", got)
 	}
 }
 
