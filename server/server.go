@@ -146,6 +146,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, fmt.Errorf("start embedded etcd in %s: %w", dir, err)
 		}
 		storeCfg.Endpoints = s.embedded.Endpoints()
+		storeCfg.Client = s.embedded.Client()
 		if storeCfg.MaxTxnOps == 0 {
 			storeCfg.MaxTxnOps = store.EmbeddedMaxTxnOps
 		}

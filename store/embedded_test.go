@@ -12,7 +12,8 @@ import (
 func TestUnavailableThenReconnects(t *testing.T) {
 	dir := t.TempDir()
 	e := ownEtcd(t, dir, "")
-	s := openStore(t, e, func(c *Config) { c.RequestTimeout = time.Second })
+	// Dialled, not in-process: the store must outlive the server.
+	s := openStore(t, e, func(c *Config) { c.RequestTimeout, c.Client = time.Second, nil })
 	ctx := testCtx(t)
 	if _, err := s.PutNode(ctx, &berthv1.Node{Name: "before"}); err != nil {
 		t.Fatal(err)

@@ -73,13 +73,20 @@ var prefixSeq atomic.Int64
 // openStore opens a store on e under a prefix unique to the test.
 func openStore(t testing.TB, e *Embedded, adjust ...func(*Config)) *Store {
 	t.Helper()
+	// The in-process client, as berth serve uses with its embedded etcd;
+	// a test of the network path sets Client to nil.
 	cfg := Config{
 		Endpoints: e.Endpoints(),
+		Client:    e.Client(),
 		Prefix:    fmt.Sprintf("/test/%s/%d", strings.ReplaceAll(t.Name(), "/", "_"), prefixSeq.Add(1)),
 		MaxTxnOps: EmbeddedMaxTxnOps,
 	}
+	inProcess := cfg.Client
 	for _, f := range adjust {
 		f(&cfg)
+	}
+	if cfg.Client != inProcess {
+		inProcess.Close()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -11,6 +11,7 @@ package store
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,9 @@ import (
 type Config struct {
 	// Endpoints of the etcd cluster, e.g. "http://127.0.0.1:2379".
 	Endpoints []string
+	// Client, if set, is used instead of dialling Endpoints: an embedded
+	// etcd's in-process client (Embedded.Client). Close closes it.
+	Client *clientv3.Client
 	// Prefix roots every key; default "/berth".
 	Prefix string
 	// DialTimeout bounds connecting; default 5s.
@@ -114,6 +118,31 @@ var marshalOpts = proto.MarshalOptions{Deterministic: true}
 // etcd client reconnects by itself later, so a Store outlives etcd restarts.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
+	client := cfg.Client
+	if client == nil {
+		var err error
+		if client, err = dial(cfg); err != nil {
+			return nil, err
+		}
+	}
+	s := &Store{
+		cfg:     cfg,
+		keys:    newKeyspace(cfg.Prefix),
+		client:  client,
+		log:     cfg.Logger,
+		metrics: cfg.Metrics,
+		chunk:   scanChunk,
+	}
+	if _, err := s.CurrentRevision(ctx); err != nil {
+		client.Close()
+		return nil, err
+	}
+	s.committer = newCommitter(client.KV, cfg.CommitWorkers, cfg.MaxTxnOps, cfg.MaxTxnBytes, cfg.RequestTimeout, cfg.Metrics)
+	s.committer.writer = s.ReplicaID
+	return s, nil
+}
+
+func dial(cfg Config) (*clientv3.Client, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, fmt.Errorf("%w: no etcd endpoints", ErrInvalidArgument)
 	}
@@ -136,21 +165,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: connect: %w", ErrUnavailable, err)
 	}
-	s := &Store{
-		cfg:     cfg,
-		keys:    newKeyspace(cfg.Prefix),
-		client:  client,
-		log:     cfg.Logger,
-		metrics: cfg.Metrics,
-		chunk:   scanChunk,
-	}
-	if _, err := s.CurrentRevision(ctx); err != nil {
-		client.Close()
-		return nil, err
-	}
-	s.committer = newCommitter(client.KV, cfg.CommitWorkers, cfg.MaxTxnOps, cfg.MaxTxnBytes, cfg.RequestTimeout, cfg.Metrics)
-	s.committer.writer = s.ReplicaID
-	return s, nil
+	return client, nil
 }
 
 // Close stops accepting writes, waits until every queued and in-flight write
@@ -161,7 +176,12 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.committer.close()
-	return s.client.Close()
+	// An in-process client has no connection to close and reports its
+	// own cancellation instead.
+	if err := s.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }
 
 func (s *Store) isClosed() bool { return s.closed.Load() }
