@@ -273,6 +273,7 @@ type NodeInfo struct {
 
 	UsedPorts HostPortInfo
 	// ImageStates maps each image name on the node to its size and spread.
+	// A clone's is nil when empty, so clones must not write to it.
 	ImageStates map[string]*ImageStateSummary
 
 	// Generation moves on every change, so snapshots copy only what moved.
@@ -500,7 +501,6 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		Requested:        n.Requested.Clone(),
 		NonZeroRequested: n.NonZeroRequested.Clone(),
 		Allocatable:      n.Allocatable.Clone(),
-		ImageStates:      make(map[string]*ImageStateSummary, len(n.ImageStates)),
 		Generation:       n.Generation,
 		byPriority:       n.byPriority, // replaced, never changed: shared
 		nameHash:         n.nameHash,
@@ -513,9 +513,15 @@ func (n *NodeInfo) Clone() *NodeInfo {
 	if len(n.PodsWithRequiredAntiAffinity) > 0 {
 		c.PodsWithRequiredAntiAffinity = append([]*PodInfo(nil), n.PodsWithRequiredAntiAffinity...)
 	}
-	for k, v := range n.ImageStates {
-		s := *v
-		c.ImageStates[k] = &s
+	// Left nil for a node without images: ImageLocality's Score looks the
+	// pod's images up on every node, and reading an empty map's header was
+	// a cache miss per node, where a nil map is never read.
+	if len(n.ImageStates) > 0 {
+		c.ImageStates = make(map[string]*ImageStateSummary, len(n.ImageStates))
+		for k, v := range n.ImageStates {
+			s := *v
+			c.ImageStates[k] = &s
+		}
 	}
 	return c
 }

@@ -55,3 +55,19 @@ func TestFreedBelow(t *testing.T) {
 		t.Errorf("adding to the copy changed the original: FreedBelow(2) = %+v, want %+v", got, want)
 	}
 }
+
+// A clone of a node without images has no ImageStates map at all, so a
+// lookup reads nothing of it; one with images gets its own copies.
+func TestCloneImageStates(t *testing.T) {
+	bare := NewNodeInfo()
+	if c := bare.Clone(); c.ImageStates != nil {
+		t.Errorf("clone of a node without images has ImageStates %v, want nil", c.ImageStates)
+	}
+	withImage := NewNodeInfo()
+	withImage.ImageStates["app:1"] = &ImageStateSummary{Size: 10, NumNodes: 2}
+	c := withImage.Clone()
+	c.ImageStates["app:1"].NumNodes = 3
+	if got := withImage.ImageStates["app:1"].NumNodes; got != 2 {
+		t.Errorf("changing the clone's image state changed the original: NumNodes %d, want 2", got)
+	}
+}
