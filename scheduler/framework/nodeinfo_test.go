@@ -71,3 +71,26 @@ func TestCloneImageStates(t *testing.T) {
 		t.Errorf("changing the clone's image state changed the original: NumNodes %d, want 2", got)
 	}
 }
+
+// Label answers as the node's label map does, for the well-known keys
+// from the copies SetNode made, and follows the node when it is set again.
+func TestLabel(t *testing.T) {
+	labels := map[string]string{LabelHostname: "h1", LabelTopologyZone: "z1", "rack": "r1"}
+	n := NewNodeInfo()
+	n.SetNode(&Node{Name: "n1", Labels: labels})
+	keys := []string{LabelHostname, LabelTopologyZone, LabelTopologyRegion, "rack", "missing", ""}
+	check := func(n *NodeInfo, labels map[string]string, when string) {
+		t.Helper()
+		for _, key := range keys {
+			wantV, wantOK := labels[key]
+			if v, ok := n.Label(NewLabelKey(key)); v != wantV || ok != wantOK {
+				t.Errorf("%s: Label(%q) = %q, %v; want %q, %v", when, key, v, ok, wantV, wantOK)
+			}
+		}
+	}
+	check(n, labels, "set")
+	check(n.Clone(), labels, "clone")
+	moved := map[string]string{LabelTopologyRegion: "r9", "rack": "r2"}
+	n.SetNode(&Node{Name: "n1", Labels: moved})
+	check(n, moved, "set again")
+}

@@ -26,6 +26,8 @@ func TestForAddingKnowsEveryNodeInfoField(t *testing.T) {
 		"nameHash":                     "a value, set with the node",
 		"unschedulable":                "a value, set with the node",
 		"tainted":                      "a value, set with the node",
+		"topology":                     "a value, set with the node",
+		"hasTopology":                  "a value, set with the node",
 	}
 	typ := reflect.TypeFor[framework.NodeInfo]()
 	for i := range typ.NumField() {

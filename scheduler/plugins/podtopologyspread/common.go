@@ -11,8 +11,8 @@ import (
 // Well-known topology labels, Kubernetes' spelling. Hostname domains are
 // counted per node at Score instead of in PreScore (kube does the same).
 const (
-	LabelHostname     = "kubernetes.io/hostname"
-	LabelTopologyZone = "topology.kubernetes.io/zone"
+	LabelHostname     = framework.LabelHostname
+	LabelTopologyZone = framework.LabelTopologyZone
 )
 
 // opEquals is the requirement a MatchLabels entry (or a matchLabelKeys
@@ -113,6 +113,7 @@ func (s *selector) matches(labels map[string]string) bool {
 type constraint struct {
 	maxSkew            int32
 	topologyKey        string
+	label              framework.LabelKey // topologyKey, resolved
 	selector           selector
 	minDomains         int32
 	nodeAffinityPolicy framework.NodeInclusionPolicy
@@ -164,6 +165,7 @@ func filterConstraints(cs []framework.TopologySpreadConstraint, podLabels map[st
 		tc := constraint{
 			maxSkew:            c.MaxSkew,
 			topologyKey:        c.TopologyKey,
+			label:              framework.NewLabelKey(c.TopologyKey),
 			selector:           sel,
 			minDomains:         1,
 			nodeAffinityPolicy: framework.NodeInclusionPolicyHonor,

@@ -269,10 +269,9 @@ func (pl *PodTopologySpread) Filter(_ context.Context, state *framework.CycleSta
 	if err != nil {
 		return framework.AsStatus(err)
 	}
-	labels := nodeInfo.Node().Labels
 	for i := range s.constraints {
 		c := &s.constraints[i]
-		value, ok := labels[c.topologyKey]
+		value, ok := nodeInfo.Label(c.label)
 		if !ok {
 			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
 		}

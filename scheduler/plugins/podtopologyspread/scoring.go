@@ -175,7 +175,7 @@ func (pl *PodTopologySpread) Score(_ context.Context, state *framework.CycleStat
 	var score float64
 	for i := range s.constraints {
 		c := &s.constraints[i]
-		value, ok := node.Labels[c.topologyKey]
+		value, ok := nodeInfo.Label(c.label)
 		if !ok {
 			continue
 		}
