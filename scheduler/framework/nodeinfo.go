@@ -197,6 +197,10 @@ type PodInfo struct {
 	priority                                  int32
 	hostPorts, affinity, requiredAntiAffinity bool
 	startTime                                 time.Time
+
+	// class caches AffinityClass; copies made for a new node or revision
+	// share it, as they share the labels and terms it stands for.
+	class *atomic.Uint64
 }
 
 // NewPodInfo precomputes a pod's requests and what NodeInfo asks of it.
@@ -204,7 +208,7 @@ type PodInfo struct {
 func NewPodInfo(p *Pod) *PodInfo {
 	return &PodInfo{Pod: p, Requests: PodRequests(p, false), NonZeroRequests: PodRequests(p, true),
 		priority: p.Priority, hostPorts: usesHostPorts(p), affinity: HasAffinity(p), requiredAntiAffinity: HasRequiredAntiAffinity(p),
-		startTime: p.StartTime}
+		startTime: p.StartTime, class: new(atomic.Uint64)}
 }
 
 // StartTime is the pod's start time as of NewPodInfo (zero: not started).

@@ -83,7 +83,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 	if len(nodes) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
-	results := forEachChunk(ctx, pl.handle.Parallelizer(), nodes, func(ni *framework.NodeInfo, out *scoreMap) {
+	results := forEachChunk(ctx, pl.handle.Parallelizer(), nodes, func(ni *framework.NodeInfo, out *scoreChunk) {
 		node := ni.Node()
 		if len(node.Labels) == 0 {
 			return
@@ -93,12 +93,14 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 			pods = ni.Pods
 		}
 		for _, existing := range pods {
-			pl.scoreExistingPod(pod, preferred, preferredAnti, existing.Pod, node, out)
+			for _, c := range out.contributions(pl, pod, preferred, preferredAnti, existing) {
+				out.scores.add(node, c.key, c.delta)
+			}
 		}
 	})
 	var total scoreMap
 	for _, r := range results {
-		total.merge(r)
+		total.merge(r.scores)
 	}
 	if len(total) == 0 {
 		return framework.NewStatus(framework.Skip)
@@ -107,32 +109,62 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 	return nil
 }
 
-// scoreExistingPod adds what the pair (incoming, existing) contributes to
-// the domains of node, where existing runs. Weights multiply in int32 as
-// in kube; they are at most 100 in magnitude.
-func (pl *InterPodAffinity) scoreExistingPod(incoming *framework.Pod, preferred, preferredAnti []framework.WeightedPodAffinityTerm, existing *framework.Pod, node *framework.Node, out *scoreMap) {
+// scoreChunk is one PreScore worker's sums, and what it learnt of each
+// affinity class of existing pods: all pods of a class contribute alike.
+type scoreChunk struct {
+	scores  scoreMap
+	byClass map[uint64][]contribution
+}
+
+// contribution is one matching term: delta for the domain of the
+// existing pod's node under key.
+type contribution struct {
+	key   string
+	delta int64
+}
+
+func (c *scoreChunk) contributions(pl *InterPodAffinity, incoming *framework.Pod, preferred, preferredAnti []framework.WeightedPodAffinityTerm,
+	existing *framework.PodInfo) []contribution {
+	class := existing.AffinityClass()
+	if cs, ok := c.byClass[class]; ok {
+		return cs
+	}
+	cs := pl.scoreExistingPod(incoming, preferred, preferredAnti, existing.Pod)
+	if c.byClass == nil {
+		c.byClass = map[uint64][]contribution{}
+	}
+	c.byClass[class] = cs
+	return cs
+}
+
+// scoreExistingPod lists what the pair (incoming, existing) contributes to
+// the domains of the node existing runs on, one entry per matching term.
+// Weights multiply in int32 as in kube; they are at most 100 in magnitude.
+func (pl *InterPodAffinity) scoreExistingPod(incoming *framework.Pod, preferred, preferredAnti []framework.WeightedPodAffinityTerm, existing *framework.Pod) []contribution {
+	var out []contribution
 	addWeighted := func(terms []framework.WeightedPodAffinityTerm, owner, target *framework.Pod, sign int32) {
 		for i := range terms {
 			if termMatches(&terms[i].Term, owner, target) {
-				out.add(node, terms[i].Term.TopologyKey, int64(terms[i].Weight*sign))
+				out = append(out, contribution{terms[i].Term.TopologyKey, int64(terms[i].Weight * sign)})
 			}
 		}
 	}
 	addWeighted(preferred, incoming, existing, 1)
 	addWeighted(preferredAnti, incoming, existing, -1)
 	if existing.Affinity == nil {
-		return
+		return out
 	}
 	if pl.hardPodAffinityWeight > 0 {
 		required := requiredAffinityTerms(existing)
 		for i := range required {
 			if termMatches(&required[i], existing, incoming) {
-				out.add(node, required[i].TopologyKey, int64(pl.hardPodAffinityWeight))
+				out = append(out, contribution{required[i].TopologyKey, int64(pl.hardPodAffinityWeight)})
 			}
 		}
 	}
 	addWeighted(preferredAffinityTerms(existing), existing, incoming, 1)
 	addWeighted(preferredAntiAffinityTerms(existing), existing, incoming, -1)
+	return out
 }
 
 // Score implements framework.ScorePlugin: the sum, over the topology keys

@@ -1,9 +1,12 @@
 package interpodaffinity
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/berth-io/berth/scheduler/framework"
 )
@@ -309,5 +312,75 @@ func TestPreScoreParallelMatchesSerial(t *testing.T) {
 	// preferred affinity at i = 0, 12, 24, 36, 48 weigh 1+6+4+2+7.
 	if got[0]["zone"]["z1"] != 65 || got[0]["host"]["A"] != -2 {
 		t.Errorf("z1 = %d, host A = %d, want 65 and -2", got[0]["zone"]["z1"], got[0]["host"]["A"])
+	}
+}
+
+// TestPreScoreJudgesEachClassOnce: PreScore judges each affinity class of
+// existing pods once and applies the result to all its pods. On random
+// clusters whose pods vary in every field affinity reads, its sums must
+// equal those of judging every pod on its own.
+func TestPreScoreJudgesEachClassOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	pick := func(vals ...string) string { return vals[rng.IntN(len(vals))] }
+	randomTerm := func() framework.PodAffinityTerm {
+		t := termIn("app", pick("host", "zone"), pick("web", "db"))
+		if rng.IntN(3) == 0 {
+			t.Namespaces = []string{pick("ns1", "ns2")}
+		}
+		if rng.IntN(4) == 0 {
+			t.MatchLabelKeys = []string{"rev"}
+		}
+		return t
+	}
+	randomPod := func(name string) *framework.Pod {
+		b := pod(name).ns(pick("ns1", "ns2")).labels("app", pick("web", "db", "cache"), "rev", pick("1", "2"))
+		switch rng.IntN(5) {
+		case 0:
+			b.preferredAffinity(int32(rng.IntN(100)+1), randomTerm())
+		case 1:
+			b.preferredAnti(int32(rng.IntN(100)+1), randomTerm())
+		case 2:
+			b.requiredAffinity(randomTerm())
+		}
+		return b.obj()
+	}
+	for round := range 20 {
+		var nodes []*framework.NodeInfo
+		for i := range 30 {
+			var pods []*framework.Pod
+			for j := range rng.IntN(4) {
+				pods = append(pods, randomPod(fmt.Sprintf("p%d-%d", i, j)))
+			}
+			name := fmt.Sprintf("n%d", i)
+			nodes = append(nodes, nodeInfo(node(name, "host", name, "zone", fmt.Sprintf("z%d", i%3)), pods...))
+		}
+		incoming := randomPod("incoming")
+		if round%2 == 0 {
+			incoming.Affinity = nil // only existing pods' terms count
+		}
+		pl := newPlugin(t, nil, 4, nodes...)
+		state := framework.NewCycleState()
+		var got scoreMap
+		if st := pl.PreScore(ctx, state, framework.NewPodInfo(incoming), nodes); st.IsSuccess() {
+			s, err := framework.ReadState[*preScoreState](state, preScoreStateKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = s.topologyScore
+		} else if !st.IsSkip() {
+			t.Fatal(st)
+		}
+		var want scoreMap
+		preferred, preferredAnti := preferredAffinityTerms(incoming), preferredAntiAffinityTerms(incoming)
+		for _, ni := range nodes {
+			for _, existing := range ni.Pods {
+				for _, c := range pl.scoreExistingPod(incoming, preferred, preferredAnti, existing.Pod) {
+					want.add(ni.Node(), c.key, c.delta)
+				}
+			}
+		}
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("round %d: sums (-each pod on its own +by class):\n%s", round, diff)
+		}
 	}
 }
