@@ -173,20 +173,28 @@ func (pl *InterPodAffinity) existingAntiAffinityCounts(ctx context.Context, pod 
 	type found struct {
 		counts topologyCounts
 		keys   []string
+		// byClass holds, per affinity class, the topology keys of the
+		// terms that repel pod: all pods of a class repel it alike.
+		byClass classMemo[[]string]
 	}
 	results := forEachChunk(ctx, pl.handle.Parallelizer(), nodes, func(ni *framework.NodeInfo, out *found) {
 		node := ni.Node()
 		for _, existing := range ni.PodsWithRequiredAntiAffinity {
-			terms := requiredAntiAffinityTerms(existing.Pod)
-			for i := range terms {
-				t := &terms[i]
-				if !termMatches(t, existing.Pod, pod) {
-					continue
+			repelling := out.byClass.get(existing, func() []string {
+				var keys []string
+				terms := requiredAntiAffinityTerms(existing.Pod)
+				for i := range terms {
+					if termMatches(&terms[i], existing.Pod, pod) {
+						keys = append(keys, terms[i].TopologyKey)
+					}
 				}
-				if value, ok := node.Labels[t.TopologyKey]; ok {
-					out.counts.inc(topologyPair{key: t.TopologyKey, value: value})
-					if !slices.Contains(out.keys, t.TopologyKey) {
-						out.keys = append(out.keys, t.TopologyKey)
+				return keys
+			})
+			for _, key := range repelling {
+				if value, ok := node.Labels[key]; ok {
+					out.counts.inc(topologyPair{key: key, value: value})
+					if !slices.Contains(out.keys, key) {
+						out.keys = append(out.keys, key)
 					}
 				}
 			}
@@ -212,13 +220,28 @@ func (pl *InterPodAffinity) incomingCounts(ctx context.Context, s *preFilterStat
 	if len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
 		return topologyCounts{}, topologyCounts{}
 	}
+	// matched is how the incoming pod's terms judge one existing pod.
+	type matched struct {
+		all     bool     // it matches every affinity term
+		antiKey []string // the topology keys of the anti-affinity terms it matches
+	}
 	type found struct {
 		affinity, anti topologyCounts
+		byClass        classMemo[matched]
 	}
 	results := forEachChunk(ctx, pl.handle.Parallelizer(), nodes, func(ni *framework.NodeInfo, out *found) {
 		node := ni.Node()
 		for _, existing := range ni.Pods {
-			if matchesAllTerms(s.affinityTerms, s.pod, existing.Pod) {
+			m := out.byClass.get(existing, func() matched {
+				m := matched{all: matchesAllTerms(s.affinityTerms, s.pod, existing.Pod)}
+				for i := range s.antiAffinityTerms {
+					if termMatches(&s.antiAffinityTerms[i], s.pod, existing.Pod) {
+						m.antiKey = append(m.antiKey, s.antiAffinityTerms[i].TopologyKey)
+					}
+				}
+				return m
+			})
+			if m.all {
 				for i := range s.affinityTerms {
 					key := s.affinityTerms[i].TopologyKey
 					if value, ok := node.Labels[key]; ok {
@@ -226,13 +249,9 @@ func (pl *InterPodAffinity) incomingCounts(ctx context.Context, s *preFilterStat
 					}
 				}
 			}
-			for i := range s.antiAffinityTerms {
-				t := &s.antiAffinityTerms[i]
-				if !termMatches(t, s.pod, existing.Pod) {
-					continue
-				}
-				if value, ok := node.Labels[t.TopologyKey]; ok {
-					out.anti.inc(topologyPair{key: t.TopologyKey, value: value})
+			for _, key := range m.antiKey {
+				if value, ok := node.Labels[key]; ok {
+					out.anti.inc(topologyPair{key: key, value: value})
 				}
 			}
 		}
@@ -243,6 +262,24 @@ func (pl *InterPodAffinity) incomingCounts(ctx context.Context, s *preFilterStat
 		affinityParts[i], antiParts[i] = results[i].affinity, results[i].anti
 	}
 	return mergeCounts(affinityParts), mergeCounts(antiParts)
+}
+
+// classMemo remembers, for one worker of one cycle, a result per affinity
+// class of existing pods (see framework.PodInfo.AffinityClass): pods of a
+// class match, and are matched by, the incoming pod alike.
+type classMemo[T any] map[uint64]T
+
+func (m *classMemo[T]) get(pi *framework.PodInfo, judge func() T) T {
+	class := pi.AffinityClass()
+	if v, ok := (*m)[class]; ok {
+		return v
+	}
+	v := judge()
+	if *m == nil {
+		*m = classMemo[T]{}
+	}
+	(*m)[class] = v
+	return v
 }
 
 // forEachChunk calls visit for every node with a Node, splitting nodes into

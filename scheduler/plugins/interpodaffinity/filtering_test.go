@@ -1,10 +1,12 @@
 package interpodaffinity
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/berth-io/berth/scheduler/framework"
 )
@@ -546,5 +548,48 @@ func TestPreFilterParallelMatchesSerial(t *testing.T) {
 	}
 	if got := len(states[0].existingAntiAffinityCounts); got != 10 {
 		t.Errorf("repelling hosts = %d, want 10", got)
+	}
+}
+
+// TestPreFilterJudgesEachClassOnce: PreFilter's counts, made judging each
+// affinity class of existing pods once, equal counting every pod on its
+// own as AddPod does, on random clusters.
+func TestPreFilterJudgesEachClassOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for round := range 30 {
+		nodes, incoming := randomAffinityCluster(rng)
+		if round%3 == 0 {
+			incoming.Affinity = nil // only existing pods' anti-affinity counts
+		}
+		pl := newPlugin(t, nil, 4, nodes...)
+		state := framework.NewCycleState()
+		if _, st := pl.PreFilter(ctx, state, framework.NewPodInfo(incoming), nodes); st.IsSkip() {
+			continue
+		} else if !st.IsSuccess() {
+			t.Fatal(st)
+		}
+		got, err := framework.ReadState[*preFilterState](state, preFilterStateKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &preFilterState{pod: incoming, affinityTerms: requiredAffinityTerms(incoming), antiAffinityTerms: requiredAntiAffinityTerms(incoming),
+			existingAntiAffinityCounts: topologyCounts{}, affinityCounts: topologyCounts{}, antiAffinityCounts: topologyCounts{}}
+		for _, ni := range nodes {
+			for _, existing := range ni.Pods {
+				want.updateWithPod(existing.Pod, ni.Node(), 1)
+			}
+		}
+		for _, c := range []struct {
+			name      string
+			want, got topologyCounts
+		}{
+			{"existing anti-affinity", want.existingAntiAffinityCounts, got.existingAntiAffinityCounts},
+			{"affinity", want.affinityCounts, got.affinityCounts},
+			{"anti-affinity", want.antiAffinityCounts, got.antiAffinityCounts},
+		} {
+			if diff := cmp.Diff(c.want, c.got, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("round %d: %s counts (-each pod on its own +by class):\n%s", round, c.name, diff)
+			}
+		}
 	}
 }

@@ -113,7 +113,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 // affinity class of existing pods: all pods of a class contribute alike.
 type scoreChunk struct {
 	scores  scoreMap
-	byClass map[uint64][]contribution
+	byClass classMemo[[]contribution]
 }
 
 // contribution is one matching term: delta for the domain of the
@@ -125,16 +125,9 @@ type contribution struct {
 
 func (c *scoreChunk) contributions(pl *InterPodAffinity, incoming *framework.Pod, preferred, preferredAnti []framework.WeightedPodAffinityTerm,
 	existing *framework.PodInfo) []contribution {
-	class := existing.AffinityClass()
-	if cs, ok := c.byClass[class]; ok {
-		return cs
-	}
-	cs := pl.scoreExistingPod(incoming, preferred, preferredAnti, existing.Pod)
-	if c.byClass == nil {
-		c.byClass = map[uint64][]contribution{}
-	}
-	c.byClass[class] = cs
-	return cs
+	return c.byClass.get(existing, func() []contribution {
+		return pl.scoreExistingPod(incoming, preferred, preferredAnti, existing.Pod)
+	})
 }
 
 // scoreExistingPod lists what the pair (incoming, existing) contributes to

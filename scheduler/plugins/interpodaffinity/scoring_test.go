@@ -321,40 +321,8 @@ func TestPreScoreParallelMatchesSerial(t *testing.T) {
 // equal those of judging every pod on its own.
 func TestPreScoreJudgesEachClassOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
-	pick := func(vals ...string) string { return vals[rng.IntN(len(vals))] }
-	randomTerm := func() framework.PodAffinityTerm {
-		t := termIn("app", pick("host", "zone"), pick("web", "db"))
-		if rng.IntN(3) == 0 {
-			t.Namespaces = []string{pick("ns1", "ns2")}
-		}
-		if rng.IntN(4) == 0 {
-			t.MatchLabelKeys = []string{"rev"}
-		}
-		return t
-	}
-	randomPod := func(name string) *framework.Pod {
-		b := pod(name).ns(pick("ns1", "ns2")).labels("app", pick("web", "db", "cache"), "rev", pick("1", "2"))
-		switch rng.IntN(5) {
-		case 0:
-			b.preferredAffinity(int32(rng.IntN(100)+1), randomTerm())
-		case 1:
-			b.preferredAnti(int32(rng.IntN(100)+1), randomTerm())
-		case 2:
-			b.requiredAffinity(randomTerm())
-		}
-		return b.obj()
-	}
 	for round := range 20 {
-		var nodes []*framework.NodeInfo
-		for i := range 30 {
-			var pods []*framework.Pod
-			for j := range rng.IntN(4) {
-				pods = append(pods, randomPod(fmt.Sprintf("p%d-%d", i, j)))
-			}
-			name := fmt.Sprintf("n%d", i)
-			nodes = append(nodes, nodeInfo(node(name, "host", name, "zone", fmt.Sprintf("z%d", i%3)), pods...))
-		}
-		incoming := randomPod("incoming")
+		nodes, incoming := randomAffinityCluster(rng)
 		if round%2 == 0 {
 			incoming.Affinity = nil // only existing pods' terms count
 		}
@@ -383,4 +351,46 @@ func TestPreScoreJudgesEachClassOnce(t *testing.T) {
 			t.Fatalf("round %d: sums (-each pod on its own +by class):\n%s", round, diff)
 		}
 	}
+}
+
+// randomAffinityCluster is 30 nodes in 3 zones running up to 3 pods each,
+// and an incoming pod. Pods vary in every field affinity reads (namespace,
+// labels, each kind of term, term namespaces, matchLabelKeys) over few
+// values, so that many pods share an affinity class and many do not.
+func randomAffinityCluster(rng *rand.Rand) ([]*framework.NodeInfo, *framework.Pod) {
+	pick := func(vals ...string) string { return vals[rng.IntN(len(vals))] }
+	randomTerm := func() framework.PodAffinityTerm {
+		t := termIn("app", pick("host", "zone"), pick("web", "db"))
+		if rng.IntN(3) == 0 {
+			t.Namespaces = []string{pick("ns1", "ns2")}
+		}
+		if rng.IntN(4) == 0 {
+			t.MatchLabelKeys = []string{"rev"}
+		}
+		return t
+	}
+	randomPod := func(name string) *framework.Pod {
+		b := pod(name).ns(pick("ns1", "ns2")).labels("app", pick("web", "db", "cache"), "rev", pick("1", "2"))
+		switch rng.IntN(6) {
+		case 0:
+			b.preferredAffinity(int32(rng.IntN(100)+1), randomTerm())
+		case 1:
+			b.preferredAnti(int32(rng.IntN(100)+1), randomTerm())
+		case 2:
+			b.requiredAffinity(randomTerm())
+		case 3:
+			b.requiredAnti(randomTerm())
+		}
+		return b.obj()
+	}
+	var nodes []*framework.NodeInfo
+	for i := range 30 {
+		var pods []*framework.Pod
+		for j := range rng.IntN(4) {
+			pods = append(pods, randomPod(fmt.Sprintf("p%d-%d", i, j)))
+		}
+		name := fmt.Sprintf("n%d", i)
+		nodes = append(nodes, nodeInfo(node(name, "host", name, "zone", fmt.Sprintf("z%d", i%3)), pods...))
+	}
+	return nodes, randomPod("incoming")
 }
