@@ -244,15 +244,18 @@ func (e *evictRecorder) Evict(_ context.Context, _ *framework.Pod, _ string, vic
 	return nil
 }
 
-// TestPreemptorRetriedOnceVictimsAreGone: a preemptor waits, nominated,
-// while its victims are being deleted; the deletion of the last one sends
-// it straight to activeQ, not through backoff, since its room is free.
 // fullNode is a one-shard scheduler whose node n1 (4 cores) holds four
 // priority-1 pods of victimCPU millicores each.
 func fullNode(t *testing.T, victimCPU int64) (*Scheduler, *evictRecorder) {
 	t.Helper()
 	ev := &evictRecorder{}
-	s, err := New(context.Background(), Config{Shards: 1}, ev)
+	return fullNodeWith(t, ev, victimCPU), ev
+}
+
+// fullNodeWith is fullNode committing through c.
+func fullNodeWith(t *testing.T, c Committer, victimCPU int64) *Scheduler {
+	t.Helper()
+	s, err := New(context.Background(), Config{Shards: 1}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,9 +264,12 @@ func fullNode(t *testing.T, victimCPU int64) (*Scheduler, *evictRecorder) {
 	for i := range 4 {
 		s.UpsertPod(cpuPod(fmt.Sprintf("victim-%d", i), 1, victimCPU, "n1"))
 	}
-	return s, ev
+	return s
 }
 
+// TestPreemptorRetriedOnceVictimsAreGone: a preemptor waits, nominated,
+// while its victims are being deleted; the deletion of the last one sends
+// it straight to activeQ, not through backoff, since its room is free.
 func TestPreemptorRetriedOnceVictimsAreGone(t *testing.T) {
 	ctx := context.Background()
 	s, ev := fullNode(t, 900)
@@ -563,15 +569,7 @@ func (e *failingEvictor) RecordUnschedulable(_ context.Context, p *framework.Pod
 // back and the pod is parked saying why.
 func TestFailedVictimMarksUndoThePreemption(t *testing.T) {
 	ev := &failingEvictor{}
-	s, err := New(context.Background(), Config{Shards: 1}, ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.UpsertNode(&framework.Node{Name: "n1",
-		Allocatable: framework.ResourceList{framework.ResourceCPU: 4000, framework.ResourcePods: 110}})
-	for i := range 4 {
-		s.UpsertPod(cpuPod(fmt.Sprintf("victim-%d", i), 1, 1000, "n1"))
-	}
+	s := fullNodeWith(t, ev, 1000)
 	sh := s.shards[0]
 	s.UpsertPod(cpuPod("preemptor", 100, 3000, ""))
 	popAndSchedule(t, sh, "preemptor")
