@@ -18,6 +18,9 @@ import (
 // not a rejection: that charge stays until the assumption goes.
 func (s *Scheduler) podPending(p *framework.Pod) {
 	sh := s.shardFor(p)
+	if !s.OwnsPod(p) {
+		s.nominatedElsewhere(p)
+	}
 	cached, ok := s.cache.GetPod(p.Key())
 	if !ok || s.cache.IsAssumed(p.Key()) || s.assumedElsewhere(p) {
 		sh.upsertPending(p)
@@ -71,4 +74,20 @@ func (s *Scheduler) UpsertNodeRecord(n *framework.Node) {
 	for _, sh := range s.shards {
 		sh.queue.MoveAllToActiveOrBackoffQueue(ev, old, n, rejectedHere)
 	}
+}
+
+// nominatedElsewhere follows the nomination another replica recorded for a
+// pod it schedules, as Kubernetes takes nominations from pod status: this
+// replica's filters then count the pod on that node, and its preemptions
+// do not evict again for room already being freed. This replica's own
+// nominations are its own to keep: a record of one may be older than them.
+func (s *Scheduler) nominatedElsewhere(p *framework.Pod) {
+	if p.NominatedNodeName == "" {
+		s.nominator.forget(p)
+		return
+	}
+	if pi, node := s.nominator.lookup(p.Key()); pi != nil && node == p.NominatedNodeName && pi.Pod.UID == p.UID {
+		return
+	}
+	s.nominator.set(framework.NewPodInfo(p), p.NominatedNodeName)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/berth-io/berth/scheduler/framework"
 	"github.com/berth-io/berth/scheduler/plugins/names"
 )
@@ -70,5 +72,48 @@ func TestNodeRecordUpdateWakesRejectedPods(t *testing.T) {
 	active, backoff, unsched := sh.queue.Len()
 	if active+backoff != 1 || unsched != 1 {
 		t.Fatalf("queue active/backoff/unschedulable = %d/%d/%d, want only by-n1 woken", active, backoff, unsched)
+	}
+}
+
+// TestNominationsOfOtherReplicasCount: a pending pod another replica
+// schedules, recorded as nominated to a node, counts on that node here
+// until its record drops the nomination; this replica's own nominations
+// are not overwritten by records.
+func TestNominationsOfOtherReplicasCount(t *testing.T) {
+	s, err := New(context.Background(), Config{Shards: 1, OwnNone: true}, nopCommitter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.UpsertNode(&framework.Node{Name: "n1",
+		Allocatable: framework.ResourceList{framework.ResourceCPU: 4000, framework.ResourcePods: 110}})
+	p := cpuPod("elsewhere", 100, 3000, "")
+	p.NominatedNodeName = "n1"
+	s.UpsertPod(p)
+	if diff := cmp.Diff([]string{"ns/elsewhere"}, nominatedKeys(s.nominator, "n1")); diff != "" {
+		t.Fatalf("nominated to n1 (-want +got):\n%s", diff)
+	}
+	// Another pod's filter counts it: 3000m nominated leave 1000m.
+	ni, _ := s.NodeInfo("n1")
+	incoming := framework.NewPodInfo(cpuPod("incoming", 100, 2000, ""))
+	if against, _ := s.nominator.NominatedPodsAgainst(ni, incoming.Pod); len(against) != 1 {
+		t.Errorf("%d nominated pods count against another pod on n1, want 1", len(against))
+	}
+
+	cleared := *p
+	cleared.NominatedNodeName = ""
+	s.UpsertPod(&cleared)
+	if keys := nominatedKeys(s.nominator, "n1"); keys != nil {
+		t.Errorf("still nominated after the record dropped it: %v", keys)
+	}
+
+	// Owned here, the pod's nomination is this replica's: a record does
+	// not move it.
+	s.AcquireShard(s.ShardOf(p), 1)
+	s.nominator.set(framework.NewPodInfo(p), "n1")
+	moved := *p
+	moved.NominatedNodeName = "n2"
+	s.UpsertPod(&moved)
+	if diff := cmp.Diff([]string{"ns/elsewhere"}, nominatedKeys(s.nominator, "n1")); diff != "" {
+		t.Errorf("own nomination moved by a record (-want +got):\n%s", diff)
 	}
 }
