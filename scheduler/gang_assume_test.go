@@ -36,22 +36,8 @@ func TestAssumptionConflictRejectsTheWaitingMember(t *testing.T) {
 	gc := newGangCommitter()
 	c := &conflictingAssumer{gangCommitter: gc}
 	c.fail.Store(1)
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := New(ctx, Config{Shards: 2}, c)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Room for two members of three: they wait at Permit.
-	s.UpsertNode(&framework.Node{Name: "n1", Allocatable: framework.ResourceList{framework.ResourceCPU: 250, framework.ResourcePods: 100}})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	s := startGangScheduler(t, c, 250)
 	s.UpsertPodGroup(&framework.PodGroup{Namespace: "ns", Name: "g", MinMember: 3, ScheduleTimeout: 10 * time.Minute})
 	for _, name := range []string{"a", "b", "c"} {
 		s.UpsertPod(gangMember(name, "g", 100))

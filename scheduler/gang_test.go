@@ -115,7 +115,7 @@ func gangMember(name, group string, cpu int64) *framework.Pod {
 }
 
 // startGangScheduler runs a scheduler with one node of the given cpu.
-func startGangScheduler(t *testing.T, c *gangCommitter, cpu int64) *Scheduler {
+func startGangScheduler(t *testing.T, c Committer, cpu int64) *Scheduler {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := New(ctx, Config{Shards: 2}, c)
