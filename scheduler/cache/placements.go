@@ -32,13 +32,13 @@ func (c *Cache) Placements() int64 {
 func (c *Cache) PlacedSince(seq int64) ([]*framework.PodInfo, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	n := c.placed.seq - seq
-	if n < 0 || n > recentPlacements {
+	var out []*framework.PodInfo
+	complete := c.eachPlacedLocked(seq, func(pi *framework.PodInfo) bool {
+		out = append(out, pi)
+		return true
+	})
+	if !complete {
 		return nil, false
-	}
-	out := make([]*framework.PodInfo, 0, n)
-	for s := seq + 1; s <= c.placed.seq; s++ {
-		out = append(out, c.placed.ring[s%recentPlacements])
 	}
 	return out, true
 }
@@ -49,14 +49,25 @@ func (c *Cache) PlacedSince(seq int64) ([]*framework.PodInfo, bool) {
 func (c *Cache) PlacedOnSince(seq int64, node string) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	n := c.placed.seq - seq
-	if n < 0 || n > recentPlacements {
-		return true
+	landed := false
+	complete := c.eachPlacedLocked(seq, func(pi *framework.PodInfo) bool {
+		landed = pi.Pod.NodeName == node
+		return !landed
+	})
+	return landed || !complete
+}
+
+// eachPlacedLocked calls fn on the pods placed after placement number seq,
+// oldest first, until fn returns false. It returns false, calling fn on
+// none, if some of those pods are no longer remembered.
+func (c *Cache) eachPlacedLocked(seq int64, fn func(*framework.PodInfo) bool) bool {
+	if n := c.placed.seq - seq; n < 0 || n > recentPlacements {
+		return false
 	}
 	for s := seq + 1; s <= c.placed.seq; s++ {
-		if c.placed.ring[s%recentPlacements].Pod.NodeName == node {
-			return true
+		if !fn(c.placed.ring[s%recentPlacements]) {
+			break
 		}
 	}
-	return false
+	return true
 }
