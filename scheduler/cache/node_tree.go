@@ -5,8 +5,8 @@ import "github.com/berth-io/berth/scheduler/framework"
 // Zone and region labels, stable names first; the beta names are still
 // honoured so nodes labelled the old way group the same as in Kubernetes.
 const (
-	labelZone       = "topology.kubernetes.io/zone"
-	labelRegion     = "topology.kubernetes.io/region"
+	labelZone       = framework.LabelTopologyZone
+	labelRegion     = framework.LabelTopologyRegion
 	labelZoneBeta   = "failure-domain.beta.kubernetes.io/zone"
 	labelRegionBeta = "failure-domain.beta.kubernetes.io/region"
 )
