@@ -520,7 +520,11 @@ func TestVictimMarksAreWrittenOffTheLoop(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the preemptor's attempt did not return while its victims were being marked")
 	}
-	<-ev.entered
+	select {
+	case <-ev.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the preemptor's victims were never marked")
+	}
 	if diff := cmp.Diff([]string{"ns/preemptor"}, nominatedKeys(s.nominator, "n1")); diff != "" {
 		t.Fatalf("nominated to n1 while marking (-want +got):\n%s", diff)
 	}
