@@ -233,13 +233,13 @@ func (pl *InterPodAffinity) incomingCounts(ctx context.Context, s *preFilterStat
 		node := ni.Node()
 		for _, existing := range ni.Pods {
 			m := out.byClass.get(existing, func() matched {
-				m := matched{all: matchesAllTerms(s.affinityTerms, s.pod, existing.Pod)}
+				judged := matched{all: matchesAllTerms(s.affinityTerms, s.pod, existing.Pod)}
 				for i := range s.antiAffinityTerms {
 					if termMatches(&s.antiAffinityTerms[i], s.pod, existing.Pod) {
-						m.antiKey = append(m.antiKey, s.antiAffinityTerms[i].TopologyKey)
+						judged.antiKey = append(judged.antiKey, s.antiAffinityTerms[i].TopologyKey)
 					}
 				}
-				return m
+				return judged
 			})
 			if m.all {
 				for i := range s.affinityTerms {
