@@ -14,19 +14,6 @@ import (
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
 
-// holdsNode tells whether a pod occupies its node in the binding stream's
-// sense: it has a node and is BOUND or RUNNING.
-func holdsNode(p *berthv1.Pod) bool {
-	if p == nil || p.NodeName == "" {
-		return false
-	}
-	switch p.GetStatus().GetPhase() {
-	case berthv1.PodPhase_POD_PHASE_BOUND, berthv1.PodPhase_POD_PHASE_RUNNING:
-		return true
-	}
-	return false
-}
-
 func bindingEvent(t berthv1.BindingEventType, p *berthv1.Pod, rev int64) *berthv1.BindingEvent {
 	return &berthv1.BindingEvent{
 		Type:      t,
@@ -91,8 +78,7 @@ func unboundMessage(prev, cur *berthv1.Pod) string {
 	if rs := st.GetRejections(); cur.NodeName == "" && len(rs) > 0 && rs[len(rs)-1].GetNodeName() == prev.NodeName {
 		return rs[len(rs)-1].GetReason()
 	}
-	switch st.GetPhase() {
-	case berthv1.PodPhase_POD_PHASE_SUCCEEDED, berthv1.PodPhase_POD_PHASE_FAILED:
+	if Finished(st.GetPhase()) {
 		return st.GetMessage()
 	}
 	return ""

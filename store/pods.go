@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/google/uuid"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
@@ -105,8 +104,7 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 			ops:        []clientv3.Op{clientv3.OpPut(key, string(val))},
 			readValues: true, // to tell an identical resubmission from a rival
 		}
-		if phase := sp.GetStatus().GetPhase(); sp.NodeName != "" &&
-			phase != berthv1.PodPhase_POD_PHASE_SUCCEEDED && phase != berthv1.PodPhase_POD_PHASE_FAILED {
+		if chargesOnCreate(sp) {
 			// Declared running: its node's allocation moves, so decisions
 			// that did not see it cannot land there.
 			u.charges = []allocCharge{{key: s.keys.allocation(sp.NodeName)}}
@@ -152,27 +150,6 @@ func (s *Store) existingPod(req *berthv1.Pod, kv *mvccpb.KeyValue) CreateResult 
 		return CreateResult{Err: fmt.Errorf("%w: pod %s/%s", ErrAlreadyExists, req.Namespace, req.Name)}
 	}
 	return CreateResult{Pod: existing, Revision: kv.CreateRevision}
-}
-
-// withCreateDefaults returns p, or a copy with a uid and a phase filled in.
-func withCreateDefaults(p *berthv1.Pod) *berthv1.Pod {
-	if p.Uid != "" && p.GetStatus().GetPhase() != berthv1.PodPhase_POD_PHASE_UNSPECIFIED {
-		return p
-	}
-	c := proto.Clone(p).(*berthv1.Pod)
-	if c.Uid == "" {
-		c.Uid = uuid.NewString()
-	}
-	if c.Status == nil {
-		c.Status = &berthv1.PodStatus{}
-	}
-	if c.Status.Phase == berthv1.PodPhase_POD_PHASE_UNSPECIFIED {
-		c.Status.Phase = berthv1.PodPhase_POD_PHASE_PENDING
-		if c.NodeName != "" {
-			c.Status.Phase = berthv1.PodPhase_POD_PHASE_BOUND
-		}
-	}
-	return c
 }
 
 // sameSpec tells whether a resubmitted pod matches the stored one: status is
