@@ -32,43 +32,22 @@ type Binding struct {
 // the fence is lost), or the store's usual errors.
 func (s *Store) Bind(ctx context.Context, bindings []Binding) []UpdateResult {
 	out := make([]UpdateResult, len(bindings))
-	units := make([]*commitUnit, 0, len(bindings))
-	index := make([]int, 0, len(bindings))
-	for i, b := range bindings {
+	s.commitBatch(ctx, "bind", len(bindings), func(i int) (*commitUnit, error) {
 		u := &commitUnit{}
-		if err := s.addBinding(u, b, 0); err != nil {
-			out[i].Err = err
-			continue
-		}
-		index = append(index, i)
-		units = append(units, u)
-	}
-	if len(units) == 0 {
-		return out
-	}
-	results, err := s.commitMany(ctx, units)
-	if err != nil {
-		for _, i := range index {
-			out[i].Err = fmt.Errorf("%w: bind", err)
-		}
-		return out
-	}
-	for j, res := range results {
-		i := index[j]
-		switch res.err {
-		case nil:
+		return u, s.addBinding(u, bindings[i], 0)
+	}, func(i int, u *commitUnit, res commitResult) {
+		p := bindings[i].Pod
+		switch {
+		case res.err == nil:
 			out[i].Revision = res.rev
-		case errCompareFailed:
-			p := bindings[i].Pod
-			if res.chargedAt > 0 {
-				out[i].Err = fmt.Errorf("binding %s/%s to %s: %w", p.Namespace, p.Name, p.NodeName, &StaleViewError{Revision: res.chargedAt})
-				continue
-			}
-			out[i].Err = fmt.Errorf("%w: binding %s/%s to %s: %s", ErrConflict, p.Namespace, p.Name, p.NodeName, s.whyBindFailed(units[j], bindings[i]))
+		case res.err == errCompareFailed && res.chargedAt > 0:
+			out[i].Err = fmt.Errorf("binding %s/%s to %s: %w", p.Namespace, p.Name, p.NodeName, &StaleViewError{Revision: res.chargedAt})
+		case res.err == errCompareFailed:
+			out[i].Err = fmt.Errorf("%w: binding %s/%s to %s: %s", ErrConflict, p.Namespace, p.Name, p.NodeName, s.whyBindFailed(u, bindings[i]))
 		default:
-			out[i].Err = s.commitError(ctx, "bind", res.err)
+			out[i].Err = res.err
 		}
-	}
+	})
 	return out
 }
 

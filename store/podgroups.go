@@ -220,31 +220,30 @@ func (s *Store) PutAssumptions(ctx context.Context, as []Assumption) error {
 		s.charge(u, a.Node, a.ViewRevision, a.Shard, a.ShardEpoch)
 		units = append(units, u)
 	}
-	results, err := s.commitMany(ctx, units)
-	if err != nil {
-		return fmt.Errorf("%w: put assumption", err)
-	}
 	var first error
-	for i, res := range results {
+	err := s.commitEach(ctx, "put assumption", units, func(i int, _ *commitUnit, res commitResult) {
 		a := as[i]
 		key := s.keys.assume(a.Namespace, a.Name)
 		var err error
 		switch {
 		case res.err == nil:
 			s.held.Store(key, heldAssumption{uid: a.UID, node: a.Node, rev: res.rev})
-			continue
+			return
 		case res.err == errCompareFailed && res.chargedAt > 0:
 			err = fmt.Errorf("assumption of %s/%s on %s: %w", a.Namespace, a.Name, a.Node, &StaleViewError{Revision: res.chargedAt})
 		case res.err == errCompareFailed:
 			err = fmt.Errorf("%w: assumption of %s/%s on %s: the shard moved", ErrConflict, a.Namespace, a.Name, a.Node)
 		default:
-			err = s.commitError(ctx, "put assumption", res.err)
+			err = res.err
 		}
 		// Whatever stood there before is not known to be ours any more.
 		s.held.Delete(key)
 		if first == nil {
 			first = err
 		}
+	})
+	if err != nil {
+		return err
 	}
 	return first
 }
@@ -272,21 +271,17 @@ func (s *Store) DeleteAssumptions(ctx context.Context, as []Assumption) error {
 			readValues: true,
 		})
 	}
-	return s.settleAll(ctx, "delete assumption", units)
-}
-
-// settleAll commits units together; a failed compare is not an error.
-func (s *Store) settleAll(ctx context.Context, op string, units []*commitUnit) error {
-	results, err := s.commitMany(ctx, units)
-	if err != nil {
-		return fmt.Errorf("%w: %s", err, op)
-	}
-	for _, res := range results {
-		if res.err != nil && res.err != errCompareFailed {
-			return s.commitError(ctx, op, res.err)
+	// A failed compare is no error: the assumption is gone or not ours.
+	var first error
+	err := s.commitEach(ctx, "delete assumption", units, func(_ int, _ *commitUnit, res commitResult) {
+		if first == nil && res.err != nil && res.err != errCompareFailed {
+			first = res.err
 		}
+	})
+	if err != nil {
+		return err
 	}
-	return nil
+	return first
 }
 
 // ListAssumptions returns the stored assumptions, of one namespace or all.

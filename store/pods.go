@@ -82,23 +82,19 @@ func validatePodKey(p *berthv1.Pod) error {
 // submissions of one new pod: exactly one creates it.
 func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateResult {
 	out := make([]CreateResult, len(pods))
-	units := make([]*commitUnit, 0, len(pods))
-	index := make([]int, 0, len(pods))        // units[j] creates pods[index[j]]
 	stored := make([]*berthv1.Pod, len(pods)) // the value written per pod
-	for i, p := range pods {
+	s.commitBatch(ctx, "create pod", len(pods), func(i int) (*commitUnit, error) {
+		p := pods[i]
 		if err := validatePodKey(p); err != nil {
-			out[i].Err = err
-			continue
+			return nil, err
 		}
 		sp := withCreateDefaults(p)
 		val, err := marshalOpts.Marshal(sp)
 		if err != nil {
-			out[i].Err = fmt.Errorf("store: encode pod: %w", err)
-			continue
+			return nil, fmt.Errorf("store: encode pod: %w", err)
 		}
 		key := s.keys.pod(p.Namespace, p.Name)
 		stored[i] = sp
-		index = append(index, i)
 		u := &commitUnit{
 			cmps:       []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
 			ops:        []clientv3.Op{clientv3.OpPut(key, string(val))},
@@ -109,29 +105,17 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 			// that did not see it cannot land there.
 			u.charges = []allocCharge{{key: s.keys.allocation(sp.NodeName)}}
 		}
-		units = append(units, u)
-	}
-	if len(units) == 0 {
-		return out
-	}
-	results, err := s.commitMany(ctx, units)
-	if err != nil {
-		for _, i := range index {
-			out[i].Err = fmt.Errorf("%w: create pod", err)
-		}
-		return out
-	}
-	for j, res := range results {
-		i := index[j]
+		return u, nil
+	}, func(i int, u *commitUnit, res commitResult) {
 		switch res.err {
 		case nil:
 			out[i] = CreateResult{Pod: stored[i], Revision: res.rev}
 		case errCompareFailed:
-			out[i] = s.existingPod(pods[i], units[j].currentKV(s.keys.pod(pods[i].Namespace, pods[i].Name)))
+			out[i] = s.existingPod(pods[i], u.currentKV(s.keys.pod(pods[i].Namespace, pods[i].Name)))
 		default:
-			out[i].Err = s.commitError(ctx, "create pod", res.err)
+			out[i].Err = res.err
 		}
-	}
+	})
 	return out
 }
 
@@ -317,37 +301,21 @@ func (s *Store) ListPods(ctx context.Context, f PodFilter, pageSize int, pageTok
 // each succeeds or fails on its own.
 func (s *Store) UpdatePods(ctx context.Context, updates []PodUpdate) []UpdateResult {
 	out := make([]UpdateResult, len(updates))
-	units := make([]*commitUnit, 0, len(updates))
-	index := make([]int, 0, len(updates))
-	for i, up := range updates {
+	s.commitBatch(ctx, "update pod", len(updates), func(i int) (*commitUnit, error) {
+		up := updates[i]
 		if err := validatePodKey(up.Pod); err != nil {
-			out[i].Err = err
-			continue
+			return nil, err
 		}
 		val, err := marshalOpts.Marshal(up.Pod)
 		if err != nil {
-			out[i].Err = fmt.Errorf("store: encode pod: %w", err)
-			continue
+			return nil, fmt.Errorf("store: encode pod: %w", err)
 		}
 		key := s.keys.pod(up.Pod.Namespace, up.Pod.Name)
-		index = append(index, i)
-		units = append(units, &commitUnit{
+		return &commitUnit{
 			cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", up.ExpectedModRevision)},
 			ops:  []clientv3.Op{clientv3.OpPut(key, string(val))},
-		})
-	}
-	if len(units) == 0 {
-		return out
-	}
-	results, err := s.commitMany(ctx, units)
-	if err != nil {
-		for _, i := range index {
-			out[i].Err = fmt.Errorf("%w: update pod", err)
-		}
-		return out
-	}
-	for j, res := range results {
-		i := index[j]
+		}, nil
+	}, func(i int, _ *commitUnit, res commitResult) {
 		switch res.err {
 		case nil:
 			out[i].Revision = res.rev
@@ -355,8 +323,8 @@ func (s *Store) UpdatePods(ctx context.Context, updates []PodUpdate) []UpdateRes
 			p := updates[i].Pod
 			out[i].Err = fmt.Errorf("%w: pod %s/%s changed since revision %d", ErrConflict, p.Namespace, p.Name, updates[i].ExpectedModRevision)
 		default:
-			out[i].Err = s.commitError(ctx, "update pod", res.err)
+			out[i].Err = res.err
 		}
-	}
+	})
 	return out
 }

@@ -240,6 +240,53 @@ func (s *Store) commitMany(ctx context.Context, units []*commitUnit) ([]commitRe
 	return out, nil
 }
 
+// commitEach is what every batch writer shares after building its units:
+// they are group committed together, then settled(j, u, res) hands each
+// unit's outcome back in order, res.err being nil, errCompareFailed (the
+// writer says why from the unit's current values), or the store's error
+// for op. If the batch cannot be submitted at all (the store is closing),
+// nothing is settled and that error is returned.
+func (s *Store) commitEach(ctx context.Context, op string, units []*commitUnit, settled func(j int, u *commitUnit, res commitResult)) error {
+	results, err := s.commitMany(ctx, units)
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, op)
+	}
+	for j, res := range results {
+		if res.err != nil && res.err != errCompareFailed {
+			res.err = s.commitError(ctx, op, res.err)
+		}
+		settled(j, units[j], res)
+	}
+	return nil
+}
+
+// commitBatch is commitEach for writers whose items fail one by one: unit(i)
+// validates item i of n and builds its unit (an error fails that item
+// alone, unsent), and settled(i, u, res) receives each item's outcome by
+// its own index: a build or submit failure arrives as res.err with u nil.
+func (s *Store) commitBatch(ctx context.Context, op string, n int, unit func(i int) (*commitUnit, error), settled func(i int, u *commitUnit, res commitResult)) {
+	units := make([]*commitUnit, 0, n)
+	index := make([]int, 0, n) // units[j] carries item index[j]
+	for i := range n {
+		u, err := unit(i)
+		if err != nil {
+			settled(i, nil, commitResult{err: err})
+			continue
+		}
+		index = append(index, i)
+		units = append(units, u)
+	}
+	if len(units) == 0 {
+		return
+	}
+	err := s.commitEach(ctx, op, units, func(j int, u *commitUnit, res commitResult) { settled(index[j], u, res) })
+	if err != nil {
+		for _, i := range index {
+			settled(i, nil, commitResult{err: err})
+		}
+	}
+}
+
 // commitError maps a unit's failure (other than errCompareFailed) for op.
 func (s *Store) commitError(parent context.Context, op string, err error) error {
 	if err == ErrClosed {
