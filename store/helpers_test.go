@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -234,3 +235,46 @@ func errIs(err, target error) string {
 }
 
 func clonePod(p *berthv1.Pod) *berthv1.Pod { return proto.Clone(p).(*berthv1.Pod) }
+
+// PutNode creates or replaces a node and returns the revision that wrote
+// it: PutNodeWithLease without the lease key, for tests that need only the
+// record.
+func (s *Store) PutNode(ctx context.Context, n *berthv1.Node) (int64, error) {
+	if n == nil {
+		return 0, fmt.Errorf("%w: nil node", ErrInvalidArgument)
+	}
+	if err := validName("node name", n.Name); err != nil {
+		return 0, err
+	}
+	val, err := marshalOpts.Marshal(n)
+	if err != nil {
+		return 0, fmt.Errorf("store: encode node: %w", err)
+	}
+	u := &commitUnit{ops: []clientv3.Op{clientv3.OpPut(s.keys.node(n.Name), string(val))}}
+	res, err := s.commitOne(ctx, "put node", u)
+	if err != nil {
+		return 0, err
+	}
+	return res.rev, nil
+}
+
+// DeleteNode removes a node, leaving any lease key alone; ErrNotFound if it
+// does not exist. Tests only, like PutNode.
+func (s *Store) DeleteNode(ctx context.Context, name string) (int64, error) {
+	if err := validName("node name", name); err != nil {
+		return 0, err
+	}
+	key := s.keys.node(name)
+	u := &commitUnit{
+		cmps: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), ">", 0)},
+		ops:  []clientv3.Op{clientv3.OpDelete(key)},
+	}
+	res, err := s.commitOne(ctx, "delete node", u)
+	if err != nil {
+		return 0, err
+	}
+	if res.err == errCompareFailed {
+		return 0, fmt.Errorf("%w: node %q", ErrNotFound, name)
+	}
+	return res.rev, nil
+}

@@ -10,7 +10,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/proto"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
@@ -22,13 +21,14 @@ import (
 // holding the lease id in decimal. RenewNodeLease keeps the lease alive; when
 // it expires etcd deletes the key, and the node is unreachable until renewed.
 //
-// The key is only ever written in the Txn that writes the node's record,
-// except by expiry and by a renewal that restores it. Within that Txn it is
-// put before the record (a lease granted) or deleted after it (lease dropped,
-// node deleted), and etcd reports a Txn's events in the order of its ops. So
-// a reader that applies events one by one never sees a leased node without
-// its key, nor a dropped lease as an expired one; and a lease key deleted at
-// a revision that does not also write the node's record was deleted by
+// The key is only ever written in the Txn that writes the node's record
+// (PutNodeWithLease, DeleteNodeWithLease in nodes.go), except by expiry and
+// by a renewal that restores it. Within that Txn it is put before the
+// record (a lease granted) or deleted after it (lease dropped, node
+// deleted), and etcd reports a Txn's events in the order of its ops. So a
+// reader that applies events one by one never sees a leased node without
+// its key, nor a dropped lease as an expired one; and a lease key deleted
+// at a revision that does not also write the node's record was deleted by
 // expiry.
 
 // MaxNodeLeaseTTL bounds lease_ttl_seconds: a longer lease is no heartbeat.
@@ -43,89 +43,6 @@ func (k keyspace) nodeLease(name string) string { return k.nodeLeases + name }
 func (k keyspace) isNodeLease(key string) bool { return strings.HasPrefix(key, k.nodeLeases) }
 
 func (k keyspace) nodeLeaseName(key string) string { return strings.TrimPrefix(key, k.nodeLeases) }
-
-// PutNodeWithLease creates or replaces a node, like PutNode, and in the same
-// Txn starts its lease when lease_ttl_seconds > 0 (a new lease even if one is
-// live: the TTL may have changed) or drops it when 0. The output-only field
-// unreachable is not stored. When a new lease replaces one, the old one is
-// revoked afterwards, best effort: it no longer holds a key, and would only
-// expire. (A lease dropped with TTL 0 is left to expire, sparing the common
-// lease-less upsert a read.)
-func (s *Store) PutNodeWithLease(ctx context.Context, n *berthv1.Node) (int64, error) {
-	if n == nil {
-		return 0, fmt.Errorf("%w: nil node", ErrInvalidArgument)
-	}
-	if err := validName("node name", n.Name); err != nil {
-		return 0, err
-	}
-	ttl := n.GetLeaseTtlSeconds()
-	if ttl < 0 || ttl > MaxNodeLeaseTTL {
-		return 0, fmt.Errorf("%w: lease TTL %ds is outside 0-%d", ErrInvalidArgument, ttl, MaxNodeLeaseTTL)
-	}
-	if n.GetUnreachable() {
-		n = proto.CloneOf(n)
-		n.Unreachable = false
-	}
-	val, err := marshalOpts.Marshal(n)
-	if err != nil {
-		return 0, fmt.Errorf("store: encode node: %w", err)
-	}
-	nodeKey, leaseKey := s.keys.node(n.Name), s.keys.nodeLease(n.Name)
-	u := &commitUnit{}
-	var old, granted clientv3.LeaseID
-	if ttl > 0 {
-		if old, err = s.leaseOf(ctx, n.Name); err != nil {
-			return 0, err
-		}
-		if granted, _, err = s.grant(ctx, ttl); err != nil {
-			return 0, err
-		}
-		u.ops = []clientv3.Op{
-			clientv3.OpPut(leaseKey, strconv.FormatInt(int64(granted), 10), clientv3.WithLease(granted)),
-			clientv3.OpPut(nodeKey, string(val)),
-		}
-	} else {
-		u.ops = []clientv3.Op{clientv3.OpPut(nodeKey, string(val)), clientv3.OpDelete(leaseKey)}
-	}
-	// On failure the granted lease is left to expire: the write may have
-	// landed even so, and then the node needs it.
-	res, err := s.commitOne(ctx, "put node", u)
-	if err != nil {
-		return 0, err
-	}
-	if old != 0 && old != granted {
-		s.revokeQuietly(ctx, old)
-	}
-	return res.rev, nil
-}
-
-// DeleteNodeWithLease removes a node, like DeleteNode, and its lease key in
-// the same Txn; ErrNotFound if the node does not exist.
-func (s *Store) DeleteNodeWithLease(ctx context.Context, name string) (int64, error) {
-	if err := validName("node name", name); err != nil {
-		return 0, err
-	}
-	old, err := s.leaseOf(ctx, name)
-	if err != nil {
-		return 0, err
-	}
-	key := s.keys.node(name)
-	u := &commitUnit{
-		cmps: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), ">", 0)},
-		ops:  []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(s.keys.nodeLease(name))},
-	}
-	res, err := s.commitOne(ctx, "delete node", u)
-	if err != nil {
-		return 0, err
-	}
-	if res.err == errCompareFailed {
-		return 0, fmt.Errorf("%w: node %q", ErrNotFound, name)
-	}
-	if old != 0 {
-		s.revokeQuietly(ctx, old)
-	}
-	return res.rev, nil
-}
 
 // RenewNodeLease keeps a node's lease alive for another TTL and returns the
 // TTL in seconds. If the lease had expired it starts a new one, and restored
@@ -224,24 +141,6 @@ func (s *Store) FillUnreachable(ctx context.Context, nodes ...*berthv1.Node) err
 		n.Unreachable = n.GetLeaseTtlSeconds() > 0 && !leased[n.GetName()]
 	}
 	return nil
-}
-
-// NodeModRevision returns the revision that last wrote a node's record, 0
-// if there is no such node.
-func (s *Store) NodeModRevision(ctx context.Context, name string) (int64, error) {
-	if err := validName("node name", name); err != nil {
-		return 0, err
-	}
-	cctx, cancel := s.bound(ctx)
-	defer cancel()
-	resp, err := s.client.Get(cctx, s.keys.node(name), clientv3.WithKeysOnly())
-	if err != nil {
-		return 0, s.callError(ctx, "read node revision", err)
-	}
-	if len(resp.Kvs) == 0 {
-		return 0, nil
-	}
-	return resp.Kvs[0].ModRevision, nil
 }
 
 // leaseOf returns the lease a node's lease key is attached to, 0 if none.

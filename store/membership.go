@@ -48,6 +48,25 @@ type sessionInfo struct {
 	lease clientv3.LeaseID
 }
 
+// SessionLease is this replica's etcd lease: keys that must vanish with
+// the replica (shard claims, assumptions) are put with it. 0 before a
+// session is opened.
+func (s *Store) SessionLease() clientv3.LeaseID {
+	if sess := s.session.Load(); sess != nil {
+		return sess.lease
+	}
+	return 0
+}
+
+// ReplicaID names this replica in the keys it writes; "" before a session
+// is opened.
+func (s *Store) ReplicaID() string {
+	if sess := s.session.Load(); sess != nil {
+		return sess.id
+	}
+	return ""
+}
+
 // shardClaim is a shard key as last seen.
 type shardClaim struct {
 	owner     string

@@ -186,3 +186,23 @@ func TestMembershipRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// rendezvous spreads shards over replicas and moves only the shards of a
+// replica that leaves.
+func TestRendezvousMovesOnlyTheLeaversShards(t *testing.T) {
+	three := []string{"r1", "r2", "r3"}
+	two := []string{"r1", "r3"}
+	count := map[string]int{}
+	for i := range 64 {
+		w3 := rendezvous(three, i)
+		count[w3]++
+		if w3 != "r2" && rendezvous(two, i) != w3 {
+			t.Errorf("shard %d moved from %s though only r2 left", i, w3)
+		}
+	}
+	for _, id := range three {
+		if count[id] < 10 {
+			t.Errorf("%s wins only %d of 64 shards: %v", id, count[id], count)
+		}
+	}
+}

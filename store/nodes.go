@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
@@ -27,35 +28,75 @@ func pageSizeOrDefault(n int) int {
 	return n
 }
 
-// PutNode creates or replaces a node and returns the revision that wrote it.
-func (s *Store) PutNode(ctx context.Context, n *berthv1.Node) (int64, error) {
+// PutNodeWithLease creates or replaces a node and in the same Txn starts its
+// lease (leases.go) when lease_ttl_seconds > 0 (a new lease even if one is
+// live: the TTL may have changed) or drops it when 0. The output-only field
+// unreachable is not stored. When a new lease replaces one, the old one is
+// revoked afterwards, best effort: it no longer holds a key, and would only
+// expire. (A lease dropped with TTL 0 is left to expire, sparing the common
+// lease-less upsert a read.)
+func (s *Store) PutNodeWithLease(ctx context.Context, n *berthv1.Node) (int64, error) {
 	if n == nil {
 		return 0, fmt.Errorf("%w: nil node", ErrInvalidArgument)
 	}
 	if err := validName("node name", n.Name); err != nil {
 		return 0, err
 	}
+	ttl := n.GetLeaseTtlSeconds()
+	if ttl < 0 || ttl > MaxNodeLeaseTTL {
+		return 0, fmt.Errorf("%w: lease TTL %ds is outside 0-%d", ErrInvalidArgument, ttl, MaxNodeLeaseTTL)
+	}
+	if n.GetUnreachable() {
+		n = proto.CloneOf(n)
+		n.Unreachable = false
+	}
 	val, err := marshalOpts.Marshal(n)
 	if err != nil {
 		return 0, fmt.Errorf("store: encode node: %w", err)
 	}
-	u := &commitUnit{ops: []clientv3.Op{clientv3.OpPut(s.keys.node(n.Name), string(val))}}
+	nodeKey, leaseKey := s.keys.node(n.Name), s.keys.nodeLease(n.Name)
+	u := &commitUnit{}
+	var old, granted clientv3.LeaseID
+	if ttl > 0 {
+		if old, err = s.leaseOf(ctx, n.Name); err != nil {
+			return 0, err
+		}
+		if granted, _, err = s.grant(ctx, ttl); err != nil {
+			return 0, err
+		}
+		u.ops = []clientv3.Op{
+			clientv3.OpPut(leaseKey, strconv.FormatInt(int64(granted), 10), clientv3.WithLease(granted)),
+			clientv3.OpPut(nodeKey, string(val)),
+		}
+	} else {
+		u.ops = []clientv3.Op{clientv3.OpPut(nodeKey, string(val)), clientv3.OpDelete(leaseKey)}
+	}
+	// On failure the granted lease is left to expire: the write may have
+	// landed even so, and then the node needs it.
 	res, err := s.commitOne(ctx, "put node", u)
 	if err != nil {
 		return 0, err
 	}
+	if old != 0 && old != granted {
+		s.revokeQuietly(ctx, old)
+	}
 	return res.rev, nil
 }
 
-// DeleteNode removes a node; ErrNotFound if it does not exist.
-func (s *Store) DeleteNode(ctx context.Context, name string) (int64, error) {
+// DeleteNodeWithLease removes a node and its lease key in the same Txn;
+// ErrNotFound if the node does not exist.
+func (s *Store) DeleteNodeWithLease(ctx context.Context, name string) (int64, error) {
 	if err := validName("node name", name); err != nil {
+		return 0, err
+	}
+	old, err := s.leaseOf(ctx, name)
+	if err != nil {
 		return 0, err
 	}
 	key := s.keys.node(name)
 	u := &commitUnit{
 		cmps: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), ">", 0)},
-		ops:  []clientv3.Op{clientv3.OpDelete(key)},
+		ops:  []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(s.keys.nodeLease(name))},
 	}
 	res, err := s.commitOne(ctx, "delete node", u)
 	if err != nil {
@@ -63,6 +104,9 @@ func (s *Store) DeleteNode(ctx context.Context, name string) (int64, error) {
 	}
 	if res.err == errCompareFailed {
 		return 0, fmt.Errorf("%w: node %q", ErrNotFound, name)
+	}
+	if old != 0 {
+		s.revokeQuietly(ctx, old)
 	}
 	return res.rev, nil
 }
@@ -118,18 +162,28 @@ func (s *Store) ListNodes(ctx context.Context, pageSize int, pageToken string) (
 	return nodes, next, nil
 }
 
+// NodeModRevision returns the revision that last wrote a node's record, 0
+// if there is no such node.
+func (s *Store) NodeModRevision(ctx context.Context, name string) (int64, error) {
+	if err := validName("node name", name); err != nil {
+		return 0, err
+	}
+	cctx, cancel := s.bound(ctx)
+	defer cancel()
+	resp, err := s.client.Get(cctx, s.keys.node(name), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, s.callError(ctx, "read node revision", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, nil
+	}
+	return resp.Kvs[0].ModRevision, nil
+}
+
 func decodeNode(b []byte) (*berthv1.Node, error) {
 	n := &berthv1.Node{}
 	if err := proto.Unmarshal(b, n); err != nil {
 		return nil, fmt.Errorf("store: decode node: %w", err)
 	}
 	return n, nil
-}
-
-func decodePod(b []byte) (*berthv1.Pod, error) {
-	p := &berthv1.Pod{}
-	if err := proto.Unmarshal(b, p); err != nil {
-		return nil, fmt.Errorf("store: decode pod: %w", err)
-	}
-	return p, nil
 }

@@ -59,6 +59,14 @@ type PodRecord struct {
 	ModRevision int64
 }
 
+func decodePod(b []byte) (*berthv1.Pod, error) {
+	p := &berthv1.Pod{}
+	if err := proto.Unmarshal(b, p); err != nil {
+		return nil, fmt.Errorf("store: decode pod: %w", err)
+	}
+	return p, nil
+}
+
 func validatePodKey(p *berthv1.Pod) error {
 	if p == nil {
 		return fmt.Errorf("%w: nil pod", ErrInvalidArgument)

@@ -140,22 +140,3 @@ func (s *Store) whyBindFailed(u *commitUnit, b Binding) string {
 	}
 	return "the shard moved"
 }
-
-// SessionLease is this replica's etcd lease: keys that must vanish with
-// the replica (shard claims, assumptions) are put with it. 0 before a
-// session is opened.
-func (s *Store) SessionLease() clientv3.LeaseID {
-	if sess := s.session.Load(); sess != nil {
-		return sess.lease
-	}
-	return 0
-}
-
-// ReplicaID names this replica in the keys it writes; "" before a session
-// is opened.
-func (s *Store) ReplicaID() string {
-	if sess := s.session.Load(); sess != nil {
-		return sess.id
-	}
-	return ""
-}
