@@ -26,7 +26,7 @@ func BenchmarkCreatePods(b *testing.B) {
 			ns := fmt.Sprintf("bench-%d", benchRun.Add(1))
 			var idx atomic.Int64
 			var failures atomic.Int64
-			txns0, units0 := s.committer.txns.Load(), s.committer.unitsSent.Load()
+			txns0, units0 := s.groupCommit.txns.Load(), s.groupCommit.unitsSent.Load()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			b.ResetTimer()
@@ -52,8 +52,8 @@ func BenchmarkCreatePods(b *testing.B) {
 			if n := failures.Load(); n > 0 {
 				b.Fatalf("%d creates failed", n)
 			}
-			txns := s.committer.txns.Load() - txns0
-			units := s.committer.unitsSent.Load() - units0
+			txns := s.groupCommit.txns.Load() - txns0
+			units := s.groupCommit.unitsSent.Load() - units0
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "pods/s")
 			if txns > 0 {
 				b.ReportMetric(float64(units)/float64(txns), "units/txn")

@@ -117,7 +117,7 @@ func TestBindManyToOneNode(t *testing.T) {
 			t.Errorf("binding %d: %v", i, err)
 		}
 	}
-	if txns := a.committer.txns.Load(); txns >= n+n {
+	if txns := a.groupCommit.txns.Load(); txns >= n+n {
 		t.Errorf("%d Txns for %d creates and %d bindings: bindings did not share Txns", txns, n, n)
 	}
 }

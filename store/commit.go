@@ -74,7 +74,7 @@ func (u *commitUnit) currentKV(key string) *mvccpb.KeyValue {
 	return nil
 }
 
-// committer is the group committer: many writers' units share one etcd Txn
+// groupCommitter is the group commit engine: many writers' units share one etcd Txn
 // so that one fsync serves them all.
 //
 // Each of `workers` goroutines takes the oldest waiting units that fit in one
@@ -87,7 +87,7 @@ func (u *commitUnit) currentKV(key string) *mvccpb.KeyValue {
 // A key is in at most one in-flight Txn at a time: a unit that touches a key
 // already taken waits for the next batch. So two writers racing on one key
 // never both succeed, and etcd never sees a duplicate key in one Txn.
-type committer struct {
+type groupCommitter struct {
 	kv clientv3.KV
 	// allocs is what this replica's own commits did to allocation keys.
 	allocs *allocTable
@@ -111,8 +111,8 @@ type committer struct {
 	txns, unitsSent atomic.Int64
 }
 
-func newCommitter(kv clientv3.KV, workers, maxOps, maxBytes int, timeout time.Duration, m *Metrics) *committer {
-	c := &committer{
+func newGroupCommitter(kv clientv3.KV, workers, maxOps, maxBytes int, timeout time.Duration, m *Metrics) *groupCommitter {
+	c := &groupCommitter{
 		kv:       kv,
 		maxOps:   maxOps,
 		maxBytes: maxBytes,
@@ -132,7 +132,7 @@ func newCommitter(kv clientv3.KV, workers, maxOps, maxBytes int, timeout time.Du
 
 // submit queues units; wait on each for its result. After close it fails
 // with ErrClosed and queues nothing.
-func (c *committer) submit(units ...*commitUnit) error {
+func (c *groupCommitter) submit(units ...*commitUnit) error {
 	for _, u := range units {
 		u.prepare()
 	}
@@ -149,7 +149,7 @@ func (c *committer) submit(units ...*commitUnit) error {
 
 // wait returns the unit's result, or ctx's error if ctx ends first (the unit
 // is then dropped if not yet sent, and its outcome is unknown if it was).
-func (c *committer) wait(ctx context.Context, u *commitUnit) commitResult {
+func (c *groupCommitter) wait(ctx context.Context, u *commitUnit) commitResult {
 	select {
 	case <-u.done:
 		return u.res
@@ -160,7 +160,7 @@ func (c *committer) wait(ctx context.Context, u *commitUnit) commitResult {
 
 // close stops accepting units and returns once every queued and in-flight
 // unit has been settled.
-func (c *committer) close() {
+func (c *groupCommitter) close() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
@@ -206,7 +206,7 @@ func (u *commitUnit) finish(res commitResult) {
 	close(u.done)
 }
 
-func (c *committer) run() {
+func (c *groupCommitter) run() {
 	defer c.wg.Done()
 	for {
 		batch, ok := c.next()
@@ -220,7 +220,7 @@ func (c *committer) run() {
 
 // next blocks until it can take a batch, or returns false once closed and
 // drained.
-func (c *committer) next() ([]*commitUnit, bool) {
+func (c *groupCommitter) next() ([]*commitUnit, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
@@ -243,7 +243,7 @@ func (c *committer) next() ([]*commitUnit, bool) {
 
 // takeLocked removes from the queue the oldest units that fit in one Txn and
 // touch no key in flight, and marks their keys in flight.
-func (c *committer) takeLocked() []*commitUnit {
+func (c *groupCommitter) takeLocked() []*commitUnit {
 	var (
 		batch                   []*commitUnit
 		passed                  []*commitUnit // skipped for a key in flight; keep their order
@@ -311,7 +311,7 @@ func (c *committer) takeLocked() []*commitUnit {
 // touchesInflightLocked reports whether u must wait for a Txn in flight: it
 // touches one of its keys, or bumps an allocation key that another Txn (not
 // the batch being built, which may share it) holds.
-func (c *committer) touchesInflightLocked(u *commitUnit, charged map[string]bool) bool {
+func (c *groupCommitter) touchesInflightLocked(u *commitUnit, charged map[string]bool) bool {
 	for _, k := range u.keys {
 		if _, ok := c.inflight[k]; ok {
 			return true
@@ -325,7 +325,7 @@ func (c *committer) touchesInflightLocked(u *commitUnit, charged map[string]bool
 	return false
 }
 
-func (c *committer) release(batch []*commitUnit) {
+func (c *groupCommitter) release(batch []*commitUnit) {
 	c.mu.Lock()
 	for _, u := range batch {
 		for _, k := range u.keys {
@@ -344,7 +344,7 @@ func (c *committer) release(batch []*commitUnit) {
 
 // commit settles every unit of batch, resending the units whose compares
 // held after a Txn failed because of others'.
-func (c *committer) commit(batch []*commitUnit) {
+func (c *groupCommitter) commit(batch []*commitUnit) {
 	pending := batch
 	for len(pending) > 0 {
 		var cmps []clientv3.Cmp
@@ -417,7 +417,7 @@ func (c *committer) commit(batch []*commitUnit) {
 // Else branch read, and returns the others, to be resent. The Else reads ran
 // at the same revision as the compares, so at least one unit fails; if local
 // evaluation disagrees with etcd, everything is failed rather than looping.
-func (c *committer) settleFailed(pending []*commitUnit, resp *clientv3.TxnResponse, bounds map[string]allocTip) []*commitUnit {
+func (c *groupCommitter) settleFailed(pending []*commitUnit, resp *clientv3.TxnResponse, bounds map[string]allocTip) []*commitUnit {
 	current := make(map[string]*mvccpb.KeyValue, len(resp.Responses))
 	for _, r := range resp.Responses {
 		for _, kv := range r.GetResponseRange().GetKvs() {

@@ -88,7 +88,7 @@ func (t *recordingTxn) Commit() (*clientv3.TxnResponse, error) {
 	return resp, err
 }
 
-func (c *committer) queued() int {
+func (c *groupCommitter) queued() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.queue)
@@ -117,11 +117,11 @@ var keyPrefixes sync.Map // *testing.T -> string
 
 // stalled starts a committer whose first Txn (one put) is held at Commit, so
 // that units submitted next wait in the queue.
-func stalled(t *testing.T, workers, maxOps int) (*committer, *recordingKV) {
+func stalled(t *testing.T, workers, maxOps int) (*groupCommitter, *recordingKV) {
 	t.Helper()
 	s := openStore(t, sharedEtcd(t))
 	rec := newRecordingKV(s.Client().KV, true)
-	c := newCommitter(rec, workers, maxOps, defaultMaxTxnBytes, 5*time.Second, nil)
+	c := newGroupCommitter(rec, workers, maxOps, defaultMaxTxnBytes, 5*time.Second, nil)
 	t.Cleanup(func() {
 		select {
 		case <-rec.hold:
@@ -273,7 +273,7 @@ func TestCommitterDropsUnitsWhoseWriterLeft(t *testing.T) {
 func TestCommitterNeverHasAKeyInTwoTxns(t *testing.T) {
 	s := openStore(t, sharedEtcd(t))
 	rec := newRecordingKV(s.Client().KV, false)
-	c := newCommitter(rec, 4, 16, defaultMaxTxnBytes, 5*time.Second, nil)
+	c := newGroupCommitter(rec, 4, 16, defaultMaxTxnBytes, 5*time.Second, nil)
 	defer c.close()
 	ctx := testCtx(t)
 	p := keyPrefix(t)
@@ -364,9 +364,9 @@ func TestCloseFlushesQueuedWrites(t *testing.T) {
 	e := sharedEtcd(t)
 	s := openStore(t, e)
 	// Hold the Txns so that writes pile up in the queue before Close.
-	s.committer.close()
+	s.groupCommit.close()
 	rec := newRecordingKV(s.Client().KV, true)
-	s.committer = newCommitter(rec, 2, 16, defaultMaxTxnBytes, 5*time.Second, nil)
+	s.groupCommit = newGroupCommitter(rec, 2, 16, defaultMaxTxnBytes, 5*time.Second, nil)
 
 	ctx := testCtx(t)
 	const writers = 40
@@ -381,10 +381,10 @@ func TestCloseFlushesQueuedWrites(t *testing.T) {
 	<-rec.commitsIn
 	<-rec.commitsIn
 	eventually(t, "writes queued", func() bool {
-		s.committer.mu.Lock()
-		defer s.committer.mu.Unlock()
-		n := len(s.committer.queue)
-		for range s.committer.inflight {
+		s.groupCommit.mu.Lock()
+		defer s.groupCommit.mu.Unlock()
+		n := len(s.groupCommit.queue)
+		for range s.groupCommit.inflight {
 			n++
 		}
 		return n == writers
@@ -392,9 +392,9 @@ func TestCloseFlushesQueuedWrites(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
 	eventually(t, "close to stop accepting", func() bool {
-		s.committer.mu.Lock()
-		defer s.committer.mu.Unlock()
-		return s.committer.closed
+		s.groupCommit.mu.Lock()
+		defer s.groupCommit.mu.Unlock()
+		return s.groupCommit.closed
 	})
 	rec.release()
 	wg.Wait()

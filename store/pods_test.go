@@ -371,9 +371,9 @@ func TestDeletePodJudgesTheValueThatBeatIt(t *testing.T) {
 			s := openStore(t, sharedEtcd(t))
 			ctx := testCtx(t)
 			created := mustCreate(t, s, pendingPod("ns", "p", "u1"))[0]
-			s.committer.close()
+			s.groupCommit.close()
 			rec := newRecordingKV(s.Client().KV, true)
-			s.committer = newCommitter(rec, 1, 16, defaultMaxTxnBytes, 5*time.Second, nil)
+			s.groupCommit = newGroupCommitter(rec, 1, 16, defaultMaxTxnBytes, 5*time.Second, nil)
 
 			done := make(chan error, 1)
 			go func() {

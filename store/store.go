@@ -94,13 +94,13 @@ func (c Config) withDefaults() Config {
 // Store reads and writes Berth's objects in etcd. It is safe for concurrent
 // use.
 type Store struct {
-	cfg       Config
-	keys      keyspace
-	client    *clientv3.Client
-	committer *committer
-	log       *zap.Logger
-	metrics   *Metrics
-	closed    atomic.Bool
+	cfg         Config
+	keys        keyspace
+	client      *clientv3.Client
+	groupCommit *groupCommitter
+	log         *zap.Logger
+	metrics     *Metrics
+	closed      atomic.Bool
 	// session is the replica's current etcd session, nil until one opens.
 	session atomic.Pointer[sessionInfo]
 	// chunk is how many keys one range request of a scan reads; a field so
@@ -137,8 +137,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		client.Close()
 		return nil, err
 	}
-	s.committer = newCommitter(client.KV, cfg.CommitWorkers, cfg.MaxTxnOps, cfg.MaxTxnBytes, cfg.RequestTimeout, cfg.Metrics)
-	s.committer.writer = s.ReplicaID
+	s.groupCommit = newGroupCommitter(client.KV, cfg.CommitWorkers, cfg.MaxTxnOps, cfg.MaxTxnBytes, cfg.RequestTimeout, cfg.Metrics)
+	s.groupCommit.writer = s.ReplicaID
 	return s, nil
 }
 
@@ -175,7 +175,7 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	s.committer.close()
+	s.groupCommit.close()
 	// An in-process client has no connection to close and reports its
 	// own cancellation instead.
 	if err := s.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
@@ -213,10 +213,10 @@ func (s *Store) commitOne(ctx context.Context, op string, u *commitUnit) (commit
 	cctx, cancel := s.bound(ctx)
 	defer cancel()
 	u.ctx = cctx
-	if err := s.committer.submit(u); err != nil {
+	if err := s.groupCommit.submit(u); err != nil {
 		return commitResult{}, fmt.Errorf("%w: %s", ErrClosed, op)
 	}
-	res := s.committer.wait(cctx, u)
+	res := s.groupCommit.wait(cctx, u)
 	if res.err != nil && res.err != errCompareFailed {
 		return res, s.commitError(ctx, op, res.err)
 	}
@@ -230,12 +230,12 @@ func (s *Store) commitMany(ctx context.Context, units []*commitUnit) ([]commitRe
 	for _, u := range units {
 		u.ctx = cctx
 	}
-	if err := s.committer.submit(units...); err != nil {
+	if err := s.groupCommit.submit(units...); err != nil {
 		return nil, err
 	}
 	out := make([]commitResult, len(units))
 	for i, u := range units {
-		out[i] = s.committer.wait(cctx, u)
+		out[i] = s.groupCommit.wait(cctx, u)
 	}
 	return out, nil
 }
