@@ -74,8 +74,8 @@ func (u *commitUnit) currentKV(key string) *mvccpb.KeyValue {
 	return nil
 }
 
-// groupCommitter is the group commit engine: many writers' units share one etcd Txn
-// so that one fsync serves them all.
+// groupCommitter is the group commit engine: many writers' units share one
+// etcd Txn so that one fsync serves them all.
 //
 // Each of `workers` goroutines takes the oldest waiting units that fit in one
 // Txn (at most maxOps compares, ops and keys, about maxBytes) and sends

@@ -172,6 +172,9 @@ func TestSyncNodeLeases(t *testing.T) {
 // WatchBindings reports an expiry once per node, at the deletion of its
 // lease key, but not a lease dropped or deleted with its node; and a pod
 // marked node_lost, rejected or finished with what happened.
+//
+// Long because it is one story on one stream: each step's events are
+// checked against the ones before it.
 func TestWatchBindingsNodeLost(t *testing.T) {
 	s := openStore(t, sharedEtcd(t))
 	ctx := testCtx(t)

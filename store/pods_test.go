@@ -12,6 +12,8 @@ import (
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
 
+// TestCreatePods runs every outcome of a create against pods stored first;
+// long because the table's cases share them.
 func TestCreatePods(t *testing.T) {
 	s := openStore(t, sharedEtcd(t))
 	ctx := testCtx(t)
@@ -270,6 +272,8 @@ func TestDeletePod(t *testing.T) {
 	}
 }
 
+// TestListPodsPagination pages one set of pods every way a caller can
+// (sizes, filters, tokens); long because the cases share that set.
 func TestListPodsPagination(t *testing.T) {
 	s := openStore(t, sharedEtcd(t))
 	s.chunk = 2 // force filtered pages to span several range reads

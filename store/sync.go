@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -121,100 +122,110 @@ func (s *Store) Sync(ctx context.Context, h SyncHandler) error {
 // syncOnce lists, resets h and follows the watch until it fails. listed
 // tells whether Reset was called.
 func (s *Store) syncOnce(ctx context.Context, h SyncHandler) (listed bool, err error) {
-	var nodes []*berthv1.Node
-	var pods []PodRecord
-	var budgets []*berthv1.DisruptionBudget
-	nodeRevs := map[string]int64{}
-	rev, err := s.rangeAt(ctx, "sync list budgets", s.keys.budgets, clientv3.GetPrefixRangeEnd(s.keys.budgets), 0,
-		func(kv *mvccpb.KeyValue) {
-			if b, err := decodeBudget(kv.Value); err == nil {
-				budgets = append(budgets, b)
-			} else {
-				s.log.Warn("store sync: skipping undecodable budget", zap.ByteString("key", kv.Key), zap.Error(err))
-			}
-		})
+	l, err := s.listForSync(ctx, h)
 	if err != nil {
 		return false, err
 	}
-	_, err = s.rangeAt(ctx, "sync list nodes", s.keys.nodes, clientv3.GetPrefixRangeEnd(s.keys.nodes), rev,
-		func(kv *mvccpb.KeyValue) {
-			if n, err := decodeNode(kv.Value); err == nil {
-				nodes = append(nodes, n)
-				nodeRevs[n.Name] = kv.ModRevision
-			} else {
-				s.log.Warn("store sync: skipping undecodable node", zap.ByteString("key", kv.Key), zap.Error(err))
-			}
-		})
+	l.reset(h)
+	return true, s.followSync(ctx, h, l.rev)
+}
+
+// syncListing is everything a handler is reset with, read at one revision.
+type syncListing struct {
+	rev         int64
+	nodes       []*berthv1.Node
+	nodeRevs    map[string]int64
+	pods        []PodRecord
+	budgets     []*berthv1.DisruptionBudget
+	groups      []*berthv1.PodGroup // only for a PodGroupHandler
+	assumptions []Assumption        // only for an AssumptionHandler
+	leased      []string            // only for a NodeLeaseHandler
+}
+
+// listForSync reads what h is reset with: budgets first, at the current
+// revision, then the rest at that same revision. Undecodable values are
+// logged and skipped.
+func (s *Store) listForSync(ctx context.Context, h SyncHandler) (*syncListing, error) {
+	l := &syncListing{nodeRevs: map[string]int64{}}
+	var err error
+	l.rev, err = listDecoded(ctx, s, "budgets", s.keys.budgets, 0, decodeBudget,
+		func(b *berthv1.DisruptionBudget, _ *mvccpb.KeyValue) { l.budgets = append(l.budgets, b) })
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	var groups []*berthv1.PodGroup
+	if _, err = listDecoded(ctx, s, "nodes", s.keys.nodes, l.rev, decodeNode, func(n *berthv1.Node, kv *mvccpb.KeyValue) {
+		l.nodes = append(l.nodes, n)
+		l.nodeRevs[n.Name] = kv.ModRevision
+	}); err != nil {
+		return nil, err
+	}
 	if _, ok := h.(PodGroupHandler); ok {
-		_, err = s.rangeAt(ctx, "sync list pod groups", s.keys.groups, clientv3.GetPrefixRangeEnd(s.keys.groups), rev,
-			func(kv *mvccpb.KeyValue) {
-				if g, err := decodePodGroup(kv.Value); err == nil {
-					groups = append(groups, g)
-				} else {
-					s.log.Warn("store sync: skipping undecodable pod group", zap.ByteString("key", kv.Key), zap.Error(err))
-				}
-			})
-		if err != nil {
-			return false, err
+		if _, err = listDecoded(ctx, s, "pod groups", s.keys.groups, l.rev, decodePodGroup,
+			func(g *berthv1.PodGroup, _ *mvccpb.KeyValue) { l.groups = append(l.groups, g) }); err != nil {
+			return nil, err
 		}
 	}
-	_, err = s.rangeAt(ctx, "sync list pods", s.keys.pods, clientv3.GetPrefixRangeEnd(s.keys.pods), rev,
-		func(kv *mvccpb.KeyValue) {
-			if p, err := decodePod(kv.Value); err == nil {
-				pods = append(pods, PodRecord{Pod: p, ModRevision: kv.ModRevision})
-			} else {
-				s.log.Warn("store sync: skipping undecodable pod", zap.ByteString("key", kv.Key), zap.Error(err))
-			}
-		})
-	if err != nil {
-		return false, err
+	if _, err = listDecoded(ctx, s, "pods", s.keys.pods, l.rev, decodePod, func(p *berthv1.Pod, kv *mvccpb.KeyValue) {
+		l.pods = append(l.pods, PodRecord{Pod: p, ModRevision: kv.ModRevision})
+	}); err != nil {
+		return nil, err
 	}
-	ah, _ := h.(AssumptionHandler)
-	var assumptions []Assumption
-	if ah != nil {
-		_, err = s.rangeAt(ctx, "sync list assumptions", s.keys.assumes, clientv3.GetPrefixRangeEnd(s.keys.assumes), rev,
-			func(kv *mvccpb.KeyValue) {
-				if a, err := decodeAssumption(kv.Value); err == nil {
-					assumptions = append(assumptions, a)
-				} else {
-					s.log.Warn("store sync: skipping undecodable assumption", zap.ByteString("key", kv.Key), zap.Error(err))
-				}
-			})
-		if err != nil {
-			return false, err
+	if _, ok := h.(AssumptionHandler); ok {
+		if _, err = listDecoded(ctx, s, "assumptions", s.keys.assumes, l.rev, decodeAssumption,
+			func(a Assumption, _ *mvccpb.KeyValue) { l.assumptions = append(l.assumptions, a) }); err != nil {
+			return nil, err
 		}
 	}
-	lh, _ := h.(NodeLeaseHandler)
-	var leased []string
-	if lh != nil {
-		_, err = s.rangeAt(ctx, "sync list node leases", s.keys.nodeLeases, clientv3.GetPrefixRangeEnd(s.keys.nodeLeases), rev,
-			func(kv *mvccpb.KeyValue) { leased = append(leased, s.keys.nodeLeaseName(string(kv.Key))) })
+	if _, ok := h.(NodeLeaseHandler); ok {
+		_, err = s.rangeAt(ctx, "sync list node leases", s.keys.nodeLeases, clientv3.GetPrefixRangeEnd(s.keys.nodeLeases), l.rev,
+			func(kv *mvccpb.KeyValue) { l.leased = append(l.leased, s.keys.nodeLeaseName(string(kv.Key))) })
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 	}
+	return l, nil
+}
+
+// listDecoded ranges over prefix at rev (0: current, returned) for a sync
+// listing of what, decoding each value for keep; an undecodable one is
+// logged and skipped.
+func listDecoded[T any](ctx context.Context, s *Store, what, prefix string, rev int64, decode func([]byte) (T, error), keep func(T, *mvccpb.KeyValue)) (int64, error) {
+	return s.rangeAt(ctx, "sync list "+what, prefix, clientv3.GetPrefixRangeEnd(prefix), rev, func(kv *mvccpb.KeyValue) {
+		v, err := decode(kv.Value)
+		if err != nil {
+			s.log.Warn("store sync: skipping undecodable "+strings.TrimSuffix(what, "s"), zap.ByteString("key", kv.Key), zap.Error(err))
+			return
+		}
+		keep(v, kv)
+	})
+}
+
+// reset hands the listing to h: budgets, groups and leases before the
+// nodes and pods that refer to them, assumptions after the pods they
+// reserve for, and the revision last.
+func (l *syncListing) reset(h SyncHandler) {
 	if bh, ok := h.(BudgetHandler); ok {
-		bh.BudgetsReset(budgets)
+		bh.BudgetsReset(l.budgets)
 	}
 	if gh, ok := h.(PodGroupHandler); ok {
-		gh.PodGroupsReset(groups)
+		gh.PodGroupsReset(l.groups)
 	}
-	if lh != nil {
-		lh.NodeLeasesReset(leased, nodeRevs)
+	if lh, ok := h.(NodeLeaseHandler); ok {
+		lh.NodeLeasesReset(l.leased, l.nodeRevs)
 	}
-	h.Reset(nodes, pods, rev)
-	if ah != nil {
-		ah.AssumptionsReset(assumptions)
+	h.Reset(l.nodes, l.pods, l.rev)
+	if ah, ok := h.(AssumptionHandler); ok {
+		ah.AssumptionsReset(l.assumptions)
 	}
-	applied, _ := h.(AppliedHandler)
-	if applied != nil {
-		applied.Applied(rev)
+	if applied, ok := h.(AppliedHandler); ok {
+		applied.Applied(l.rev)
 	}
+}
 
+// followSync delivers the watch's events after rev to h until the watch
+// fails.
+func (s *Store) followSync(ctx context.Context, h SyncHandler, rev int64) error {
+	applied, _ := h.(AppliedHandler)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start, end := s.keys.cachedRange()
@@ -222,10 +233,10 @@ func (s *Store) syncOnce(ctx context.Context, h SyncHandler) (listed bool, err e
 		clientv3.WithRange(end), clientv3.WithRev(rev+1), clientv3.WithPrevKV())
 	for resp := range wch {
 		if resp.CompactRevision != 0 {
-			return true, &CompactedError{CompactRevision: resp.CompactRevision}
+			return &CompactedError{CompactRevision: resp.CompactRevision}
 		}
 		if err := resp.Err(); err != nil {
-			return true, fmt.Errorf("store: sync watch: %w", err)
+			return fmt.Errorf("store: sync watch: %w", err)
 		}
 		s.metrics.watchEvent("sync", len(resp.Events))
 		for _, ev := range resp.Events {
@@ -235,102 +246,124 @@ func (s *Store) syncOnce(ctx context.Context, h SyncHandler) (listed bool, err e
 			applied.Applied(resp.Events[len(resp.Events)-1].Kv.ModRevision)
 		}
 	}
-	return true, errWatchClosed
+	return errWatchClosed
 }
 
+// deliver hands one watched change to the part of h that handles its key.
 func (s *Store) deliver(h SyncHandler, ev *clientv3.Event) {
 	key := string(ev.Kv.Key)
 	rev := ev.Kv.ModRevision
+	deleted := ev.Type == clientv3.EventTypeDelete
 	switch {
 	case s.keys.isAssume(key):
-		ah, ok := h.(AssumptionHandler)
-		if !ok {
-			return
+		if ah, ok := h.(AssumptionHandler); ok {
+			s.deliverAssumption(ah, ev, deleted)
 		}
-		if ev.Type == clientv3.EventTypeDelete {
-			ns, name := s.keys.assumeName(key)
-			ah.AssumptionDeleted(ns, name, rev)
-			return
-		}
-		a, err := decodeAssumption(ev.Kv.Value)
-		if err != nil {
-			s.log.Warn("store sync: skipping undecodable assumption", zap.String("key", key), zap.Error(err))
-			return
-		}
-		ah.AssumptionPut(a, rev)
 	case s.keys.isBudget(key):
-		bh, ok := h.(BudgetHandler)
-		if !ok {
-			return
+		if bh, ok := h.(BudgetHandler); ok {
+			s.deliverBudget(bh, ev, deleted)
 		}
-		if ev.Type == clientv3.EventTypeDelete {
-			ns, name := s.keys.budgetName(key)
-			bh.BudgetDeleted(ns, name, rev)
-			return
-		}
-		b, err := decodeBudget(ev.Kv.Value)
-		if err != nil {
-			s.log.Warn("store sync: skipping undecodable budget", zap.String("key", key), zap.Error(err))
-			return
-		}
-		bh.BudgetPut(b, rev)
 	case s.keys.isGroup(key):
-		gh, ok := h.(PodGroupHandler)
-		if !ok {
-			return
+		if gh, ok := h.(PodGroupHandler); ok {
+			s.deliverPodGroup(gh, ev, deleted)
 		}
-		if ev.Type == clientv3.EventTypeDelete {
-			ns, name := s.keys.groupName(key)
-			gh.PodGroupDeleted(ns, name, rev)
-			return
-		}
-		g, err := decodePodGroup(ev.Kv.Value)
-		if err != nil {
-			s.log.Warn("store sync: skipping undecodable pod group", zap.String("key", key), zap.Error(err))
-			return
-		}
-		gh.PodGroupPut(g, rev)
 	case s.keys.isNodeLease(key):
-		lh, ok := h.(NodeLeaseHandler)
-		if !ok {
-			return
-		}
-		if ev.Type == clientv3.EventTypeDelete {
-			lh.NodeLeaseDeleted(s.keys.nodeLeaseName(key), rev)
-			return
-		}
-		lh.NodeLeasePut(s.keys.nodeLeaseName(key), rev)
-	case s.keys.isNode(key):
-		if ev.Type == clientv3.EventTypeDelete {
-			h.NodeDeleted(s.keys.nodeName(key), rev)
-			return
-		}
-		n, err := decodeNode(ev.Kv.Value)
-		if err != nil {
-			s.log.Warn("store sync: skipping undecodable node", zap.String("key", key), zap.Error(err))
-			return
-		}
-		h.NodePut(n, rev)
-	case s.keys.isPod(key):
-		var prev *berthv1.Pod
-		if ev.PrevKv != nil {
-			prev, _ = decodePod(ev.PrevKv.Value)
-		}
-		if ev.Type == clientv3.EventTypeDelete {
-			if prev == nil {
-				ns, name := s.keys.podName(key)
-				prev = &berthv1.Pod{Namespace: ns, Name: name}
+		if lh, ok := h.(NodeLeaseHandler); ok {
+			if deleted {
+				lh.NodeLeaseDeleted(s.keys.nodeLeaseName(key), rev)
+			} else {
+				lh.NodeLeasePut(s.keys.nodeLeaseName(key), rev)
 			}
-			h.PodDeleted(prev, rev)
-			return
 		}
-		p, err := decodePod(ev.Kv.Value)
-		if err != nil {
-			s.log.Warn("store sync: skipping undecodable pod", zap.String("key", key), zap.Error(err))
-			return
-		}
-		h.PodPut(PodRecord{Pod: p, ModRevision: rev}, prev)
+	case s.keys.isNode(key):
+		s.deliverNode(h, ev, deleted)
+	case s.keys.isPod(key):
+		s.deliverPod(h, ev, deleted)
 	}
+}
+
+func (s *Store) deliverAssumption(ah AssumptionHandler, ev *clientv3.Event, deleted bool) {
+	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
+	if deleted {
+		ns, name := s.keys.assumeName(key)
+		ah.AssumptionDeleted(ns, name, rev)
+		return
+	}
+	a, err := decodeAssumption(ev.Kv.Value)
+	if err != nil {
+		s.log.Warn("store sync: skipping undecodable assumption", zap.String("key", key), zap.Error(err))
+		return
+	}
+	ah.AssumptionPut(a, rev)
+}
+
+func (s *Store) deliverBudget(bh BudgetHandler, ev *clientv3.Event, deleted bool) {
+	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
+	if deleted {
+		ns, name := s.keys.budgetName(key)
+		bh.BudgetDeleted(ns, name, rev)
+		return
+	}
+	b, err := decodeBudget(ev.Kv.Value)
+	if err != nil {
+		s.log.Warn("store sync: skipping undecodable budget", zap.String("key", key), zap.Error(err))
+		return
+	}
+	bh.BudgetPut(b, rev)
+}
+
+func (s *Store) deliverPodGroup(gh PodGroupHandler, ev *clientv3.Event, deleted bool) {
+	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
+	if deleted {
+		ns, name := s.keys.groupName(key)
+		gh.PodGroupDeleted(ns, name, rev)
+		return
+	}
+	g, err := decodePodGroup(ev.Kv.Value)
+	if err != nil {
+		s.log.Warn("store sync: skipping undecodable pod group", zap.String("key", key), zap.Error(err))
+		return
+	}
+	gh.PodGroupPut(g, rev)
+}
+
+func (s *Store) deliverNode(h SyncHandler, ev *clientv3.Event, deleted bool) {
+	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
+	if deleted {
+		h.NodeDeleted(s.keys.nodeName(key), rev)
+		return
+	}
+	n, err := decodeNode(ev.Kv.Value)
+	if err != nil {
+		s.log.Warn("store sync: skipping undecodable node", zap.String("key", key), zap.Error(err))
+		return
+	}
+	h.NodePut(n, rev)
+}
+
+// deliverPod passes the previous value along: handlers need it to undo
+// what the pod held (a delete's previous value, or its name alone when it
+// cannot be decoded).
+func (s *Store) deliverPod(h SyncHandler, ev *clientv3.Event, deleted bool) {
+	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
+	var prev *berthv1.Pod
+	if ev.PrevKv != nil {
+		prev, _ = decodePod(ev.PrevKv.Value)
+	}
+	if deleted {
+		if prev == nil {
+			ns, name := s.keys.podName(key)
+			prev = &berthv1.Pod{Namespace: ns, Name: name}
+		}
+		h.PodDeleted(prev, rev)
+		return
+	}
+	p, err := decodePod(ev.Kv.Value)
+	if err != nil {
+		s.log.Warn("store sync: skipping undecodable pod", zap.String("key", key), zap.Error(err))
+		return
+	}
+	h.PodPut(PodRecord{Pod: p, ModRevision: rev}, prev)
 }
 
 // rangeAt reads every key in [start, end) in chunks, all at revision rev (0:
