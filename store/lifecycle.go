@@ -33,7 +33,7 @@ import (
 // the phase does not allow is a *TransitionError.
 //
 // ASSUMED is not a phase of the stored pod: an assumption is a key of its
-// own (podgroups.go) and the pod stays PENDING until its binding commits,
+// own (assumptions.go) and the pod stays PENDING until its binding commits,
 // so a permit timeout or a lost lease only drops the assumption. Two marks
 // change no phase: preempted_by (MarkPreempted, streamed as EVICT) and
 // node_lost (MarkNodeLost).

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -127,101 +126,5 @@ func TestSyncDeliversPodGroups(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, h.next(t, 2)); diff != "" {
 		t.Errorf("(-want,+got):\n%s", diff)
-	}
-}
-
-// Assumptions carry the session lease: revoking it (the replica died)
-// removes them, and nothing else ever does on a timer.
-func TestAssumptionsLiveAndDieWithTheLease(t *testing.T) {
-	s := openStore(t, sharedEtcd(t))
-	ctx := testCtx(t)
-	lease, err := s.Client().Grant(ctx, 60)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.session.Store(&sessionInfo{id: "replica-a", lease: lease.ID})
-	as := []Assumption{{Namespace: "ns", Name: "a", UID: "ua", Node: "n1"}, {Namespace: "ns", Name: "b", UID: "ub", Node: "n2"}}
-	if err := s.PutAssumptions(ctx, as); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.ListAssumptions(ctx, "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []Assumption{{Namespace: "ns", Name: "a", UID: "ua", Node: "n1", Replica: "replica-a"}, {Namespace: "ns", Name: "b", UID: "ub", Node: "n2", Replica: "replica-a"}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("(-want,+got):\n%s", diff)
-	}
-	if err := s.DeleteAssumptions(ctx, as[:1]); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.ListAssumptions(ctx, "ns"); len(got) != 1 || got[0].Name != "b" {
-		t.Fatalf("after delete: %v, want only b", got)
-	}
-	if _, err := s.Client().Revoke(ctx, lease.ID); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.ListAssumptions(ctx, "ns"); len(got) != 0 {
-		t.Fatalf("after the lease ended: %v, want none", got)
-	}
-}
-
-// Another replica's assumption (the shard moved) is not deleted.
-func TestDeleteAssumptionsSparesOtherLeases(t *testing.T) {
-	e := sharedEtcd(t)
-	s := openStore(t, e)
-	ctx := testCtx(t)
-	theirs, err := s.Client().Grant(ctx, 60)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.session.Store(&sessionInfo{id: "them", lease: theirs.ID})
-	a := []Assumption{{Namespace: "ns", Name: "a", UID: "u", Node: "n1"}}
-	if err := s.PutAssumptions(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	s.session.Store(nil) // now "we" hold no lease
-	if err := s.DeleteAssumptions(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.ListAssumptions(ctx, ""); len(got) != 1 || got[0].Replica != "them" {
-		t.Fatalf("got %v, want their assumption kept", got)
-	}
-}
-
-// BindGang binds every member in one revision and drops their assumptions
-// in the same Txn.
-func TestBindGangDropsAssumptionsInTheSameTxn(t *testing.T) {
-	s := openStore(t, sharedEtcd(t))
-	ctx := testCtx(t)
-	pods := []*berthv1.Pod{pendingPod("ns", "m1", "u1"), pendingPod("ns", "m2", "u2")}
-	res := mustCreate(t, s, pods...)
-	if err := s.PutAssumptions(ctx, []Assumption{{Namespace: "ns", Name: "m1", UID: "u1", Node: "n1"}}); err != nil {
-		t.Fatal(err)
-	}
-	view, err := s.CurrentRevision(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bs []Binding
-	for i, p := range pods {
-		bs = append(bs, Binding{Pod: boundTo(p, "n1"), ExpectedModRevision: res[i].Revision, ViewRevision: view})
-	}
-	rev, err := s.BindGang(ctx, bs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods {
-		got, mod, err := s.GetPod(ctx, "ns", p.Name)
-		if err != nil || mod != rev || got.NodeName != "n1" {
-			t.Fatalf("%s: node %q at %d (%v), want n1 at %d", p.Name, got.GetNodeName(), mod, err, rev)
-		}
-	}
-	resp, err := s.Client().Get(ctx, s.keys.assume("ns", "m1"), clientv3.WithRev(rev-1))
-	if err != nil || len(resp.Kvs) != 1 {
-		t.Fatalf("assumption before the bind: %v, %v", resp, err)
-	}
-	if got, _ := s.ListAssumptions(ctx, ""); len(got) != 0 {
-		t.Fatalf("assumptions after the bind: %v", got)
 	}
 }
