@@ -237,11 +237,8 @@ func (s *Store) watchBindingsFrom(ctx context.Context, from int64, after *int64,
 		return nil
 	}
 	for resp := range wch {
-		if resp.CompactRevision != 0 {
-			return &CompactedError{CompactRevision: resp.CompactRevision}
-		}
-		if err := resp.Err(); err != nil {
-			return fmt.Errorf("store: binding watch: %w", err)
+		if err := watchFailure(resp, "binding watch"); err != nil {
+			return err
 		}
 		s.metrics.watchEvent("bindings", len(resp.Events))
 		// One Txn's events share a revision and arrive in one response, so

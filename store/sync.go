@@ -232,11 +232,8 @@ func (s *Store) followSync(ctx context.Context, h SyncHandler, rev int64) error 
 	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), start,
 		clientv3.WithRange(end), clientv3.WithRev(rev+1), clientv3.WithPrevKV())
 	for resp := range wch {
-		if resp.CompactRevision != 0 {
-			return &CompactedError{CompactRevision: resp.CompactRevision}
-		}
-		if err := resp.Err(); err != nil {
-			return fmt.Errorf("store: sync watch: %w", err)
+		if err := watchFailure(resp, "sync watch"); err != nil {
+			return err
 		}
 		s.metrics.watchEvent("sync", len(resp.Events))
 		for _, ev := range resp.Events {
@@ -252,84 +249,56 @@ func (s *Store) followSync(ctx context.Context, h SyncHandler, rev int64) error 
 // deliver hands one watched change to the part of h that handles its key.
 func (s *Store) deliver(h SyncHandler, ev *clientv3.Event) {
 	key := string(ev.Kv.Key)
-	rev := ev.Kv.ModRevision
-	deleted := ev.Type == clientv3.EventTypeDelete
 	switch {
 	case s.keys.isAssume(key):
 		if ah, ok := h.(AssumptionHandler); ok {
-			s.deliverAssumption(ah, ev, deleted)
+			deliverRecord(s, ev, "assumption", s.keys.assumeName, decodeAssumption, ah.AssumptionDeleted, ah.AssumptionPut)
 		}
 	case s.keys.isBudget(key):
 		if bh, ok := h.(BudgetHandler); ok {
-			s.deliverBudget(bh, ev, deleted)
+			deliverRecord(s, ev, "budget", s.keys.budgetName, decodeBudget, bh.BudgetDeleted, bh.BudgetPut)
 		}
 	case s.keys.isGroup(key):
 		if gh, ok := h.(PodGroupHandler); ok {
-			s.deliverPodGroup(gh, ev, deleted)
+			deliverRecord(s, ev, "pod group", s.keys.groupName, decodePodGroup, gh.PodGroupDeleted, gh.PodGroupPut)
 		}
 	case s.keys.isNodeLease(key):
 		if lh, ok := h.(NodeLeaseHandler); ok {
-			if deleted {
-				lh.NodeLeaseDeleted(s.keys.nodeLeaseName(key), rev)
+			if ev.Type == clientv3.EventTypeDelete {
+				lh.NodeLeaseDeleted(s.keys.nodeLeaseName(key), ev.Kv.ModRevision)
 			} else {
-				lh.NodeLeasePut(s.keys.nodeLeaseName(key), rev)
+				lh.NodeLeasePut(s.keys.nodeLeaseName(key), ev.Kv.ModRevision)
 			}
 		}
 	case s.keys.isNode(key):
-		s.deliverNode(h, ev, deleted)
+		s.deliverNode(h, ev)
 	case s.keys.isPod(key):
-		s.deliverPod(h, ev, deleted)
+		s.deliverPod(h, ev)
 	}
 }
 
-func (s *Store) deliverAssumption(ah AssumptionHandler, ev *clientv3.Event, deleted bool) {
+// deliverRecord hands a change of a namespaced record (an assumption, a
+// budget, a pod group) to its handler: deleted with the name its key
+// splits into, or put decoded; an undecodable value is logged and skipped.
+func deliverRecord[T any](s *Store, ev *clientv3.Event, what string, name func(key string) (namespace, name string),
+	decode func([]byte) (T, error), deleted func(namespace, name string, rev int64), put func(T, int64)) {
 	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
-	if deleted {
-		ns, name := s.keys.assumeName(key)
-		ah.AssumptionDeleted(ns, name, rev)
+	if ev.Type == clientv3.EventTypeDelete {
+		ns, n := name(key)
+		deleted(ns, n, rev)
 		return
 	}
-	a, err := decodeAssumption(ev.Kv.Value)
+	v, err := decode(ev.Kv.Value)
 	if err != nil {
-		s.log.Warn("store sync: skipping undecodable assumption", zap.String("key", key), zap.Error(err))
+		s.log.Warn("store sync: skipping undecodable "+what, zap.String("key", key), zap.Error(err))
 		return
 	}
-	ah.AssumptionPut(a, rev)
+	put(v, rev)
 }
 
-func (s *Store) deliverBudget(bh BudgetHandler, ev *clientv3.Event, deleted bool) {
+func (s *Store) deliverNode(h SyncHandler, ev *clientv3.Event) {
 	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
-	if deleted {
-		ns, name := s.keys.budgetName(key)
-		bh.BudgetDeleted(ns, name, rev)
-		return
-	}
-	b, err := decodeBudget(ev.Kv.Value)
-	if err != nil {
-		s.log.Warn("store sync: skipping undecodable budget", zap.String("key", key), zap.Error(err))
-		return
-	}
-	bh.BudgetPut(b, rev)
-}
-
-func (s *Store) deliverPodGroup(gh PodGroupHandler, ev *clientv3.Event, deleted bool) {
-	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
-	if deleted {
-		ns, name := s.keys.groupName(key)
-		gh.PodGroupDeleted(ns, name, rev)
-		return
-	}
-	g, err := decodePodGroup(ev.Kv.Value)
-	if err != nil {
-		s.log.Warn("store sync: skipping undecodable pod group", zap.String("key", key), zap.Error(err))
-		return
-	}
-	gh.PodGroupPut(g, rev)
-}
-
-func (s *Store) deliverNode(h SyncHandler, ev *clientv3.Event, deleted bool) {
-	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
-	if deleted {
+	if ev.Type == clientv3.EventTypeDelete {
 		h.NodeDeleted(s.keys.nodeName(key), rev)
 		return
 	}
@@ -344,13 +313,13 @@ func (s *Store) deliverNode(h SyncHandler, ev *clientv3.Event, deleted bool) {
 // deliverPod passes the previous value along: handlers need it to undo
 // what the pod held (a delete's previous value, or its name alone when it
 // cannot be decoded).
-func (s *Store) deliverPod(h SyncHandler, ev *clientv3.Event, deleted bool) {
+func (s *Store) deliverPod(h SyncHandler, ev *clientv3.Event) {
 	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
 	var prev *berthv1.Pod
 	if ev.PrevKv != nil {
 		prev, _ = decodePod(ev.PrevKv.Value)
 	}
-	if deleted {
+	if ev.Type == clientv3.EventTypeDelete {
 		if prev == nil {
 			ns, name := s.keys.podName(key)
 			prev = &berthv1.Pod{Namespace: ns, Name: name}
@@ -364,6 +333,19 @@ func (s *Store) deliverPod(h SyncHandler, ev *clientv3.Event, deleted bool) {
 		return
 	}
 	h.PodPut(PodRecord{Pod: p, ModRevision: rev}, prev)
+}
+
+// watchFailure is why a watch response ends what: the revision it started
+// from was compacted (*CompactedError), or the watch failed; nil when the
+// response carries events.
+func watchFailure(resp clientv3.WatchResponse, what string) error {
+	if resp.CompactRevision != 0 {
+		return &CompactedError{CompactRevision: resp.CompactRevision}
+	}
+	if err := resp.Err(); err != nil {
+		return fmt.Errorf("store: %s: %w", what, err)
+	}
+	return nil
 }
 
 // rangeAt reads every key in [start, end) in chunks, all at revision rev (0:
