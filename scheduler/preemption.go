@@ -4,7 +4,6 @@ import (
 	"context"
 	"hash/maphash"
 	"maps"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/berth-io/berth/scheduler/framework"
 	fwruntime "github.com/berth-io/berth/scheduler/framework/runtime"
-	"github.com/berth-io/berth/scheduler/plugins/defaultpreemption"
-	"github.com/berth-io/berth/scheduler/plugins/names"
 )
 
 // nominator remembers which pods preemption nominated to which node, so
@@ -409,7 +406,7 @@ func (s *Scheduler) victimGone(p *framework.Pod) {
 // leave room for them. They are retried at once to look elsewhere; their
 // own victims, already marked, still go.
 func (s *Scheduler) unnominateLower(preemptor *framework.Pod, node string) {
-	for _, p := range defaultpreemption.LowerPriorityNominatedPods(s.nominator, preemptor, node) {
+	for _, p := range framework.LowerPriorityNominatedPods(s.nominator, preemptor, node) {
 		s.nominator.forget(p)
 		s.shardFor(p).queue.Activate(p.Key())
 	}
@@ -427,7 +424,15 @@ type nominatingEvictor struct {
 	next      framework.Evictor
 }
 
-var _ framework.Evictor = nominatingEvictor{}
+var (
+	_ framework.Evictor         = nominatingEvictor{}
+	_ framework.EvictionTracker = nominatingEvictor{}
+)
+
+// Terminating implements framework.EvictionTracker. A victim marked for
+// eviction still holds its node until the orchestrator deletes it;
+// preempting again for the same room would only pick more victims.
+func (nominatingEvictor) Terminating(p *framework.Pod) bool { return p.PreemptedBy != "" }
 
 // Evict implements framework.Evictor.
 func (e nominatingEvictor) Evict(ctx context.Context, preemptor *framework.Pod, node string, victims []*framework.Pod) error {
@@ -520,42 +525,6 @@ func (s *Scheduler) DeleteBudget(key string) {
 	s.budgets.mu.Lock()
 	delete(s.budgets.m, key)
 	s.budgets.mu.Unlock()
-}
-
-// withPreemptionArgs gives each profile's DefaultPreemption what only the
-// scheduler has: the evictor, the budgets, and what counts as terminating.
-// Profiles are copied, not changed: they may come from a shared config.
-func (s *Scheduler) withPreemptionArgs(profiles []*fwruntime.Profile) []*fwruntime.Profile {
-	out := make([]*fwruntime.Profile, len(profiles))
-	for i, p := range profiles {
-		cp := *p
-		cp.PluginArgs = map[string]any{}
-		for k, v := range p.PluginArgs {
-			cp.PluginArgs[k] = v
-		}
-		var args defaultpreemption.Args
-		switch a := p.PluginArgs[names.DefaultPreemption].(type) {
-		case *defaultpreemption.Args:
-			args = *a
-		case defaultpreemption.Args:
-			args = a
-		}
-		args.Evictor = nominatingEvictor{nominator: s.nominator, next: s.committer}
-		args.Budgets = &s.budgets
-		// A victim marked for eviction still holds its node until the
-		// orchestrator deletes it; preempting again for the same room
-		// would only pick more victims.
-		args.Terminating = func(p *framework.Pod) bool { return p.PreemptedBy != "" }
-		if args.Parallelism == 0 {
-			// Preemptions wait for one another (withPreemptionSlot), so
-			// the cores of shards waiting for the slot are free: the dry
-			// run may use them all, as kube's does its Parallelizer.
-			args.Parallelism = max(s.cfg.Parallelism, runtime.GOMAXPROCS(0))
-		}
-		cp.PluginArgs[names.DefaultPreemption] = &args
-		out[i] = &cp
-	}
-	return out
 }
 
 // preempter is what Explain needs of a PostFilter plugin: a dry run.

@@ -178,9 +178,7 @@ func New(ctx context.Context, cfg Config, committer Committer) (*Scheduler, erro
 			s.owned[i] = 0
 		}
 	}
-	s.cfg.Profiles = s.withPreemptionArgs(cfg.Profiles)
 	s.groups = newGroupSet(s)
-	s.cfg.Profiles = s.withCoschedulingArgs(s.cfg.Profiles)
 	for i := 0; i < cfg.Shards; i++ {
 		sh, err := newShard(ctx, s, i)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -57,6 +58,14 @@ func newShard(ctx context.Context, s *Scheduler, id int) (*shard, error) {
 			fwruntime.WithBinder(s.committer),
 			fwruntime.WithParallelism(s.cfg.Parallelism),
 			fwruntime.WithPodNominator(s.nominator),
+			fwruntime.WithEvictor(nominatingEvictor{nominator: s.nominator, next: s.committer}),
+			fwruntime.WithDisruptionBudgets(&s.budgets),
+			// Preemptions wait for one another (withPreemptionSlot), so
+			// the cores of shards waiting for the slot are free: the dry
+			// run may use them all, as kube's does its Parallelizer.
+			fwruntime.WithPreemptionParallelism(max(s.cfg.Parallelism, runtime.GOMAXPROCS(0))),
+			fwruntime.WithPodGroups(s.groups),
+			fwruntime.WithGangCommitter(s.groups),
 		)
 		if err != nil {
 			return nil, err

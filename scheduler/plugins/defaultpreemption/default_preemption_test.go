@@ -90,7 +90,7 @@ func TestPostFilter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ev := &recordingEvictor{err: tt.evictErr}
-			e := newEnv(t, envConfig{args: Args{Evictor: ev}}, tt.nodes...)
+			e := newEnv(t, envConfig{evictor: ev}, tt.nodes...)
 			state, pi, m := e.filter(t, tt.pod)
 			res, st := e.pl.PostFilter(ctx, state, pi, m)
 			if st.Code() != tt.wantCode || st.Message() != tt.wantMsg {
@@ -111,7 +111,7 @@ func TestPostFilter(t *testing.T) {
 
 func TestPostFilterThroughFramework(t *testing.T) {
 	ev := &recordingEvictor{}
-	e := newEnv(t, envConfig{args: Args{Evictor: ev}}, node("n1", 2000, pod("low", 10, 2000)))
+	e := newEnv(t, envConfig{evictor: ev}, node("n1", 2000, pod("low", 10, 2000)))
 	state, pi, m := e.filter(t, pod("p", 100, 1000))
 	if got := e.f.ListPlugins()["PostFilter"]; !cmp.Equal(got, []string{Name}) {
 		t.Fatalf("PostFilter plugins = %v", got)
@@ -163,7 +163,7 @@ func TestPodEligibleToPreemptOthers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, envConfig{args: Args{Terminating: tt.terminating}}, node("n1", 2000, low))
+			e := newEnv(t, envConfig{terminating: tt.terminating}, node("n1", 2000, low))
 			got, msg := e.pl.PodEligibleToPreemptOthers(tt.pod, tt.status)
 			if got != tt.want || msg != tt.wantMsg {
 				t.Errorf("got (%v, %q), want (%v, %q)", got, msg, tt.want, tt.wantMsg)
@@ -622,7 +622,7 @@ func TestDryRunEvictsNothing(t *testing.T) {
 			clock := fwtest.NewFakeClock(t0)
 			ev := &recordingEvictor{}
 			waiting := pod("waiting", 1, 1000)
-			e := newEnv(t, envConfig{args: Args{Evictor: ev, Clock: clock}, extra: []framework.Plugin{&holdPermit{}},
+			e := newEnv(t, envConfig{evictor: ev, extra: []framework.Plugin{&holdPermit{}},
 				opts: []runtime.Option{runtime.WithClock(clock)}},
 				node("n1", 2000, waiting, pod("bound", 2, 1000)))
 			if st := e.f.RunPermitPlugins(ctx, framework.NewCycleState(), waiting, "n1"); !st.IsWait() {
@@ -660,7 +660,7 @@ func TestDryRunEvictsNothing(t *testing.T) {
 func TestTerminatingVictimsAreNotEvictedAgain(t *testing.T) {
 	ev := &recordingEvictor{}
 	gone := pod("going", 1, 1000)
-	e := newEnv(t, envConfig{args: Args{Evictor: ev, Terminating: func(p *framework.Pod) bool { return p == gone }}},
+	e := newEnv(t, envConfig{evictor: ev, terminating: func(p *framework.Pod) bool { return p == gone }},
 		node("n1", 2000, gone, pod("stays", 2, 1000)))
 	state, pi, m := e.filter(t, pod("p", 100, 2000))
 	if _, st := e.pl.PostFilter(ctx, state, pi, m); !st.IsSuccess() {
@@ -748,10 +748,10 @@ func TestNewRejectsBadArgs(t *testing.T) {
 
 func TestLowerPriorityNominatedPods(t *testing.T) {
 	n := fakeNominator{"n1": {framework.NewPodInfo(pod("low", 1, 0)), framework.NewPodInfo(pod("same", 100, 0)), framework.NewPodInfo(pod("high", 200, 0))}}
-	if diff := cmp.Diff([]string{"low"}, podNames(LowerPriorityNominatedPods(n, pod("p", 100, 0), "n1"))); diff != "" {
+	if diff := cmp.Diff([]string{"low"}, podNames(framework.LowerPriorityNominatedPods(n, pod("p", 100, 0), "n1"))); diff != "" {
 		t.Errorf("(-want,+got):\n%s", diff)
 	}
-	if got := LowerPriorityNominatedPods(nil, pod("p", 100, 0), "n1"); got != nil {
+	if got := framework.LowerPriorityNominatedPods(nil, pod("p", 100, 0), "n1"); got != nil {
 		t.Errorf("nil nominator: got %v", got)
 	}
 }
