@@ -154,7 +154,7 @@ func (g *groupSet) writeHeld(p *framework.Pod) {
 		if err == nil {
 			return
 		}
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, ErrCommitConflict) {
 			// Another writer took the room since the placement's view (or
 			// the shard moved): the member cannot hold it, so its gang is
 			// released and retried like any failed member.

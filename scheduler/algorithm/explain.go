@@ -54,7 +54,7 @@ type Explanation struct {
 // chooses the same node. With a smaller window Schedule sees a subset and
 // may choose a node Explain ranks lower. Like Schedule, call it from the
 // shard's loop.
-func (s *Scheduler) Explain(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo) (Explanation, error) {
+func (s *Placer) Explain(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo) (Explanation, error) {
 	var ex Explanation
 	all := fwk.SnapshotSharedLister().NodeInfos().List()
 	if len(all) == 0 {
@@ -166,7 +166,7 @@ func rejection(ni *framework.NodeInfo, st *framework.Status) NodeExplanation {
 
 // nominatedFits reports whether Schedule would take the nominated node
 // directly: it is tried before, and regardless of, PreFilter narrowing.
-func (s *Scheduler) nominatedFits(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, name string, feasibleNodes, candidates []*framework.NodeInfo) bool {
+func (s *Placer) nominatedFits(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, name string, feasibleNodes, candidates []*framework.NodeInfo) bool {
 	if nodeIn(feasibleNodes, name) {
 		return true
 	}
