@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"maps"
+	"slices"
+
 	"go.uber.org/zap"
 
 	"github.com/berth-io/berth/scheduler/framework"
@@ -33,13 +36,13 @@ func (s *Scheduler) UpsertNode(n *framework.Node) {
 // plugins care about it are retried.
 func nodeChange(old, n *framework.Node) framework.ActionType {
 	var a framework.ActionType
-	if !equalResources(old.Allocatable, n.Allocatable) {
+	if !maps.Equal(old.Allocatable, n.Allocatable) {
 		a |= framework.ActionUpdateNodeAllocatable
 	}
-	if !equalStrings(old.Labels, n.Labels) {
+	if !maps.Equal(old.Labels, n.Labels) {
 		a |= framework.ActionUpdateNodeLabel
 	}
-	if !equalTaints(old.Taints, n.Taints) || old.Unschedulable != n.Unschedulable {
+	if !slices.Equal(old.Taints, n.Taints) || old.Unschedulable != n.Unschedulable {
 		a |= framework.ActionUpdateNodeTaint
 	}
 	if len(old.Images) != len(n.Images) {
@@ -147,42 +150,6 @@ func (s *Scheduler) broadcast(ev framework.ClusterEvent, oldObj, newObj any) {
 	for _, sh := range s.shards {
 		sh.queue.MoveAllToActiveOrBackoffQueue(ev, oldObj, newObj, nil)
 	}
-}
-
-func equalResources(a, b framework.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-func equalStrings(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-func equalTaints(a, b []framework.Taint) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // podPending applies a pending record. A pod the cache still holds on a

@@ -268,13 +268,27 @@ func (s *Placer) findNodesThatPassFilters(ctx context.Context, fwk *runtime.Fram
 			return false
 		}
 	})
+	recordedNominated = s.keepWindowPrefix(results[:filtered.Load()], nodes, start, numToFind, diag, nominated)
+	if st := firstErr.Load(); st != nil {
+		return s.feasible, recordedNominated, st.AsError()
+	}
+	return s.feasible, recordedNominated, nil
+}
+
+// keepWindowPrefix walks the filtered part of the window in order, keeps
+// feasible nodes until numToFind, records the rejections before that point
+// in diag, and clears results for the next cycle. It reports whether the
+// nominated node's rejection was recorded.
+func (s *Placer) keepWindowPrefix(results []nodeResult, nodes []*framework.NodeInfo, start, numToFind int, diag *framework.Diagnosis,
+	nominated *framework.NodeInfo) (recordedNominated bool) {
+	n := len(nodes)
 	// Most rejections come from the same plugin with the same code: note
 	// each plugin once per run rather than once per node.
 	var last struct {
 		plugin string
 		code   framework.Code
 	}
-	for i := range results[:filtered.Load()] {
+	for i := range results {
 		r := &results[i]
 		if len(s.feasible) < numToFind {
 			switch ni := nodes[(start+i)%n]; r.state {
@@ -293,10 +307,7 @@ func (s *Placer) findNodesThatPassFilters(ctx context.Context, fwk *runtime.Fram
 		}
 		*r = nodeResult{}
 	}
-	if st := firstErr.Load(); st != nil {
-		return s.feasible, recordedNominated, st.AsError()
-	}
-	return s.feasible, recordedNominated, nil
+	return recordedNominated
 }
 
 // prioritize runs PreScore and Score and returns the weighted totals, in
