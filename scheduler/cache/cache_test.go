@@ -71,6 +71,8 @@ func stateOf(c *Cache) cacheState {
 	return s
 }
 
+// Long for its table: one case per behaviour, kept together so they
+// read side by side.
 func TestStateMachine(t *testing.T) {
 	p := pod("p", "a", 500)
 	type op func(c *Cache) error

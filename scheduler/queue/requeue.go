@@ -128,4 +128,3 @@ func (q *PriorityQueue) flushUnschedulableLeftover() {
 	}
 	q.applyMoves(moves)
 }
-
