@@ -454,27 +454,6 @@ func TestSelectCandidate(t *testing.T) {
 	}
 }
 
-func TestNumCandidates(t *testing.T) {
-	tests := []struct {
-		nodes           int
-		percentage, abs int32
-		want            int
-	}{
-		{nodes: 5000, percentage: 10, abs: 100, want: 500},
-		{nodes: 500, percentage: 10, abs: 100, want: 100},
-		{nodes: 50, percentage: 10, abs: 100, want: 50},
-		{nodes: 1000, percentage: 0, abs: 7, want: 7},
-		{nodes: 1000, percentage: 50, abs: 0, want: 500},
-		{nodes: 9, percentage: 100, abs: 0, want: 9},
-		{nodes: 15, percentage: 10, abs: 0, want: 1},
-	}
-	for _, tt := range tests {
-		if got := numCandidates(tt.nodes, tt.percentage, tt.abs); got != tt.want {
-			t.Errorf("numCandidates(%d, %d%%, %d) = %d, want %d", tt.nodes, tt.percentage, tt.abs, got, tt.want)
-		}
-	}
-}
-
 func TestDryRunStopsWithEnoughCandidates(t *testing.T) {
 	// Ten nodes, each with one victim; on n4..n6 the victim is protected by
 	// an exhausted budget. Three candidates wanted, starting at n4.
