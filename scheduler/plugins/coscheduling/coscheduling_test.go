@@ -345,7 +345,7 @@ func TestPodsWithoutGroupPassEverywhere(t *testing.T) {
 	}
 }
 
-// Without a core (no Args), members are held back rather than placed
+// Without a core (no handle), members are held back rather than placed
 // alone.
 func TestWithoutRegistryMembersAreGated(t *testing.T) {
 	pl, err := coscheduling.New(context.Background(), nil, nil)
