@@ -10,8 +10,6 @@ import (
 
 	"github.com/berth-io/berth/scheduler/framework"
 	fwruntime "github.com/berth-io/berth/scheduler/framework/runtime"
-	"github.com/berth-io/berth/scheduler/plugins/coscheduling"
-	"github.com/berth-io/berth/scheduler/plugins/names"
 )
 
 // GroupBinder is an optional part of a Committer, needed for gangs: the
@@ -56,22 +54,6 @@ type assumption struct {
 	pod      *framework.Pod
 	written  bool // a write was attempted: it may have landed
 	released bool // no write may start any more
-}
-
-// withCoschedulingArgs gives each profile's Coscheduling the scheduler's
-// pod group registry. Profiles are copied, not changed.
-func (s *Scheduler) withCoschedulingArgs(profiles []*fwruntime.Profile) []*fwruntime.Profile {
-	out := make([]*fwruntime.Profile, len(profiles))
-	for i, p := range profiles {
-		cp := *p
-		cp.PluginArgs = make(map[string]any, len(p.PluginArgs)+1)
-		for k, v := range p.PluginArgs {
-			cp.PluginArgs[k] = v
-		}
-		cp.PluginArgs[names.Coscheduling] = &coscheduling.Args{Groups: s.groups, Gangs: s.groups}
-		out[i] = &cp
-	}
-	return out
 }
 
 // BindTogether implements framework.GangCommitter.
@@ -172,7 +154,7 @@ func (g *groupSet) writeHeld(p *framework.Pod) {
 		if err == nil {
 			return
 		}
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, ErrCommitConflict) {
 			// Another writer took the room since the placement's view (or
 			// the shard moved): the member cannot hold it, so its gang is
 			// released and retried like any failed member.

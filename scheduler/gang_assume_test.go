@@ -13,7 +13,7 @@ import (
 )
 
 // conflictingAssumer fails its first `fail` assumption writes with
-// ErrConflict, as the store does when another replica took the room.
+// ErrCommitConflict, as the store does when another replica took the room.
 type conflictingAssumer struct {
 	*gangCommitter
 	fail     atomic.Int32
@@ -24,7 +24,7 @@ func (c *conflictingAssumer) Assume(ctx context.Context, pods []*framework.Pod) 
 	if c.fail.Add(-1) >= 0 {
 		c.failures.Add(1)
 		c.record(func() {})
-		return fmt.Errorf("%w: the node filled", ErrConflict)
+		return fmt.Errorf("%w: the node filled", ErrCommitConflict)
 	}
 	return c.gangCommitter.Assume(ctx, pods)
 }

@@ -20,7 +20,7 @@ type gangCommitter struct {
 	groups    [][]string
 	assumed   []string
 	unassumed []string
-	// failGroups fails that many BindGroup calls with ErrConflict.
+	// failGroups fails that many BindGroup calls with ErrCommitConflict.
 	failGroups int
 	changed    chan struct{}
 }
@@ -52,7 +52,7 @@ func (c *gangCommitter) BindGroup(_ context.Context, pods []*framework.Pod) erro
 	c.record(func() {
 		if c.failGroups > 0 {
 			c.failGroups--
-			err = fmt.Errorf("%w: a node filled", ErrConflict)
+			err = fmt.Errorf("%w: a node filled", ErrCommitConflict)
 			return
 		}
 		c.groups = append(c.groups, names)

@@ -96,7 +96,7 @@ func TestOwnershipGatesScheduling(t *testing.T) {
 // A binding refused because another writer charged the node after the
 // placement's view waits for the cache to catch up before it is retried.
 func TestStaleViewRetriesOnceTheViewCatchesUp(t *testing.T) {
-	c := &scriptedCommitter{binds: make(chan *framework.Pod, 8), script: []error{&StaleViewError{Revision: 100}}}
+	c := &scriptedCommitter{binds: make(chan *framework.Pod, 8), script: []error{&NodeChargedError{Revision: 100}}}
 	s := runScheduler(t, c)
 	s.SetViewRevision(10)
 	p := podWith("p", nil, nil)

@@ -32,7 +32,7 @@ func sourceOf(p *framework.Pod) (*berthv1.Pod, error) {
 func (c committer) update(ctx context.Context, p *framework.Pod, next *berthv1.Pod) error {
 	res := c.store.UpdatePods(ctx, []store.PodUpdate{{Pod: next, ExpectedModRevision: p.Revision}})[0]
 	if errors.Is(res.Err, store.ErrConflict) {
-		return fmt.Errorf("%w: %v", scheduler.ErrConflict, res.Err)
+		return fmt.Errorf("%w: %v", scheduler.ErrCommitConflict, res.Err)
 	}
 	return res.Err
 }
@@ -240,9 +240,9 @@ func coreConflict(err error) error {
 	var stale *store.StaleViewError
 	switch {
 	case errors.As(err, &stale):
-		return &scheduler.StaleViewError{Revision: stale.Revision}
+		return &scheduler.NodeChargedError{Revision: stale.Revision}
 	case errors.Is(err, store.ErrConflict):
-		return fmt.Errorf("%w: %v", scheduler.ErrConflict, err)
+		return fmt.Errorf("%w: %v", scheduler.ErrCommitConflict, err)
 	}
 	return err
 }

@@ -30,7 +30,7 @@ func (c committer) BindGroup(ctx context.Context, pods []*framework.Pod) error {
 	}
 	_, err := c.store.BindGang(ctx, bs)
 	if errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("%w: %v", scheduler.ErrConflict, err)
+		return fmt.Errorf("%w: %v", scheduler.ErrCommitConflict, err)
 	}
 	return err
 }

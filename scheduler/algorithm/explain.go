@@ -54,7 +54,7 @@ type Explanation struct {
 // chooses the same node. With a smaller window Schedule sees a subset and
 // may choose a node Explain ranks lower. Like Schedule, call it from the
 // shard's loop.
-func (s *Scheduler) Explain(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo) (Explanation, error) {
+func (s *Placer) Explain(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo) (Explanation, error) {
 	var ex Explanation
 	all := fwk.SnapshotSharedLister().NodeInfos().List()
 	if len(all) == 0 {
@@ -78,6 +78,36 @@ func (s *Scheduler) Explain(ctx context.Context, fwk *runtime.Framework, state *
 	}
 
 	candidates := narrow(fwk, all, preRes, withNodes, &diag)
+	feasibleNodes, err := s.explainFilters(ctx, fwk, state, pod, all, candidates, preRes, &diag, &ex)
+	if err != nil {
+		return ex, err
+	}
+
+	if nominated := pod.Pod.NominatedNodeName; nominated != "" && s.nominatedFits(ctx, fwk, state, pod, nominated, feasibleNodes, candidates) {
+		ex.Chosen, ex.Tied = nominated, []string{nominated}
+		return ex, nil
+	}
+	if len(feasibleNodes) == 0 {
+		ex.FitError = &framework.FitError{Pod: pod.Pod, NumAllNodes: len(all), Diagnosis: diag}
+		return ex, nil
+	}
+	if len(feasibleNodes) == 1 || !fwk.HasScorePlugins() {
+		// Without Score plugins Schedule stops at the first feasible node
+		// of its window.
+		ex.Chosen = feasibleNodes[0].Node().Name
+		ex.Tied = []string{ex.Chosen}
+		return ex, nil
+	}
+
+	err = s.explainScores(ctx, fwk, state, pod, feasibleNodes, &ex)
+	return ex, err
+}
+
+// explainFilters runs the filters over candidates in window order, and
+// adds every node's outcome to ex: the candidates', then those PreFilter
+// ruled out. It returns the feasible nodes.
+func (s *Placer) explainFilters(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo,
+	all, candidates []*framework.NodeInfo, preRes *framework.PreFilterResult, diag *framework.Diagnosis, ex *Explanation) ([]*framework.NodeInfo, error) {
 	n := len(candidates)
 	start := s.nextStartNodeIndex
 	statuses := make([]*framework.Status, n)
@@ -103,7 +133,7 @@ func (s *Scheduler) Explain(ctx context.Context, fwk *runtime.Framework, state *
 		}
 	}
 	if firstErr != nil {
-		return ex, firstErr.AsError()
+		return nil, firstErr.AsError()
 	}
 	if !preRes.AllNodes() {
 		absent := diag.NodeToStatus.AbsentNodesStatus()
@@ -117,27 +147,17 @@ func (s *Scheduler) Explain(ctx context.Context, fwk *runtime.Framework, state *
 			}
 		}
 	}
+	return feasibleNodes, nil
+}
 
-	if nominated := pod.Pod.NominatedNodeName; nominated != "" && s.nominatedFits(ctx, fwk, state, pod, nominated, feasibleNodes, candidates) {
-		ex.Chosen, ex.Tied = nominated, []string{nominated}
-		return ex, nil
-	}
-	if len(feasibleNodes) == 0 {
-		ex.FitError = &framework.FitError{Pod: pod.Pod, NumAllNodes: len(all), Diagnosis: diag}
-		return ex, nil
-	}
-	if len(feasibleNodes) == 1 || !fwk.HasScorePlugins() {
-		// Without Score plugins Schedule stops at the first feasible node
-		// of its window.
-		ex.Chosen = feasibleNodes[0].Node().Name
-		ex.Tied = []string{ex.Chosen}
-		return ex, nil
-	}
-
+// explainScores scores the feasible nodes into ex, and picks the node
+// with a copy of the random source, so the next Schedule draws the same.
+func (s *Placer) explainScores(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo,
+	feasibleNodes []*framework.NodeInfo, ex *Explanation) error {
 	var scores framework.NodeScores
 	totals, err := s.prioritize(ctx, fwk, state, pod, feasibleNodes, &scores)
 	if err != nil {
-		return ex, err
+		return err
 	}
 	byName := make(map[string]int, len(feasibleNodes))
 	for i, ni := range feasibleNodes {
@@ -157,7 +177,7 @@ func (s *Scheduler) Explain(ctx context.Context, fwk *runtime.Framework, state *
 			ex.Tied = append(ex.Tied, feasibleNodes[i].Node().Name)
 		}
 	}
-	return ex, nil
+	return nil
 }
 
 func rejection(ni *framework.NodeInfo, st *framework.Status) NodeExplanation {
@@ -166,7 +186,7 @@ func rejection(ni *framework.NodeInfo, st *framework.Status) NodeExplanation {
 
 // nominatedFits reports whether Schedule would take the nominated node
 // directly: it is tried before, and regardless of, PreFilter narrowing.
-func (s *Scheduler) nominatedFits(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, name string, feasibleNodes, candidates []*framework.NodeInfo) bool {
+func (s *Placer) nominatedFits(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, name string, feasibleNodes, candidates []*framework.NodeInfo) bool {
 	if nodeIn(feasibleNodes, name) {
 		return true
 	}

@@ -13,10 +13,10 @@ import (
 
 // Errors, checked with errors.Is.
 var (
-	// ErrConflict means the room a pod was placed into is gone: another shard
-	// (or replica) took it after this shard's snapshot, or the node left. The
-	// pod should be retried at once against a fresh snapshot.
-	ErrConflict = errors.New("cache: node changed since snapshot")
+	// ErrNodeChanged means the room a pod was placed into is gone: another
+	// shard (or replica) took it after this shard's snapshot, or the node
+	// left. The pod should be retried at once against a fresh snapshot.
+	ErrNodeChanged = errors.New("cache: node changed since snapshot")
 	// ErrPodExists means the pod is already in the cache (assumed or bound).
 	ErrPodExists = errors.New("cache: pod already cached")
 	// ErrPodNotFound means the pod is not in the cache.
@@ -345,7 +345,7 @@ func (c *Cache) RemovePod(p *framework.Pod) error {
 // it still fits the live NodeInfo, not the caller's snapshot: resources as
 // NodeResourcesFit checks them (pod count, cpu, memory, ephemeral storage,
 // extended resources) and host ports. On a conflict it returns an error
-// wrapping ErrConflict and changes nothing. The cache keeps pi; the caller
+// wrapping ErrNodeChanged and changes nothing. The cache keeps pi; the caller
 // must not modify it afterwards.
 func (c *Cache) AssumePod(pi *framework.PodInfo) error {
 	p := pi.Pod
@@ -360,10 +360,10 @@ func (c *Cache) AssumePod(pi *framework.PodInfo) error {
 	}
 	it, ok := c.nodes[p.NodeName]
 	if !ok || it.info.Node() == nil {
-		return fmt.Errorf("%w: node %s is gone", ErrConflict, p.NodeName)
+		return fmt.Errorf("%w: node %s is gone", ErrNodeChanged, p.NodeName)
 	}
 	if reason := c.misfit(pi, it.info); reason != "" {
-		return fmt.Errorf("%w: pod %s on node %s: %s", ErrConflict, key, p.NodeName, reason)
+		return fmt.Errorf("%w: pod %s on node %s: %s", ErrNodeChanged, key, p.NodeName, reason)
 	}
 	c.addPodLocked(pi, true)
 	c.placed.record(pi)

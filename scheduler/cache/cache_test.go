@@ -71,6 +71,8 @@ func stateOf(c *Cache) cacheState {
 	return s
 }
 
+// Long for its table: one case per behaviour, kept together so they
+// read side by side.
 func TestStateMachine(t *testing.T) {
 	p := pod("p", "a", 500)
 	type op func(c *Cache) error
@@ -298,7 +300,7 @@ func TestAssumePodConflict(t *testing.T) {
 			}
 			before, _ := c.NodeInfo("n")
 			err := c.AssumePod(framework.NewPodInfo(tc.pod))
-			if got := errors.Is(err, ErrConflict); got != tc.conflict || (!tc.conflict && err != nil) {
+			if got := errors.Is(err, ErrNodeChanged); got != tc.conflict || (!tc.conflict && err != nil) {
 				t.Fatalf("AssumePod err = %v, want conflict %v", err, tc.conflict)
 			}
 			if !tc.conflict {
@@ -336,8 +338,8 @@ func TestAssumePodConflictFromOtherPods(t *testing.T) {
 			c := New()
 			c.AddNode(node("n", framework.ResourceList{"cpu": 1000, "pods": 2}))
 			tc.setup(c)
-			if err := c.AssumePod(framework.NewPodInfo(pod("p", "n", 300))); !errors.Is(err, ErrConflict) {
-				t.Fatalf("AssumePod err = %v, want ErrConflict", err)
+			if err := c.AssumePod(framework.NewPodInfo(pod("p", "n", 300))); !errors.Is(err, ErrNodeChanged) {
+				t.Fatalf("AssumePod err = %v, want ErrNodeChanged", err)
 			}
 		})
 	}
@@ -507,7 +509,7 @@ func TestConcurrentAssumeNeverOvercommits(t *testing.T) {
 		switch err := <-results; {
 		case err == nil:
 			ok++
-		case errors.Is(err, ErrConflict):
+		case errors.Is(err, ErrNodeChanged):
 			conflicts++
 		default:
 			t.Fatal(err)

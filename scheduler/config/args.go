@@ -22,45 +22,41 @@ import (
 // with a line. Plugins check their args again when built; this layer only
 // adds the location. ok is false when Berth knows no args for the plugin.
 func (p *problems) decodeArgs(plugin string, n *yaml.Node, path string) (args any, ok bool) {
-	switch plugin {
-	case names.NodeResourcesFit:
-		var w fitArgsV1
-		if !p.decodeTyped(plugin, n, path, &w, &w.typeMeta) {
-			return nil, true
-		}
-		return p.fitArgs(&w, path), true
-	case names.NodeResourcesBalancedAllocation:
-		var w balancedAllocationArgsV1
-		if !p.decodeTyped(plugin, n, path, &w, &w.typeMeta) {
-			return nil, true
-		}
-		return p.balancedAllocationArgs(&w, path), true
-	case names.DefaultPreemption:
-		var w defaultPreemptionArgsV1
-		if !p.decodeTyped(plugin, n, path, &w, &w.typeMeta) {
-			return nil, true
-		}
-		return p.defaultPreemptionArgs(&w, path), true
-	case names.InterPodAffinity:
-		var w interPodAffinityArgsV1
-		if !p.decodeTyped(plugin, n, path, &w, &w.typeMeta) {
-			return nil, true
-		}
-		return p.interPodAffinityArgs(&w, path), true
-	case names.NodeAffinity:
-		var w nodeAffinityArgsV1
-		if !p.decodeTyped(plugin, n, path, &w, &w.typeMeta) {
-			return nil, true
-		}
-		return p.nodeAffinityArgs(&w, path), true
-	case names.PodTopologySpread:
-		var w podTopologySpreadArgsV1
-		if !p.decodeTyped(plugin, n, path, &w, &w.typeMeta) {
-			return nil, true
-		}
-		return p.podTopologySpreadArgs(&w, path), true
+	decode, ok := argsDecoders[plugin]
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	return decode(p, plugin, n, path), true
+}
+
+// argsDecoder decodes one plugin's args node; nil when decoding was cut
+// short.
+type argsDecoder func(p *problems, plugin string, n *yaml.Node, path string) any
+
+// argsDecoders decode each plugin's args: into its v1 wire type, then,
+// checked, into the plugin's Args.
+var argsDecoders = map[string]argsDecoder{
+	names.NodeResourcesFit:                viaWire((*problems).fitArgs),
+	names.NodeResourcesBalancedAllocation: viaWire((*problems).balancedAllocationArgs),
+	names.DefaultPreemption:               viaWire((*problems).defaultPreemptionArgs),
+	names.InterPodAffinity:                viaWire((*problems).interPodAffinityArgs),
+	names.NodeAffinity:                    viaWire((*problems).nodeAffinityArgs),
+	names.PodTopologySpread:               viaWire((*problems).podTopologySpreadArgs),
+}
+
+// viaWire is the argsDecoder that decodes into the wire type W and builds
+// the plugin's args from it with build.
+func viaWire[W any, PW interface {
+	*W
+	meta() *typeMeta
+}, A any](build func(*problems, PW, string) A) argsDecoder {
+	return func(p *problems, plugin string, n *yaml.Node, path string) any {
+		w := PW(new(W))
+		if !p.decodeTyped(plugin, n, path, w, w.meta()) {
+			return nil
+		}
+		return build(p, w, path)
+	}
 }
 
 // decodeTyped decodes args into w and checks the optional apiVersion and

@@ -189,3 +189,6 @@ type typeMeta struct {
 	APIVersion string `yaml:"apiVersion"`
 	Kind       string `yaml:"kind"`
 }
+
+// meta gives viaWire the typeMeta every args wire type embeds.
+func (t *typeMeta) meta() *typeMeta { return t }

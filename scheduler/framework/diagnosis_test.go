@@ -11,6 +11,8 @@ func rejectedBy(plugin string, code Code, reasons ...string) *Status {
 	return NewStatus(code, reasons...).WithPlugin(plugin)
 }
 
+// Long for its table: one case per behaviour, kept together so they
+// read side by side.
 func TestFitError(t *testing.T) {
 	taint := "node(s) had untolerated taint {a: b}"
 	tests := []struct {

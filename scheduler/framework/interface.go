@@ -258,6 +258,26 @@ type Handle interface {
 	GetWaitingPod(key string) WaitingPod
 	// RejectWaitingPod rejects a waiting pod; false if there is none.
 	RejectWaitingPod(key string) bool
+
+	// The services below belong to the scheduler running the framework,
+	// not to any profile: they are set once when the framework is built,
+	// so a plugin's args stay what was configured.
+
+	// Clock is the framework's clock: Permit timeouts, and the "now" of
+	// plugins that need one.
+	Clock() Clock
+	// Evictor carries out preemption decisions; nil means victims are
+	// chosen and the preemptor nominated, but nobody is evicted.
+	Evictor() Evictor
+	// DisruptionBudgets lists the budgets preemption tries to keep; nil
+	// means none.
+	DisruptionBudgets() BudgetLister
+	// PodGroups lists pod groups and counts their members; nil means no
+	// group is known.
+	PodGroups() PodGroupLister
+	// GangCommitter gathers a gang's released members for their joint
+	// commit; nil means nothing is gathered.
+	GangCommitter() GangCommitter
 }
 
 // WaitingPodKey is the key waiting pods are tracked by: the UID, or

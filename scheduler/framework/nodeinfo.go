@@ -315,6 +315,12 @@ const (
 
 var wellKnownTopology = [...]string{LabelHostname, LabelTopologyZone, LabelTopologyRegion}
 
+// This file runs past 600 lines on purpose: Resource parses requests,
+// PodInfo computes them once per pod, and NodeInfo charges them to a node.
+// Whoever checks that a node is never overcommitted reads all three at
+// once, so they stay side by side; labels, taints and the generation
+// counter are here only because NodeInfo caches them.
+
 // LabelKey is a node label key resolved once, so that Label can answer
 // for the well-known topology labels from NodeInfo's copies. Spreading and
 // affinity read one label of every node in every cycle; hashing the key

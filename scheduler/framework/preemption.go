@@ -31,3 +31,26 @@ type Evictor interface {
 	// attempt; the preemptor is retried with backoff.
 	Evict(ctx context.Context, preemptor *Pod, nominatedNode string, victims []*Pod) error
 }
+
+// EvictionTracker is an optional part of an Evictor that knows which pods
+// are on their way out: evicted, but not yet gone. Berth pods have no
+// terminating state of their own, so only whoever evicts can tell.
+type EvictionTracker interface {
+	Terminating(p *Pod) bool
+}
+
+// LowerPriorityNominatedPods returns the pods nominated to node with a
+// priority below pod's: after pod preempts there, they may no longer fit,
+// so their nomination should be cleared.
+func LowerPriorityNominatedPods(n PodNominator, pod *Pod, node string) []*Pod {
+	if n == nil {
+		return nil
+	}
+	var out []*Pod
+	for _, pi := range n.NominatedPodsForNode(node) {
+		if pi.Pod.Priority < pod.Priority {
+			out = append(out, pi.Pod)
+		}
+	}
+	return out
+}

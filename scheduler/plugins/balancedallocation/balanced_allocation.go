@@ -38,17 +38,9 @@ var (
 
 // New builds the plugin from *Args, Args or nil (defaults).
 func New(_ context.Context, args any, _ framework.Handle) (framework.Plugin, error) {
-	var a Args
-	switch v := args.(type) {
-	case nil:
-	case *Args:
-		if v != nil {
-			a = *v
-		}
-	case Args:
-		a = v
-	default:
-		return nil, fmt.Errorf("%s: want args of type *Args, got %T", Name, args)
+	a, err := framework.DecodeArgs[Args](Name, args)
+	if err != nil {
+		return nil, err
 	}
 	if len(a.Resources) == 0 {
 		a.Resources = helper.DefaultResources()

@@ -22,17 +22,6 @@ import (
 // Name is the plugin's name.
 const Name = names.Coscheduling
 
-// Args gives the plugin the core's view of pod groups; the scheduler fills
-// it in for every profile.
-type Args struct {
-	// Groups lists the pod groups and counts their members. Nil: no group
-	// is known, so every pod that names one is held back.
-	Groups framework.PodGroupLister
-	// Gangs gathers released members for their joint commit and keeps the
-	// waiting ones' assumptions. Nil: nothing is gathered.
-	Gangs framework.GangCommitter
-}
-
 // Coscheduling implements gang scheduling at PreEnqueue, PreFilter,
 // Reserve (for Unreserve) and Permit.
 type Coscheduling struct {
@@ -54,21 +43,18 @@ var (
 	_ framework.EnqueueExtensions = (*Coscheduling)(nil)
 )
 
-// New builds the plugin from *Args (or Args, or nil).
+// New builds the plugin. It takes no args: the pod groups and the gang
+// commits are the scheduler's, reached through h, which may be nil (PodGroups: nil means no
+// group is known, so every pod that names one is held back;
+// GangCommitter: nil means nothing is gathered).
 func New(_ context.Context, args any, h framework.Handle) (framework.Plugin, error) {
-	var a Args
-	switch v := args.(type) {
-	case nil:
-	case *Args:
-		if v != nil {
-			a = *v
-		}
-	case Args:
-		a = v
-	default:
-		return nil, fmt.Errorf("coscheduling: want *coscheduling.Args, got %T", args)
+	if args != nil {
+		return nil, fmt.Errorf("%s: takes no args, got %T", Name, args)
 	}
-	c := &Coscheduling{h: h, groups: a.Groups, gangs: a.Gangs}
+	c := &Coscheduling{h: h}
+	if h != nil {
+		c.groups, c.gangs = h.PodGroups(), h.GangCommitter()
+	}
 	if c.gangs == nil {
 		c.gangs = nopGangs{}
 	}

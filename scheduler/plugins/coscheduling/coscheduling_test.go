@@ -121,7 +121,7 @@ func newEnv(t *testing.T, groups *fakeGroups) *env {
 	e := &env{groups: groups, gangs: &fakeGangs{}, clock: fwtest.NewFakeClock(time.Unix(1700000000, 0))}
 	reg := framework.Registry{coscheduling.Name: func(ctx context.Context, _ any, h framework.Handle) (framework.Plugin, error) {
 		e.gangs.h = h
-		p, err := coscheduling.New(ctx, &coscheduling.Args{Groups: e.groups, Gangs: e.gangs}, h)
+		p, err := coscheduling.New(ctx, nil, h)
 		if err == nil {
 			e.plugin = p.(*coscheduling.Coscheduling)
 		}
@@ -129,7 +129,8 @@ func newEnv(t *testing.T, groups *fakeGroups) *env {
 	}}
 	prof := &runtime.Profile{Plugins: runtime.Plugins{MultiPoint: runtime.PluginSet{Enabled: []runtime.PluginRef{{Name: coscheduling.Name}}}}}
 	fwk, err := runtime.NewFramework(context.Background(), reg, prof,
-		runtime.WithSnapshotSharedLister(fwtest.NewLister()), runtime.WithClock(e.clock))
+		runtime.WithSnapshotSharedLister(fwtest.NewLister()), runtime.WithClock(e.clock),
+		runtime.WithPodGroups(e.groups), runtime.WithGangCommitter(e.gangs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func TestPodsWithoutGroupPassEverywhere(t *testing.T) {
 	}
 }
 
-// Without a core (no Args), members are held back rather than placed
+// Without a core (no handle), members are held back rather than placed
 // alone.
 func TestWithoutRegistryMembersAreGated(t *testing.T) {
 	pl, err := coscheduling.New(context.Background(), nil, nil)

@@ -3,8 +3,6 @@ package defaultpreemption
 import (
 	"errors"
 	"fmt"
-
-	"github.com/berth-io/berth/scheduler/framework"
 )
 
 // Kube's defaults for how many candidate nodes a dry run looks for.
@@ -13,8 +11,9 @@ const (
 	DefaultMinCandidateNodesAbsolute   int32 = 100
 )
 
-// Args configures DefaultPreemption. The zero value is kube's default
-// with no disruption budgets and no evictions.
+// Args configures DefaultPreemption. The zero value is kube's default.
+// What preemption works with at run time (the evictor, the disruption
+// budgets, the clock) comes from the framework.Handle instead.
 type Args struct {
 	// MinCandidateNodesPercentage and MinCandidateNodesAbsolute bound the
 	// number of candidate nodes a dry run collects before it stops: the
@@ -25,27 +24,9 @@ type Args struct {
 	MinCandidateNodesPercentage *int32
 	MinCandidateNodesAbsolute   *int32
 
-	// Budgets lists the disruption budgets; nil means none.
-	Budgets framework.BudgetLister
-	// Evictor evicts the victims of a successful preemption; nil means the
-	// plugin nominates the node but evicts nothing.
-	Evictor framework.Evictor
-
-	// Terminating reports whether a pod is already on its way out (evicted
-	// but not yet gone). Berth pods have no terminating state of their own;
-	// whoever evicts may track it. When set, a pod whose nominated node
-	// still holds such a lower-priority pod does not preempt again, and
-	// such victims are not evicted twice (kube's graceful-termination
-	// checks). Nil skips both checks.
-	Terminating func(*framework.Pod) bool
-
-	// Clock stands in for the start time of pods that have none (kube uses
-	// "now"); default the wall clock.
-	Clock framework.Clock
 	// Parallelism is how many goroutines a dry run uses to select victims
-	// on candidate nodes; 0 means the framework's Parallelizer. Kube uses
-	// the same workers as Filter; a scheduler whose preemptions wait for
-	// one another may want more here than it gives each Filter.
+	// on candidate nodes; 0 means the framework's preemption parallelizer
+	// (runtime.WithPreemptionParallelism), by default the one of Filter.
 	Parallelism int
 	// Seed seeds the random start of the dry run over candidate nodes, for
 	// reproducible tests; 0 seeds from the time.
@@ -53,11 +34,7 @@ type Args struct {
 }
 
 // defaulted returns a copy of args with defaults filled in.
-func defaulted(args *Args) Args {
-	var out Args
-	if args != nil {
-		out = *args
-	}
+func defaulted(out Args) Args {
 	if out.MinCandidateNodesPercentage == nil {
 		v := DefaultMinCandidateNodesPercentage
 		out.MinCandidateNodesPercentage = &v
@@ -65,9 +42,6 @@ func defaulted(args *Args) Args {
 	if out.MinCandidateNodesAbsolute == nil {
 		v := DefaultMinCandidateNodesAbsolute
 		out.MinCandidateNodesAbsolute = &v
-	}
-	if out.Clock == nil {
-		out.Clock = framework.RealClock{}
 	}
 	return out
 }

@@ -192,6 +192,8 @@ func (pl *DefaultPreemption) dryRun(ctx context.Context, state *framework.CycleS
 // first) and how many break a budget. It changes neither state nor
 // nodeInfo: it works on copies, and copies state only if a PreFilter
 // extension follows the changes. now stands in for missing start times.
+// It is one function, as kube's SelectVictimsOnNode, so the two read side
+// by side.
 func (pl *DefaultPreemption) selectVictimsOnNode(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo,
 	nodeInfo *framework.NodeInfo, budgets []budget, now time.Time) ([]*framework.Pod, int, *framework.Status) {
 	copied := nodeCopies.Get().(*nodeCopy)

@@ -10,11 +10,12 @@
 //     next cycle sees the other nominated pods.
 //   - Whoever applies the PostFilterResult records the nomination, and
 //     clears the nomination of lower-priority pods nominated to the same
-//     node (kube does this after evicting; LowerPriorityNominatedPods lists
+//     node (kube does this after evicting; framework.LowerPriorityNominatedPods lists
 //     them), so they look elsewhere at once. Berth's scheduler does both.
-//   - The Evictor makes the victims go; until they are gone they still
-//     occupy the node, and Args.Terminating (if set) keeps the preemptor
-//     from preempting again meanwhile.
+//   - The Handle's Evictor makes the victims go; until they are gone they
+//     still occupy the node, and an Evictor that is also a
+//     framework.EvictionTracker keeps the preemptor from preempting again
+//     meanwhile.
 package defaultpreemption
 
 import (
@@ -51,6 +52,8 @@ type Framework interface {
 	RunPreFilterExtensionAddPod(ctx context.Context, state *framework.CycleState, podToSchedule, podToAdd *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status
 	RunPreFilterExtensionRemovePod(ctx context.Context, state *framework.CycleState, podToSchedule, podToRemove *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status
 	RunFilterPluginsWithNominatedPods(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status
+	// PreemptionParallelizer runs the dry run when Args.Parallelism is 0.
+	PreemptionParallelizer() framework.Parallelizer
 	// HasActivePreFilterExtensions reports whether the extensions above
 	// change state this cycle; if not, the dry run shares it.
 	HasActivePreFilterExtensions(state *framework.CycleState) bool
@@ -80,15 +83,9 @@ var _ framework.PostFilterPlugin = (*DefaultPreemption)(nil)
 // New builds the plugin from *Args, Args or nil (defaults). The handle
 // must also implement Framework.
 func New(_ context.Context, args any, h framework.Handle) (framework.Plugin, error) {
-	var a *Args
-	switch v := args.(type) {
-	case nil:
-	case *Args:
-		a = v
-	case Args:
-		a = &v
-	default:
-		return nil, fmt.Errorf("%s: want args of type *Args, got %T", Name, args)
+	a, err := framework.DecodeArgs[Args](Name, args)
+	if err != nil {
+		return nil, err
 	}
 	d := defaulted(a)
 	if err := validate(&d); err != nil {
@@ -102,17 +99,23 @@ func New(_ context.Context, args any, h framework.Handle) (framework.Plugin, err
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	return &DefaultPreemption{
+	pl := &DefaultPreemption{
 		fh:            fh,
 		minPercentage: *d.MinCandidateNodesPercentage,
 		minAbsolute:   *d.MinCandidateNodesAbsolute,
-		budgets:       d.Budgets,
-		evictor:       d.Evictor,
-		terminating:   d.Terminating,
-		clock:         d.Clock,
+		budgets:       h.DisruptionBudgets(),
+		evictor:       h.Evictor(),
+		clock:         h.Clock(),
 		parallelism:   d.Parallelism,
 		rng:           rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-	}, nil
+	}
+	if pl.clock == nil {
+		pl.clock = framework.RealClock{}
+	}
+	if t, ok := pl.evictor.(framework.EvictionTracker); ok {
+		pl.terminating = t.Terminating
+	}
+	return pl, nil
 }
 
 // Name implements framework.Plugin.
@@ -199,8 +202,8 @@ func nominate(node string) *framework.PostFilterResult {
 // why not. A pod with PreemptionPolicy Never never does. A pod already
 // nominated to a node where lower-priority pods are still terminating
 // waits for them instead of preempting again, unless the filters now
-// rule that node out entirely; without Args.Terminating that check is
-// skipped, as Berth has no terminating state.
+// rule that node out entirely; unless the Evictor is an EvictionTracker
+// that check is skipped, as Berth pods have no terminating state.
 func (pl *DefaultPreemption) PodEligibleToPreemptOthers(pod *framework.Pod, nominatedNodeStatus *framework.Status) (bool, string) {
 	if pod.PreemptionPolicy == framework.PreemptNever {
 		return false, msgPreemptNever
@@ -249,29 +252,13 @@ func (pl *DefaultPreemption) prepareCandidate(ctx context.Context, c *Candidate,
 	return nil
 }
 
-// LowerPriorityNominatedPods returns the pods nominated to node with a
-// priority below pod's: after pod preempts there, they may no longer fit,
-// so their nomination should be cleared.
-func LowerPriorityNominatedPods(n framework.PodNominator, pod *framework.Pod, node string) []*framework.Pod {
-	if n == nil {
-		return nil
-	}
-	var out []*framework.Pod
-	for _, pi := range n.NominatedPodsForNode(node) {
-		if pi.Pod.Priority < pod.Priority {
-			out = append(out, pi.Pod)
-		}
-	}
-	return out
-}
-
 // parallelizer runs the dry run: with Args.Parallelism, its own workers;
-// otherwise the framework's.
+// otherwise the framework's preemption parallelizer.
 func (pl *DefaultPreemption) parallelizer() framework.Parallelizer {
 	if pl.parallelism > 0 {
 		return framework.NewParallelizer(pl.parallelism)
 	}
-	return pl.fh.Parallelizer()
+	return pl.fh.PreemptionParallelizer()
 }
 
 // offsetAndNumCandidates picks where the dry run starts among n potential

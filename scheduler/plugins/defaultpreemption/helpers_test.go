@@ -104,14 +104,31 @@ type envConfig struct {
 	args  Args
 	extra []framework.Plugin
 	opts  []runtime.Option
+	// evictor and terminating are the framework's Evictor and what it
+	// says is on its way out; both nil: no Evictor.
+	evictor     framework.Evictor
+	terminating func(*framework.Pod) bool
 }
+
+// trackingEvictor is an Evictor (evicting through next, if any) that
+// tracks terminating pods with a function.
+type trackingEvictor struct {
+	next        framework.Evictor
+	terminating func(*framework.Pod) bool
+}
+
+func (e trackingEvictor) Evict(ctx context.Context, preemptor *framework.Pod, node string, victims []*framework.Pod) error {
+	if e.next == nil {
+		return nil
+	}
+	return e.next.Evict(ctx, preemptor, node, victims)
+}
+
+func (e trackingEvictor) Terminating(p *framework.Pod) bool { return e.terminating(p) }
 
 func newEnv(tb testing.TB, cfg envConfig, nodes ...*framework.NodeInfo) *env {
 	tb.Helper()
 	e := &env{lister: fwtest.NewLister(nodes...)}
-	if cfg.args.Clock == nil {
-		cfg.args.Clock = fwtest.NewFakeClock(t0)
-	}
 	if cfg.args.Seed == 0 {
 		cfg.args.Seed = 1
 	}
@@ -137,7 +154,16 @@ func newEnv(tb testing.TB, cfg envConfig, nodes ...*framework.NodeInfo) *env {
 		Plugins:    runtime.Plugins{MultiPoint: runtime.PluginSet{Enabled: refs}},
 		PluginArgs: map[string]any{Name: &cfg.args},
 	}
-	opts := append([]runtime.Option{runtime.WithSnapshotSharedLister(e.lister)}, cfg.opts...)
+	// The fake clock stands in for the start time of pods without one;
+	// cfg.opts may replace it.
+	opts := []runtime.Option{runtime.WithSnapshotSharedLister(e.lister), runtime.WithClock(fwtest.NewFakeClock(t0))}
+	switch {
+	case cfg.terminating != nil:
+		opts = append(opts, runtime.WithEvictor(trackingEvictor{next: cfg.evictor, terminating: cfg.terminating}))
+	case cfg.evictor != nil:
+		opts = append(opts, runtime.WithEvictor(cfg.evictor))
+	}
+	opts = append(opts, cfg.opts...)
 	f, err := runtime.NewFramework(ctx, reg, prof, opts...)
 	if err != nil {
 		tb.Fatalf("NewFramework: %v", err)

@@ -51,6 +51,9 @@ func podWithImages(initImages []string, images ...string) *framework.PodInfo {
 // scaled = size * numNodes / totalNodes; sum over containers; clamp to
 // [23, 1000 * containers]; score = 100 * (sum - 23) / (max - 23),
 // truncated.
+//
+// Long for its table: one case per behaviour, kept together so they
+// read side by side.
 func TestScore(t *testing.T) {
 	const totalNodes = 4
 	tests := []struct {

@@ -77,6 +77,8 @@ func withNamespaces(t framework.PodAffinityTerm, all bool, ns ...string) framewo
 	return t
 }
 
+// Long for its table: one case per behaviour, kept together so they
+// read side by side.
 func TestFilter(t *testing.T) {
 	db := func() *podBuilder { return pod("db").labels("app", "db") }
 	allPass := map[string]string{"n1": pass, "n2": pass, "n3": pass, "n4": pass}
@@ -349,6 +351,9 @@ func TestFilterWithoutPreFilter(t *testing.T) {
 
 // AddPod and RemovePod must leave the state as a fresh PreFilter over the
 // changed cluster would, for every kind of count, and Clone must isolate.
+//
+// Long for its table: one case per behaviour, kept together so they
+// read side by side.
 func TestAddRemovePod(t *testing.T) {
 	incoming := pod("p").labels("app", "web").
 		requiredAffinity(termIn("app", "zone", "db")).

@@ -67,17 +67,9 @@ func New(_ context.Context, args any, h framework.Handle) (framework.Plugin, err
 	if h == nil {
 		return nil, fmt.Errorf("%s: a framework handle is required", Name)
 	}
-	var a Args
-	switch v := args.(type) {
-	case nil:
-	case *Args:
-		if v != nil {
-			a = *v
-		}
-	case Args:
-		a = v
-	default:
-		return nil, fmt.Errorf("%s: want args of type *Args, got %T", Name, args)
+	a, err := framework.DecodeArgs[Args](Name, args)
+	if err != nil {
+		return nil, err
 	}
 	weight := DefaultHardPodAffinityWeight
 	if a.HardPodAffinityWeight != nil {

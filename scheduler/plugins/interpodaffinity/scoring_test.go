@@ -27,6 +27,9 @@ func scoringNodes(pods map[string][]*framework.Pod) []*framework.NodeInfo {
 
 // Raw scores are hand-summed term weights per node; normalized scores are
 // 100*(raw-min)/(max-min) in float64, truncated.
+//
+// Long for its table: one case per behaviour, kept together so they
+// read side by side.
 func TestScore(t *testing.T) {
 	web := func() *podBuilder { return pod("p").labels("app", "web") }
 	db := func(name string) *framework.Pod { return pod(name).labels("app", "db").obj() }

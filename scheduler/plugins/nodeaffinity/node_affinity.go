@@ -64,17 +64,9 @@ var (
 // New builds the plugin from *Args, Args or nil (nothing added). It fails
 // if the added affinity does not parse.
 func New(_ context.Context, args any, _ framework.Handle) (framework.Plugin, error) {
-	var a Args
-	switch v := args.(type) {
-	case nil:
-	case *Args:
-		if v != nil {
-			a = *v
-		}
-	case Args:
-		a = v
-	default:
-		return nil, fmt.Errorf("%s: want args of type *Args, got %T", Name, args)
+	a, err := framework.DecodeArgs[Args](Name, args)
+	if err != nil {
+		return nil, err
 	}
 	pl := &NodeAffinity{}
 	if added := a.AddedAffinity; added != nil {

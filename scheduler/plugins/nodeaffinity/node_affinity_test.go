@@ -205,6 +205,9 @@ func TestFilter(t *testing.T) {
 
 // Scores are the sums of matching weights, then DefaultNormalizeScore
 // without reverse: 100*score/max, truncated.
+//
+// Long for its table: one case per behaviour, kept together so they
+// read side by side.
 func TestScore(t *testing.T) {
 	pref := func(w int32, rs ...framework.NodeSelectorRequirement) framework.PreferredSchedulingTerm {
 		return framework.PreferredSchedulingTerm{Weight: w, Preference: exprTerm(rs...)}

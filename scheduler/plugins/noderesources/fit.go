@@ -41,17 +41,11 @@ var (
 
 // New builds the plugin from *FitArgs, FitArgs or nil (defaults).
 func New(_ context.Context, args any, _ framework.Handle) (framework.Plugin, error) {
-	var a *FitArgs
-	switch v := args.(type) {
-	case nil:
-	case *FitArgs:
-		a = v
-	case FitArgs:
-		a = &v
-	default:
-		return nil, fmt.Errorf("%s: want args of type *FitArgs, got %T", Name, args)
+	a, err := framework.DecodeArgs[FitArgs](Name, args)
+	if err != nil {
+		return nil, err
 	}
-	d := defaulted(a)
+	d := defaulted(&a)
 	if err := validate(&d); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}

@@ -38,17 +38,9 @@ var systemDefaultConstraints = []framework.TopologySpreadConstraint{
 
 // argsFrom accepts nil, Args or *Args, and fills in the defaults.
 func argsFrom(args any) (Args, error) {
-	var a Args
-	switch v := args.(type) {
-	case nil:
-	case *Args:
-		if v != nil {
-			a = *v
-		}
-	case Args:
-		a = v
-	default:
-		return Args{}, fmt.Errorf("%s: want args of type *Args, got %T", Name, args)
+	a, err := framework.DecodeArgs[Args](Name, args)
+	if err != nil {
+		return Args{}, err
 	}
 	if a.DefaultingType == "" {
 		// Kube defaults to System, whose selector comes from the services

@@ -167,7 +167,8 @@ func (s *preFilterState) updateWithPod(updated, incoming *framework.Pod, node *f
 	}
 }
 
-// calPreFilterState returns nil when the pod has no hard constraints.
+// calPreFilterState returns nil when the pod has no hard constraints. It is
+// one function, as kube's of the same name, so the two read side by side.
 func (pl *PodTopologySpread) calPreFilterState(ctx context.Context, pod *framework.Pod, nodes []*framework.NodeInfo) (*preFilterState, error) {
 	cs, err := pl.constraints(pod, framework.DoNotSchedule)
 	if err != nil || len(cs) == 0 {

@@ -52,6 +52,8 @@ func TestCriticalPathsUpdate(t *testing.T) {
 	}
 }
 
+// Long for its table: one case per behaviour, kept together so they
+// read side by side.
 func TestPreFilterState(t *testing.T) {
 	nodes := append(fourNodes(),
 		mkNode("nozone").label("node", "nozone").obj(),
@@ -191,6 +193,8 @@ func TestPreFilterSkipAndErrors(t *testing.T) {
 	}
 }
 
+// Long for its table: one case per behaviour, kept together so they
+// read side by side.
 func TestFilter(t *testing.T) {
 	unsched := framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch)
 	missing := framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)

@@ -15,6 +15,9 @@ import (
 // the cluster changes underneath: pods come and go, the node list is
 // reordered and shrinks, and pods alternate between more selectors than
 // there are memos.
+//
+// Long because it is one scenario: each step builds on the state the
+// last one left.
 func TestMemoStaysExact(t *testing.T) {
 	nodes := place(fourNodes(), concat(podsOn("a", 2, "app", "web"), podsOn("b", 1, "app", "db"), podsOn("x", 1, "app", "web")))
 	lister := fwtest.NewLister(nodes...)

@@ -19,6 +19,9 @@ func withHostnames(nodes []*framework.Node) []*framework.Node {
 // Expected scores are worked by hand from kube's formulas:
 // raw = round(sum over constraints of count*log(domains+2) + maxSkew-1),
 // normalized = 100 * (max + min - raw) / max with integer division.
+//
+// Long for its table: one case per behaviour, kept together so they
+// read side by side.
 func TestScore(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -44,11 +44,12 @@ const (
 	rejected
 )
 
-// Scheduler runs scheduling cycles for one shard. It keeps the rotating
+// Placer runs scheduling cycles for one shard: it decides where a pod
+// goes, and leaves assuming and binding to the caller. It keeps the rotating
 // start of the filter window, the random source for ties and reusable
 // buffers, so it is not safe for concurrent use: call Schedule and Explain
 // from the shard's loop only.
-type Scheduler struct {
+type Placer struct {
 	percentage int32
 	// nextStartNodeIndex is where the next filter window starts, so over
 	// successive cycles every node gets examined.
@@ -64,18 +65,18 @@ type Scheduler struct {
 }
 
 // Option configures New.
-type Option func(*Scheduler)
+type Option func(*Placer)
 
 // WithRandSeed seeds the tie-break source, for reproducible tests.
 func WithRandSeed(seed1, seed2 uint64) Option {
-	return func(s *Scheduler) { s.pcg.Seed(seed1, seed2) }
+	return func(s *Placer) { s.pcg.Seed(seed1, seed2) }
 }
 
-// New returns a Scheduler filtering percentageOfNodesToScore percent of
+// New returns a Placer filtering percentageOfNodesToScore percent of
 // the nodes per cycle (0: kube's adaptive default).
-func New(percentageOfNodesToScore int32, opts ...Option) *Scheduler {
+func New(percentageOfNodesToScore int32, opts ...Option) *Placer {
 	now := uint64(time.Now().UnixNano())
-	s := &Scheduler{percentage: percentageOfNodesToScore, pcg: rand.NewPCG(now, now>>1^0x9e3779b97f4a7c15)}
+	s := &Placer{percentage: percentageOfNodesToScore, pcg: rand.NewPCG(now, now>>1^0x9e3779b97f4a7c15)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -85,10 +86,10 @@ func New(percentageOfNodesToScore int32, opts ...Option) *Scheduler {
 
 // Schedule finds a node for pod using fwk, whose snapshot must already be
 // updated. It returns a *framework.FitError when no node fits, whose
-// NodeToStatus is this Scheduler's and is valid until its next Schedule,
+// NodeToStatus is this Placer's and is valid until its next Schedule,
 // framework.ErrNoNodesAvailable when there are no nodes, and other errors
 // for plugin failures.
-func (s *Scheduler) Schedule(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo) (Result, error) {
+func (s *Placer) Schedule(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo) (Result, error) {
 	nodes := fwk.SnapshotSharedLister().NodeInfos().List()
 	if len(nodes) == 0 {
 		return Result{}, framework.ErrNoNodesAvailable
@@ -114,7 +115,7 @@ func (s *Scheduler) Schedule(ctx context.Context, fwk *runtime.Framework, state 
 
 // findNodesThatFitPod runs PreFilter, tries the nominated node, then
 // filters a window of the (possibly narrowed) nodes.
-func (s *Scheduler) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, all []*framework.NodeInfo) ([]*framework.NodeInfo, framework.Diagnosis, error) {
+func (s *Placer) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, all []*framework.NodeInfo) ([]*framework.NodeInfo, framework.Diagnosis, error) {
 	if s.statuses == nil {
 		s.statuses = framework.NewNodeToStatus()
 	}
@@ -189,7 +190,7 @@ func narrow(fwk *runtime.Framework, all []*framework.NodeInfo, preRes *framework
 // numFeasibleNodesToFind is kube's adaptive window: every node below 100
 // nodes; otherwise percentage% (adaptive: 50 - nodes/125, at least 5),
 // but at least 100.
-func (s *Scheduler) numFeasibleNodesToFind(override *int32, numAllNodes int) int {
+func (s *Placer) numFeasibleNodesToFind(override *int32, numAllNodes int) int {
 	if numAllNodes < minFeasibleNodesToFind {
 		return numAllNodes
 	}
@@ -211,7 +212,7 @@ func (s *Scheduler) numFeasibleNodesToFind(override *int32, numAllNodes int) int
 // and stops once enough feasible nodes are found. Feasible nodes come back
 // in window order; rejections go to diag. recordedNominated says whether
 // nominated (a node already tried, or nil) was among the rejections.
-func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, diag *framework.Diagnosis,
+func (s *Placer) findNodesThatPassFilters(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, diag *framework.Diagnosis,
 	nodes []*framework.NodeInfo, nominated *framework.NodeInfo) (_ []*framework.NodeInfo, recordedNominated bool, _ error) {
 	n := len(nodes)
 	if n == 0 {
@@ -267,13 +268,27 @@ func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, fwk *runtime.F
 			return false
 		}
 	})
+	recordedNominated = s.keepWindowPrefix(results[:filtered.Load()], nodes, start, numToFind, diag, nominated)
+	if st := firstErr.Load(); st != nil {
+		return s.feasible, recordedNominated, st.AsError()
+	}
+	return s.feasible, recordedNominated, nil
+}
+
+// keepWindowPrefix walks the filtered part of the window in order, keeps
+// feasible nodes until numToFind, records the rejections before that point
+// in diag, and clears results for the next cycle. It reports whether the
+// nominated node's rejection was recorded.
+func (s *Placer) keepWindowPrefix(results []nodeResult, nodes []*framework.NodeInfo, start, numToFind int, diag *framework.Diagnosis,
+	nominated *framework.NodeInfo) (recordedNominated bool) {
+	n := len(nodes)
 	// Most rejections come from the same plugin with the same code: note
 	// each plugin once per run rather than once per node.
 	var last struct {
 		plugin string
 		code   framework.Code
 	}
-	for i := range results[:filtered.Load()] {
+	for i := range results {
 		r := &results[i]
 		if len(s.feasible) < numToFind {
 			switch ni := nodes[(start+i)%n]; r.state {
@@ -292,15 +307,12 @@ func (s *Scheduler) findNodesThatPassFilters(ctx context.Context, fwk *runtime.F
 		}
 		*r = nodeResult{}
 	}
-	if st := firstErr.Load(); st != nil {
-		return s.feasible, recordedNominated, st.AsError()
-	}
-	return s.feasible, recordedNominated, nil
+	return recordedNominated
 }
 
 // prioritize runs PreScore and Score and returns the weighted totals, in
 // the order of nodes. Without Score plugins every node scores 1.
-func (s *Scheduler) prioritize(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo, out *framework.NodeScores) ([]int64, error) {
+func (s *Placer) prioritize(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo, out *framework.NodeScores) ([]int64, error) {
 	if !fwk.HasScorePlugins() {
 		out.Reset(0, nodes)
 		for i := range out.Totals {

@@ -1,0 +1,64 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/berth-io/berth/scheduler/cache"
+	"github.com/berth-io/berth/scheduler/framework"
+	fwruntime "github.com/berth-io/berth/scheduler/framework/runtime"
+)
+
+// bind runs the binding cycle. It uses its own context: a shutdown must
+// not abandon a commit halfway, and Run waits for these to end.
+func (sh *shard) bind(fwk *fwruntime.Framework, state *framework.CycleState, qpi *framework.QueuedPodInfo, assumed *framework.Pod) {
+	ctx, cancel := context.WithTimeout(context.Background(), sh.s.cfg.BindTimeout)
+	defer cancel()
+	start := time.Now()
+	node := assumed.NodeName
+	st := fwk.WaitOnPermit(ctx, assumed)
+	if st.IsSuccess() {
+		st = fwk.RunPreBindPlugins(ctx, state, assumed, node)
+	}
+	st = sh.bindStep(ctx, fwk, state, assumed, st) // Bind plugins, or a gang's joint commit: gang.go
+	if !st.IsSuccess() {
+		fwk.RunReservePluginsUnreserve(ctx, state, assumed, node)
+		sh.forget(assumed)
+		if errors.Is(st.AsError(), ErrCommitConflict) {
+			// The pod changed, another writer added to the node, or the
+			// shard moved. The watch brings the news; retry at once
+			// against it (settle drops the pod if the shard is gone).
+			sh.s.metrics.bindError("conflict")
+			retry := func() { sh.queue.Requeue(qpi) }
+			if stale := (*NodeChargedError)(nil); errors.As(st.AsError(), &stale) {
+				retry = func() { sh.s.afterView(stale.Revision, func() { sh.queue.Requeue(qpi) }) }
+			}
+			sh.settle(assumed.Key(), retry)
+			return
+		}
+		sh.s.metrics.bindError("error")
+		sh.s.logger.Warn("binding failed", zap.String("pod", assumed.Key()), zap.String("node", node), zap.Error(st.AsError()))
+		sh.retryLater(qpi)
+		return
+	}
+	// The watch may already have confirmed the binding: not an error.
+	if err := sh.s.cache.FinishBinding(assumed); err != nil && !errors.Is(err, cache.ErrNotAssumed) {
+		sh.s.logger.Warn("finish binding", zap.String("pod", assumed.Key()), zap.Error(err))
+	}
+	fwk.RunPostBindPlugins(ctx, state, assumed, node)
+	e2e := time.Since(qpi.Timestamp)
+	if qpi.InitialAttemptTimestamp != nil {
+		e2e = time.Since(*qpi.InitialAttemptTimestamp)
+	}
+	sh.s.metrics.bound(time.Since(start).Seconds(), e2e.Seconds())
+	sh.settle(assumed.Key(), nil)
+}
+
+func (sh *shard) forget(assumed *framework.Pod) {
+	if err := sh.s.cache.ForgetPod(assumed); err != nil {
+		sh.s.logger.Warn("forget assumed pod", zap.String("pod", assumed.Key()), zap.Error(err))
+	}
+}
