@@ -110,26 +110,6 @@ func (r *Resource) SubResource(o *Resource) {
 	}
 }
 
-func subAmount(a, b int64) int64 {
-	if a == Saturated {
-		return a
-	}
-	return max(SubQuantity(a, b), 0)
-}
-
-// Saturated reports whether any quantity of r reached Saturated.
-func (r *Resource) Saturated() bool {
-	if r.MilliCPU == Saturated || r.Memory == Saturated || r.EphemeralStorage == Saturated || r.AllowedPodNumber == Saturated {
-		return true
-	}
-	for _, v := range r.Scalar {
-		if v == Saturated {
-			return true
-		}
-	}
-	return false
-}
-
 // setMax raises each quantity of r to at least o's.
 func (r *Resource) setMax(o *Resource) {
 	r.MilliCPU = max(r.MilliCPU, o.MilliCPU)
@@ -402,21 +382,6 @@ func (n *NodeInfo) FreedBelow(prio int32) Freed {
 	return f
 }
 
-func (f *Freed) add(o *Freed) {
-	f.Pods += o.Pods
-	f.MilliCPU = AddQuantity(f.MilliCPU, o.MilliCPU)
-	f.Memory = AddQuantity(f.Memory, o.Memory)
-	f.EphemeralStorage = AddQuantity(f.EphemeralStorage, o.EphemeralStorage)
-}
-
-func (f *Freed) saturated() bool {
-	return f.MilliCPU == Saturated || f.Memory == Saturated || f.EphemeralStorage == Saturated
-}
-
-func freedBy(pi *PodInfo) Freed {
-	return Freed{Pods: 1, MilliCPU: pi.Requests.MilliCPU, Memory: pi.Requests.Memory, EphemeralStorage: pi.Requests.EphemeralStorage}
-}
-
 // KeepAtOrAbove drops the per-priority totals below prio: for a copy from
 // which every such pod was taken without RemovePod.
 func (n *NodeInfo) KeepAtOrAbove(prio int32) {
@@ -580,17 +545,6 @@ func (n *NodeInfo) update(pi *PodInfo, sign int) {
 		}
 	}
 	n.Generation = NextGeneration()
-}
-
-// RecountRequests sets Requested and NonZeroRequested to the sums over
-// Pods: for a saturated sum, which subtraction cannot undo, and for copies
-// that took pods away without RemovePod.
-func (n *NodeInfo) RecountRequests() {
-	n.Requested, n.NonZeroRequested = Resource{}, Resource{}
-	for _, pi := range n.Pods {
-		n.Requested.AddResource(&pi.Requests)
-		n.NonZeroRequested.AddResource(&pi.NonZeroRequests)
-	}
 }
 
 func removeAt(s []*PodInfo, i int) []*PodInfo {

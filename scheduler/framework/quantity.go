@@ -65,3 +65,49 @@ func ScaledRatio(part, whole, scale int64) int64 {
 	q, _ := bits.Div64(hi, lo, uint64(whole))
 	return int64(q)
 }
+
+func subAmount(a, b int64) int64 {
+	if a == Saturated {
+		return a
+	}
+	return max(SubQuantity(a, b), 0)
+}
+
+// Saturated reports whether any quantity of r reached Saturated.
+func (r *Resource) Saturated() bool {
+	if r.MilliCPU == Saturated || r.Memory == Saturated || r.EphemeralStorage == Saturated || r.AllowedPodNumber == Saturated {
+		return true
+	}
+	for _, v := range r.Scalar {
+		if v == Saturated {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *Freed) add(o *Freed) {
+	f.Pods += o.Pods
+	f.MilliCPU = AddQuantity(f.MilliCPU, o.MilliCPU)
+	f.Memory = AddQuantity(f.Memory, o.Memory)
+	f.EphemeralStorage = AddQuantity(f.EphemeralStorage, o.EphemeralStorage)
+}
+
+func (f *Freed) saturated() bool {
+	return f.MilliCPU == Saturated || f.Memory == Saturated || f.EphemeralStorage == Saturated
+}
+
+func freedBy(pi *PodInfo) Freed {
+	return Freed{Pods: 1, MilliCPU: pi.Requests.MilliCPU, Memory: pi.Requests.Memory, EphemeralStorage: pi.Requests.EphemeralStorage}
+}
+
+// RecountRequests sets Requested and NonZeroRequested to the sums over
+// Pods: for a saturated sum, which subtraction cannot undo, and for copies
+// that took pods away without RemovePod.
+func (n *NodeInfo) RecountRequests() {
+	n.Requested, n.NonZeroRequested = Resource{}, Resource{}
+	for _, pi := range n.Pods {
+		n.Requested.AddResource(&pi.Requests)
+		n.NonZeroRequested.AddResource(&pi.NonZeroRequests)
+	}
+}
