@@ -18,6 +18,11 @@ import (
 // revision still available.
 const ErrorReasonCompacted = "REVISION_COMPACTED"
 
+// ErrorReasonNoSpace is the errdetails.ErrorInfo reason of a write refused
+// because etcd's database is full. Retrying at once is pointless; writes
+// resume once space is freed (the embedded etcd frees it by itself).
+const ErrorReasonNoSpace = "DATABASE_SPACE_EXCEEDED"
+
 // toStatus maps store and context errors to gRPC statuses. Anything not
 // recognised is Internal, and its text is kept for the operator's log.
 func toStatus(err error, what string) error {
@@ -50,6 +55,12 @@ func toStatus(err error, what string) error {
 		return v.err()
 	case errors.Is(err, store.ErrInvalidArgument):
 		return status.Errorf(codes.InvalidArgument, "%s: %v", what, err)
+	case errors.Is(err, store.ErrNoSpace):
+		st := status.New(codes.ResourceExhausted, what+": etcd database space exceeded; writes resume once compaction and defragmentation free space (reads still work)")
+		if d, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: ErrorReasonNoSpace, Domain: "berth.v1"}); derr == nil {
+			st = d
+		}
+		return st.Err()
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed):
 		return status.Errorf(codes.Unavailable, "%s: storage unavailable: %v", what, err)
 	case errors.Is(err, context.DeadlineExceeded):

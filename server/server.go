@@ -46,6 +46,10 @@ type Config struct {
 	// EtcdEndpoints selects an external etcd cluster instead of the
 	// embedded one.
 	EtcdEndpoints []string
+	// Embedded tunes the embedded etcd (quota, request limit, compaction
+	// retention, maintenance); Dir, Logger and the metrics registry are
+	// filled in by Start.
+	Embedded store.EmbeddedConfig
 	// Store carries the remaining etcd client settings (TLS, auth,
 	// timeouts, prefix); its Endpoints are filled in by Start.
 	Store store.Config
@@ -141,7 +145,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if derr != nil {
 			return nil, derr
 		}
-		s.embedded, err = store.StartEmbedded(ctx, store.EmbeddedConfig{Dir: dir, Logger: cfg.Logger.Named("etcd")})
+		ec := cfg.Embedded
+		ec.Dir, ec.Logger, ec.Maintenance.Registerer = dir, cfg.Logger.Named("etcd"), reg
+		s.embedded, err = store.StartEmbedded(ctx, ec)
 		if err != nil {
 			return nil, fmt.Errorf("start embedded etcd in %s: %w", dir, err)
 		}

@@ -388,7 +388,9 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 		c.metrics.observeTxn(time.Since(start), len(pending))
 		if err != nil {
 			result := resultError
-			if isUnavailable(err) {
+			if isNoSpace(err) {
+				err = fmt.Errorf("%w: txn", ErrNoSpace)
+			} else if isUnavailable(err) {
 				err = fmt.Errorf("%w: txn: %w", ErrUnavailable, err)
 				result = resultUnavailable
 			} else {

@@ -31,17 +31,23 @@ type EmbeddedConfig struct {
 	// MaxTxnOps is the server's limit on ops per Txn; default 1024, so that
 	// group commits carry many writes. Pass the same to Config.MaxTxnOps.
 	MaxTxnOps uint
-	// MaxRequestBytes is the server's request size limit; default 8 MiB.
+	// MaxRequestBytes is the server's request size limit; default 1.5 MiB,
+	// etcd's own, which a group commit (Config.MaxTxnBytes, 1 MiB) fits
+	// under: one client's request cannot take a large bite of the quota.
 	MaxRequestBytes uint
-	// QuotaBackendBytes is the database size at which etcd refuses writes;
-	// default 4 GiB.
+	// QuotaBackendBytes is the database size at which etcd refuses writes
+	// (ErrNoSpace); default 4 GiB.
 	QuotaBackendBytes int64
 	// AutoCompactionRetention keeps this much history for watches to resume
 	// from: a duration ("5m", "1h") compacts periodically, a plain integer
 	// ("100000") keeps that many revisions. Default "5m": at the target write
 	// rates this bounds the database while leaving minutes for a subscriber
-	// to reconnect and resume.
+	// to reconnect and resume. StartEmbedded's maintenance does the
+	// compacting (see MaintenanceConfig); ApplyTo leaves it to etcd.
 	AutoCompactionRetention string
+	// Maintenance tunes compaction, defragmentation and recovery from a
+	// full database.
+	Maintenance MaintenanceConfig
 }
 
 // EmbeddedMaxTxnOps is the embedded server's Txn size limit; clients of it
@@ -51,7 +57,7 @@ const EmbeddedMaxTxnOps = 1024
 // Embedded defaults.
 const (
 	defaultEmbeddedClientAddr   = "127.0.0.1:0"
-	defaultEmbeddedMaxRequest   = 8 << 20
+	defaultEmbeddedMaxRequest   = 3 << 19 // 1.5 MiB
 	defaultEmbeddedQuota        = 4 << 30
 	defaultEmbeddedRetention    = "5m"
 	defaultEmbeddedStartTimeout = 60 * time.Second
@@ -77,14 +83,18 @@ func (c EmbeddedConfig) withDefaults() EmbeddedConfig {
 	if c.AutoCompactionRetention == "" {
 		c.AutoCompactionRetention = defaultEmbeddedRetention
 	}
+	if c.Maintenance.Interval == 0 {
+		c.Maintenance.Interval = defaultMaintenanceInterval
+	}
 	return c
 }
 
 // Embedded is a running in-process etcd.
 type Embedded struct {
-	etcd      *embed.Etcd
-	endpoints []string
-	closeOnce sync.Once
+	etcd       *embed.Etcd
+	endpoints  []string
+	maintainer *maintainer // nil when maintenance is off
+	closeOnce  sync.Once
 }
 
 // StartEmbedded starts a single-member etcd in cfg.Dir and waits until it
@@ -99,6 +109,11 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: client address %q: %w", ErrInvalidArgument, cfg.ClientAddr, err)
 	}
+	keep, err := parseRetention(cfg.AutoCompactionRetention)
+	if err != nil {
+		return nil, err
+	}
+	maintain := cfg.Maintenance.Interval > 0
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, defaultEmbeddedStartTimeout)
@@ -128,10 +143,21 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		ec.AdvertisePeerUrls = []url.URL{peerURL}
 		ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 		cfg.ApplyTo(ec)
+		if maintain {
+			ec.AutoCompactionRetention = "0" // the maintainer compacts, and counts it
+		}
 
 		e, err := startAndWait(ctx, ec)
 		if err == nil {
-			return &Embedded{etcd: e, endpoints: []string{clientURL.String()}}, nil
+			emb := &Embedded{etcd: e, endpoints: []string{clientURL.String()}}
+			if maintain {
+				if emb.maintainer, err = newMaintainer(clientURL.String(), keep, cfg.Logger.Named("maintenance"), cfg.Maintenance.Registerer); err != nil {
+					e.Close()
+					return nil, err
+				}
+				emb.maintainer.start(cfg.Maintenance.Interval)
+			}
+			return emb, nil
 		}
 		if attempt == attempts || !errors.Is(err, syscall.EADDRINUSE) || ctx.Err() != nil {
 			return nil, fmt.Errorf("store: start embedded etcd: %w", err)
@@ -200,7 +226,15 @@ func (e *Embedded) Endpoints() []string { return e.endpoints }
 // etcd, which cost a tenth of the CPU of a write-heavy benchmark.
 func (e *Embedded) Client() *clientv3.Client { return v3client.New(e.etcd.Server) }
 
-// Close stops the server: it ends client requests (waiting up to the
-// request timeout for open streams such as watches), stops raft and closes
-// the listeners and the database. Later calls do nothing.
-func (e *Embedded) Close() { e.closeOnce.Do(e.etcd.Close) }
+// Close stops maintenance (waiting for a running pass), then the server:
+// it ends client requests (waiting up to the request timeout for open
+// streams such as watches), stops raft and closes the listeners and the
+// database. Later calls do nothing.
+func (e *Embedded) Close() {
+	e.closeOnce.Do(func() {
+		if e.maintainer != nil {
+			e.maintainer.close()
+		}
+		e.etcd.Close()
+	})
+}

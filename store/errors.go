@@ -21,6 +21,11 @@ var (
 	ErrUnavailable     = errors.New("store: unavailable")
 	ErrClosed          = errors.New("store: closed")
 	ErrInvalidArgument = errors.New("store: invalid argument")
+	// ErrNoSpace is etcd refusing writes because its database reached its
+	// quota (the NOSPACE alarm). Reads still work. Retrying at once is
+	// pointless: writes resume once compaction and defragmentation have
+	// freed space and the alarm is disarmed (Embedded does this itself).
+	ErrNoSpace = errors.New("store: etcd database space exceeded")
 )
 
 // CompactedError reports that the requested revision is older than the
@@ -38,11 +43,23 @@ func (e *CompactedError) Error() string {
 // Is makes errors.Is(err, ErrCompacted) true.
 func (e *CompactedError) Is(target error) bool { return target == ErrCompacted }
 
+// isNoSpace tells whether err is etcd's "database space exceeded", as the
+// in-process client (rpctypes.EtcdError) or a gRPC status reports it.
+func isNoSpace(err error) bool {
+	return errors.Is(err, rpctypes.ErrNoSpace) || errors.Is(err, rpctypes.ErrGRPCNoSpace) ||
+		rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCNoSpace)
+}
+
 // isUnavailable tells whether err means etcd could not answer in time: it is
-// down, unreachable, leaderless, overloaded, or our deadline passed.
+// down, unreachable, leaderless, overloaded, or our deadline passed. A full
+// database is not among them, though etcd reports it as ResourceExhausted
+// too: waiting does not cure it (see ErrNoSpace).
 func isUnavailable(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true
+	}
+	if isNoSpace(err) {
+		return false
 	}
 	var code codes.Code
 	var etcdErr rpctypes.EtcdError
@@ -78,6 +95,9 @@ func (s *Store) callError(parent context.Context, op string, err error) error {
 	}
 	if errors.Is(err, rpctypes.ErrFutureRev) {
 		return fmt.Errorf("%w: %s", ErrFutureRevision, op)
+	}
+	if isNoSpace(err) {
+		return fmt.Errorf("%w: %s", ErrNoSpace, op)
 	}
 	if isUnavailable(err) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/berth-io/berth/scheduler/config"
 	"github.com/berth-io/berth/server"
+	"github.com/berth-io/berth/store"
 )
 
 // serveFlags binds the replica's flags to a server.Config.
@@ -27,6 +28,7 @@ func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string, endpoint
 	fs.StringVar(&cfg.Store.Prefix, "etcd-prefix", "/berth", "etcd key prefix")
 	fs.DurationVar(&cfg.Store.RequestTimeout, "etcd-request-timeout", 5*time.Second, "bound on each etcd request")
 	fs.IntVar(&cfg.Store.CommitWorkers, "etcd-commit-workers", 0, "group-commit Txns in flight at once (0: the store's default)")
+	embeddedEtcdFlags(fs, &cfg.Embedded)
 	fs.IntVar(&cfg.Scheduler.Shards, "shard-loops", 0, "scheduling loops (0: one per CPU)")
 	fs.IntVar(&cfg.Scheduler.LogicalShards, "shards", 64, "logical shards that replicas divide; every replica of a cluster must agree")
 	fs.StringVar(&cfg.ReplicaID, "replica-id", "", "this replica's id, stable across its restarts (default: hostname-port)")
@@ -40,6 +42,33 @@ func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string, endpoint
 		return nil
 	})
 	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+// embeddedEtcdFlags binds the embedded etcd's limits and upkeep; with
+// --etcd-endpoints they are the external cluster operator's business.
+func embeddedEtcdFlags(fs *flag.FlagSet, ec *store.EmbeddedConfig) {
+	ec.QuotaBackendBytes = 4 << 30
+	fs.Func("etcd-quota-bytes", "embedded etcd: database size at which writes are refused with ResourceExhausted until maintenance frees space (default 4 GiB)", func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("want a positive byte count, got %q", v)
+		}
+		ec.QuotaBackendBytes = n
+		return nil
+	})
+	ec.MaxRequestBytes = 3 << 19
+	fs.Func("etcd-max-request-bytes", "embedded etcd: largest request it accepts (default 1.5 MiB; a group commit is at most about 1 MiB)", func(v string) error {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n == 0 {
+			return fmt.Errorf("want a positive byte count, got %q", v)
+		}
+		ec.MaxRequestBytes = uint(n)
+		return nil
+	})
+	fs.StringVar(&ec.AutoCompactionRetention, "etcd-compaction-retention", "5m",
+		`embedded etcd: history kept for watches to resume from, a duration ("5m") or a revision count ("100000"); "0" keeps all`)
+	fs.DurationVar(&ec.Maintenance.Interval, "etcd-maintenance-interval", 30*time.Second,
+		"embedded etcd: time between compaction, defragmentation and NOSPACE recovery passes (negative: none)")
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer) error {

@@ -18,13 +18,13 @@ func (c *Cache) misfit(pi *framework.PodInfo, ni *framework.NodeInfo) string {
 	}
 	// As in Kubernetes, a resource the pod does not request is never
 	// checked, so an over-committed node still takes a pod asking for none.
-	if req.MilliCPU > 0 && req.MilliCPU > alloc.MilliCPU-used.MilliCPU {
+	if framework.Exceeds(req.MilliCPU, used.MilliCPU, alloc.MilliCPU) {
 		return insufficient(framework.ResourceCPU, req.MilliCPU, used.MilliCPU, alloc.MilliCPU)
 	}
-	if req.Memory > 0 && req.Memory > alloc.Memory-used.Memory {
+	if framework.Exceeds(req.Memory, used.Memory, alloc.Memory) {
 		return insufficient(framework.ResourceMemory, req.Memory, used.Memory, alloc.Memory)
 	}
-	if req.EphemeralStorage > 0 && req.EphemeralStorage > alloc.EphemeralStorage-used.EphemeralStorage {
+	if framework.Exceeds(req.EphemeralStorage, used.EphemeralStorage, alloc.EphemeralStorage) {
 		return insufficient(framework.ResourceEphemeralStorage, req.EphemeralStorage, used.EphemeralStorage, alloc.EphemeralStorage)
 	}
 	for name, q := range req.Scalar {
@@ -32,7 +32,7 @@ func (c *Cache) misfit(pi *framework.PodInfo, ni *framework.NodeInfo) string {
 			continue
 		}
 		// A resource the node does not offer has allocatable 0.
-		if q > alloc.Scalar[name]-used.Scalar[name] {
+		if framework.Exceeds(q, used.Scalar[name], alloc.Scalar[name]) {
 			return insufficient(name, q, used.Scalar[name], alloc.Scalar[name])
 		}
 	}

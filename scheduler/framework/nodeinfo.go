@@ -17,7 +17,10 @@ const (
 )
 
 // Resource is a parsed ResourceList: the common resources as fields, the
-// rest in Scalar.
+// rest in Scalar. Quantities are amounts in [0, Saturated]: a negative one
+// counts as none, and sums stop at Saturated rather than wrap, so that no
+// client's numbers can make a node's accounting negative or let a pod fit
+// through a wrapped sum.
 type Resource struct {
 	MilliCPU         int64
 	Memory           int64
@@ -41,22 +44,23 @@ func (r *Resource) Add(rl ResourceList) {
 	}
 }
 
-// AddNamed adds q of the named resource.
+// AddNamed adds q of the named resource; a negative q adds nothing.
 func (r *Resource) AddNamed(name string, q int64) {
+	q = max(q, 0)
 	switch name {
 	case ResourceCPU:
-		r.MilliCPU += q
+		r.MilliCPU = AddQuantity(r.MilliCPU, q)
 	case ResourceMemory:
-		r.Memory += q
+		r.Memory = AddQuantity(r.Memory, q)
 	case ResourceEphemeralStorage:
-		r.EphemeralStorage += q
+		r.EphemeralStorage = AddQuantity(r.EphemeralStorage, q)
 	case ResourcePods:
-		r.AllowedPodNumber += q
+		r.AllowedPodNumber = AddQuantity(r.AllowedPodNumber, q)
 	default:
 		if r.Scalar == nil {
 			r.Scalar = make(map[string]int64, 1)
 		}
-		r.Scalar[name] += q
+		r.Scalar[name] = AddQuantity(r.Scalar[name], q)
 	}
 }
 
@@ -76,31 +80,33 @@ func (r *Resource) Get(name string) int64 {
 	}
 }
 
-// AddResource adds o to r.
+// AddResource adds o to r, each sum held at Saturated.
 func (r *Resource) AddResource(o *Resource) {
-	r.MilliCPU += o.MilliCPU
-	r.Memory += o.Memory
-	r.EphemeralStorage += o.EphemeralStorage
-	r.AllowedPodNumber += o.AllowedPodNumber
+	r.MilliCPU = AddQuantity(r.MilliCPU, o.MilliCPU)
+	r.Memory = AddQuantity(r.Memory, o.Memory)
+	r.EphemeralStorage = AddQuantity(r.EphemeralStorage, o.EphemeralStorage)
+	r.AllowedPodNumber = AddQuantity(r.AllowedPodNumber, o.AllowedPodNumber)
 	for k, v := range o.Scalar {
 		if r.Scalar == nil {
 			r.Scalar = make(map[string]int64, len(o.Scalar))
 		}
-		r.Scalar[k] += v
+		r.Scalar[k] = AddQuantity(r.Scalar[k], v)
 	}
 }
 
-// SubResource subtracts o from r.
+// SubResource subtracts o from r, never below zero. A saturated quantity
+// stays saturated: what it stood for is unknown, so taking anything from
+// it cannot be done exactly. NodeInfo recounts from its pods instead.
 func (r *Resource) SubResource(o *Resource) {
-	r.MilliCPU -= o.MilliCPU
-	r.Memory -= o.Memory
-	r.EphemeralStorage -= o.EphemeralStorage
-	r.AllowedPodNumber -= o.AllowedPodNumber
+	r.MilliCPU = subAmount(r.MilliCPU, o.MilliCPU)
+	r.Memory = subAmount(r.Memory, o.Memory)
+	r.EphemeralStorage = subAmount(r.EphemeralStorage, o.EphemeralStorage)
+	r.AllowedPodNumber = subAmount(r.AllowedPodNumber, o.AllowedPodNumber)
 	for k, v := range o.Scalar {
 		if r.Scalar == nil {
 			r.Scalar = make(map[string]int64, len(o.Scalar))
 		}
-		r.Scalar[k] -= v
+		r.Scalar[k] = subAmount(r.Scalar[k], v)
 	}
 }
 
@@ -154,6 +160,8 @@ func (r *Resource) ToList() ResourceList {
 // PodRequests computes what a pod asks of a node, as Kubernetes does: per
 // resource the larger of the containers' sum and the largest init container
 // (init containers run one at a time before the others), plus overhead.
+// Every sum saturates (see Resource), so a pod whose numbers add up past
+// the int64 range asks for Saturated, which fits nowhere.
 // With nonZero, containers naming no CPU or memory are charged the defaults
 // above; Kubernetes does this only for scoring.
 func PodRequests(p *Pod, nonZero bool) Resource {
@@ -367,17 +375,15 @@ type Freed struct {
 }
 
 // FreedBelow returns what removing every pod of priority below prio would
-// free, read from totals kept per priority.
+// free, read from totals kept per priority. Its sums saturate like
+// Resource's.
 func (n *NodeInfo) FreedBelow(prio int32) Freed {
 	var f Freed
 	for _, t := range n.byPriority {
 		if t.priority >= prio {
 			break
 		}
-		f.Pods += t.freed.Pods
-		f.MilliCPU += t.freed.MilliCPU
-		f.Memory += t.freed.Memory
-		f.EphemeralStorage += t.freed.EphemeralStorage
+		f.add(&t.freed)
 	}
 	return f
 }
@@ -393,8 +399,9 @@ func (n *NodeInfo) KeepAtOrAbove(prio int32) {
 }
 
 // withPriorityTotal returns a copy of totals with pi added (sign 1) or
-// removed (sign -1).
-func withPriorityTotal(totals []priorityTotal, pi *PodInfo, sign int) []priorityTotal {
+// removed (sign -1). A removal from a saturated total recounts it from
+// pods, the node's pods after the removal, as NodeInfo does its sums.
+func withPriorityTotal(totals []priorityTotal, pi *PodInfo, sign int, pods []*PodInfo) []priorityTotal {
 	prio := pi.priority
 	i, found := slices.BinarySearchFunc(totals, prio, func(t priorityTotal, p int32) int { return cmp.Compare(t.priority, p) })
 	out := make([]priorityTotal, len(totals), len(totals)+1)
@@ -406,10 +413,23 @@ func withPriorityTotal(totals []priorityTotal, pi *PodInfo, sign int) []priority
 		out = slices.Insert(out, i, priorityTotal{priority: prio})
 	}
 	t := &out[i]
-	t.freed.Pods += sign
-	t.freed.MilliCPU += int64(sign) * pi.Requests.MilliCPU
-	t.freed.Memory += int64(sign) * pi.Requests.Memory
-	t.freed.EphemeralStorage += int64(sign) * pi.Requests.EphemeralStorage
+	switch by := freedBy(pi); {
+	case sign > 0:
+		t.freed.add(&by)
+	case t.freed.saturated():
+		t.freed = Freed{}
+		for _, other := range pods {
+			if other.priority == prio {
+				by := freedBy(other)
+				t.freed.add(&by)
+			}
+		}
+	default:
+		t.freed.Pods--
+		t.freed.MilliCPU = max(t.freed.MilliCPU-by.MilliCPU, 0)
+		t.freed.Memory = max(t.freed.Memory-by.Memory, 0)
+		t.freed.EphemeralStorage = max(t.freed.EphemeralStorage-by.EphemeralStorage, 0)
+	}
 	if t.freed.Pods <= 0 {
 		out = slices.Delete(out, i, i+1)
 	}
@@ -502,14 +522,18 @@ func (n *NodeInfo) RemovePod(p *Pod) error {
 }
 
 func (n *NodeInfo) update(pi *PodInfo, sign int) {
-	if sign > 0 {
+	switch {
+	case sign > 0:
 		n.Requested.AddResource(&pi.Requests)
 		n.NonZeroRequested.AddResource(&pi.NonZeroRequests)
-	} else {
+	case n.Requested.Saturated() || n.NonZeroRequested.Saturated():
+		// Only the pods left know what a saturated sum stood for.
+		n.RecountRequests()
+	default:
 		n.Requested.SubResource(&pi.Requests)
 		n.NonZeroRequested.SubResource(&pi.NonZeroRequests)
 	}
-	n.byPriority = withPriorityTotal(n.byPriority, pi, sign)
+	n.byPriority = withPriorityTotal(n.byPriority, pi, sign, n.Pods)
 	if !pi.hostPorts {
 		n.Generation = NextGeneration()
 		return

@@ -342,6 +342,10 @@ func (c *nodeCopy) withoutLowerPriority(ni *framework.NodeInfo, prio int32) (*fr
 			}
 		}
 	}
+	if c.ni.Requested.Saturated() || c.ni.NonZeroRequested.Saturated() {
+		// A saturated sum less the removed pods is unknown: count the rest.
+		c.ni.RecountRequests()
+	}
 	c.ni.KeepAtOrAbove(prio)
 	c.ni.Generation = framework.NextGeneration()
 	return &c.ni, removed

@@ -39,7 +39,7 @@ func PodRequests(pod *framework.PodInfo, resources []ResourceSpec, useRequested 
 // memory count the node's non-zero requests unless useRequested;
 // ephemeral storage and extended resources count plain requests; an
 // extended resource the pod does not request, or the node does not have,
-// and "pods", give (0, 0), which the scorers skip.
+// and "pods", give (0, 0), which the scorers skip. The sum saturates.
 func AllocatableRequested(ni *framework.NodeInfo, resource string, podRequest int64, useRequested bool) (allocatable, requested int64) {
 	onNode := &ni.NonZeroRequested
 	if useRequested {
@@ -47,11 +47,11 @@ func AllocatableRequested(ni *framework.NodeInfo, resource string, podRequest in
 	}
 	switch resource {
 	case framework.ResourceCPU:
-		return ni.Allocatable.MilliCPU, onNode.MilliCPU + podRequest
+		return ni.Allocatable.MilliCPU, framework.AddQuantity(onNode.MilliCPU, podRequest)
 	case framework.ResourceMemory:
-		return ni.Allocatable.Memory, onNode.Memory + podRequest
+		return ni.Allocatable.Memory, framework.AddQuantity(onNode.Memory, podRequest)
 	case framework.ResourceEphemeralStorage:
-		return ni.Allocatable.EphemeralStorage, ni.Requested.EphemeralStorage + podRequest
+		return ni.Allocatable.EphemeralStorage, framework.AddQuantity(ni.Requested.EphemeralStorage, podRequest)
 	case framework.ResourcePods:
 		return 0, 0
 	}
@@ -62,5 +62,5 @@ func AllocatableRequested(ni *framework.NodeInfo, resource string, podRequest in
 	if !ok {
 		return 0, 0
 	}
-	return alloc, ni.Requested.Scalar[resource] + podRequest
+	return alloc, framework.AddQuantity(ni.Requested.Scalar[resource], podRequest)
 }

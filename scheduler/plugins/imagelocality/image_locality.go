@@ -5,6 +5,7 @@ package imagelocality
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 
 	"github.com/berth-io/berth/scheduler/framework"
@@ -90,7 +91,9 @@ func (*ImageLocality) Score(_ context.Context, state *framework.CycleState, _ *f
 	var sum int64
 	for _, name := range s.images {
 		if st, ok := nodeInfo.ImageStates[name]; ok {
-			sum += scaledImageScore(st, s.totalNodes)
+			// Sizes are the client's numbers: a wrapped sum scored a node
+			// holding huge images as holding none.
+			sum = framework.AddQuantity(sum, scaledImageScore(st, s.totalNodes))
 		}
 	}
 	return calculatePriority(sum, len(s.images)), nil
@@ -121,7 +124,11 @@ func scaledImageScore(st *framework.ImageStateSummary, totalNodes int) int64 {
 		return 0
 	}
 	spread := float64(st.NumNodes) / float64(totalNodes)
-	return int64(float64(st.Size) * spread)
+	scaled := float64(st.Size) * spread
+	if scaled >= math.MaxInt64 { // converting 2^63 to int64 would overflow
+		return math.MaxInt64
+	}
+	return int64(scaled)
 }
 
 // normalizedImageName adds the ":latest" tag the runtime assumes when the

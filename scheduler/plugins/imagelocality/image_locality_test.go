@@ -3,6 +3,7 @@ package imagelocality
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -263,5 +264,17 @@ func BenchmarkScore(b *testing.B) {
 		if _, st := pl.Score(ctx, state, pod, nodes[0]); !st.IsSuccess() {
 			b.Fatal(st)
 		}
+	}
+}
+
+func TestScaledImageScoreSaturates(t *testing.T) {
+	huge := &framework.ImageStateSummary{Size: math.MaxInt64, NumNodes: 1}
+	if got := scaledImageScore(huge, 1); got != math.MaxInt64 {
+		t.Errorf("scaledImageScore(max size on every node) = %d, want %d", got, int64(math.MaxInt64))
+	}
+	// Two huge images sum past the limit; held there, the node scores top.
+	sum := framework.AddQuantity(scaledImageScore(huge, 1), scaledImageScore(huge, 1))
+	if got := calculatePriority(sum, 2); got != framework.MaxNodeScore {
+		t.Errorf("calculatePriority(saturated sum) = %d, want %d", got, framework.MaxNodeScore)
 	}
 }

@@ -162,7 +162,14 @@ func (f *Fit) CouldFitWithFreed(state *framework.CycleState, _ *framework.PodInf
 	if int64(len(nodeInfo.Pods)-freed.Pods)+1 > alloc.AllowedPodNumber {
 		return false
 	}
-	short := func(req, allocatable, used, freed int64) bool { return req > 0 && req > allocatable-(used-freed) }
+	short := func(req, allocatable, used, freed int64) bool {
+		if used == framework.Saturated {
+			// What is left after freeing is unknown: the dry run on a
+			// real copy, which recounts, decides.
+			return false
+		}
+		return framework.Exceeds(req, max(framework.SubQuantity(used, freed), 0), allocatable)
+	}
 	req := s.req
 	return !short(req.MilliCPU, alloc.MilliCPU, used.MilliCPU, freed.MilliCPU) &&
 		!short(req.Memory, alloc.Memory, used.Memory, freed.Memory) &&
@@ -212,19 +219,19 @@ func appendInsufficient(out []InsufficientResource, s *preFilterState, ni *frame
 	if req.MilliCPU == 0 && req.Memory == 0 && req.EphemeralStorage == 0 && len(s.scalars) == 0 {
 		return out
 	}
-	if req.MilliCPU > 0 && req.MilliCPU > alloc.MilliCPU-used.MilliCPU {
+	if framework.Exceeds(req.MilliCPU, used.MilliCPU, alloc.MilliCPU) {
 		out = append(out, InsufficientResource{framework.ResourceCPU, "Insufficient cpu", req.MilliCPU, used.MilliCPU, alloc.MilliCPU})
 	}
-	if req.Memory > 0 && req.Memory > alloc.Memory-used.Memory {
+	if framework.Exceeds(req.Memory, used.Memory, alloc.Memory) {
 		out = append(out, InsufficientResource{framework.ResourceMemory, "Insufficient memory", req.Memory, used.Memory, alloc.Memory})
 	}
-	if req.EphemeralStorage > 0 && req.EphemeralStorage > alloc.EphemeralStorage-used.EphemeralStorage {
+	if framework.Exceeds(req.EphemeralStorage, used.EphemeralStorage, alloc.EphemeralStorage) {
 		out = append(out, InsufficientResource{framework.ResourceEphemeralStorage, "Insufficient ephemeral-storage",
 			req.EphemeralStorage, used.EphemeralStorage, alloc.EphemeralStorage})
 	}
 	for _, sr := range s.scalars {
 		a, u := alloc.Scalar[sr.name], used.Scalar[sr.name]
-		if sr.quantity > a-u {
+		if framework.Exceeds(sr.quantity, u, a) {
 			out = append(out, InsufficientResource{sr.name, "Insufficient " + sr.name, sr.quantity, u, a})
 		}
 	}

@@ -77,17 +77,17 @@ func leastRequestedScore(requested, capacity int64) int64 {
 	if capacity == 0 || requested > capacity {
 		return 0
 	}
-	return (capacity - requested) * framework.MaxNodeScore / capacity
+	return framework.ScaledRatio(capacity-requested, capacity, framework.MaxNodeScore)
 }
 
 // mostRequestedScore is requested*100/capacity, capped at 100: requests
-// can exceed capacity because empty requests count kube's defaults.
+// can exceed capacity because empty requests count kube's defaults. The
+// products are taken without overflow (framework.ScaledRatio).
 func mostRequestedScore(requested, capacity int64) int64 {
 	if capacity == 0 {
 		return 0
 	}
-	requested = min(requested, capacity)
-	return requested * framework.MaxNodeScore / capacity
+	return framework.ScaledRatio(requested, capacity, framework.MaxNodeScore)
 }
 
 // ratioScore applies the shape to the utilization in whole percent
@@ -96,5 +96,5 @@ func (sc *scorer) ratioScore(requested, capacity int64) int64 {
 	if capacity == 0 || requested > capacity {
 		return sc.shape(maxUtilization)
 	}
-	return sc.shape(requested * maxUtilization / capacity)
+	return sc.shape(framework.ScaledRatio(requested, capacity, maxUtilization))
 }
