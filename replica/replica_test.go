@@ -1,4 +1,4 @@
-package server_test
+package replica_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
-	"github.com/berth-io/berth/server"
+	"github.com/berth-io/berth/replica"
 	"github.com/berth-io/berth/store"
 )
 
@@ -25,7 +25,7 @@ type env struct {
 	pods    berthv1.PodServiceClient
 	sched   berthv1.SchedulerServiceClient
 	etcd    *store.Embedded
-	srv     *server.Server
+	srv     *replica.Replica
 }
 
 // newEnv runs a real server on loopback against a real embedded etcd that
@@ -39,7 +39,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(etcd.Close)
-	srv, err := server.Start(ctx, server.Config{
+	srv, err := replica.Start(ctx, replica.Config{
 		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", EtcdEndpoints: etcd.Endpoints(),
 		Logger: zaptest.NewLogger(t),
 	})
