@@ -100,6 +100,7 @@ func badFields(t *testing.T, err error) []string {
 	return fields
 }
 
+// Long on purpose: one table holding a case per rule, read top to bottom.
 func TestBadInputNamesTheField(t *testing.T) {
 	e := newEnv(t)
 	mutPod := func(f func(p *berthv1.Pod)) *berthv1.Pod { p := pod("ok"); f(p); return p }

@@ -90,6 +90,7 @@ func settled(resp *berthv1.ListReplicasResponse, n int) error {
 // Three replicas share the shards, each schedules its own, and together
 // they never put more on a node than it holds: nodes have room for exactly
 // the pods that should bind, so any overcommit or double count shows.
+// Long on purpose: one scenario, read top to bottom.
 func TestReplicasShareWorkWithoutOvercommit(t *testing.T) {
 	_, rs := startReplicas(t, 3)
 	ctx := tctx(t)

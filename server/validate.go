@@ -204,51 +204,13 @@ func validatePod(v *violations, field string, p *berthv1.Pod) {
 	if len(p.GetContainers())+len(p.GetInitContainers()) > maxContainers {
 		v.add(field+".containers", "at most %d containers and init containers together", maxContainers)
 	}
+	// Names are unique across containers and init containers together.
 	seen := map[string]bool{}
-	checkContainers := func(kind string, cs []*berthv1.Container) {
-		for i, c := range cs {
-			f := fmt.Sprintf("%s.%s[%d]", field, kind, i)
-			v.dnsLabel(f+".name", c.GetName())
-			if seen[c.GetName()] {
-				v.add(f+".name", "duplicate container name %q", c.GetName())
-			}
-			seen[c.GetName()] = true
-			v.resources(f+".requests", c.GetRequests(), false)
-			for j, port := range c.GetPorts() {
-				pf := fmt.Sprintf("%s.ports[%d]", f, j)
-				if port.GetContainerPort() < 1 || port.GetContainerPort() > 65535 {
-					v.add(pf+".container_port", "must be 1-65535, got %d", port.GetContainerPort())
-				}
-				if port.GetHostPort() < 0 || port.GetHostPort() > 65535 {
-					v.add(pf+".host_port", "must be 0-65535, got %d", port.GetHostPort())
-				}
-				if !convert.KnownProtocol(port.GetProtocol()) {
-					v.add(pf+".protocol", "unknown protocol %v", port.GetProtocol())
-				}
-			}
-		}
-	}
-	checkContainers("containers", p.GetContainers())
-	checkContainers("init_containers", p.GetInitContainers())
+	validateContainers(v, field+".containers", p.GetContainers(), seen)
+	validateContainers(v, field+".init_containers", p.GetInitContainers(), seen)
 	v.resources(field+".overhead", p.GetOverhead(), false)
 	v.labels(field+".node_selector", p.GetNodeSelector())
-	for i, t := range p.GetTolerations() {
-		f := fmt.Sprintf("%s.tolerations[%d]", field, i)
-		exists := t.GetOperator() == berthv1.TolerationOperator_TOLERATION_OPERATOR_EXISTS
-		if t.GetKey() == "" && !exists {
-			v.add(f+".key", "may be empty only with operator EXISTS")
-		} else if t.GetKey() != "" {
-			v.qualifiedName(f+".key", t.GetKey())
-		}
-		if exists && t.GetValue() != "" {
-			v.add(f+".value", "must be empty with operator EXISTS")
-		}
-		if t.GetEffect() != berthv1.TaintEffect_TAINT_EFFECT_UNSPECIFIED {
-			if !convert.KnownTaintEffect(t.GetEffect()) {
-				v.add(f+".effect", "unknown effect %v", t.GetEffect())
-			}
-		}
-	}
+	validateTolerations(v, field+".tolerations", p.GetTolerations())
 	validateAffinity(v, field+".affinity", p.GetAffinity())
 	for i, c := range p.GetTopologySpreadConstraints() {
 		f := fmt.Sprintf("%s.topology_spread_constraints[%d]", field, i)
@@ -271,6 +233,52 @@ func validatePod(v *violations, field string, p *berthv1.Pod) {
 	}
 	if p.GetPodGroup() != "" {
 		v.dnsSubdomain(field+".pod_group", p.GetPodGroup())
+	}
+}
+
+// validateContainers checks one list of a pod's containers; seen collects
+// the names across lists.
+func validateContainers(v *violations, field string, cs []*berthv1.Container, seen map[string]bool) {
+	for i, c := range cs {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		v.dnsLabel(f+".name", c.GetName())
+		if seen[c.GetName()] {
+			v.add(f+".name", "duplicate container name %q", c.GetName())
+		}
+		seen[c.GetName()] = true
+		v.resources(f+".requests", c.GetRequests(), false)
+		for j, port := range c.GetPorts() {
+			pf := fmt.Sprintf("%s.ports[%d]", f, j)
+			if port.GetContainerPort() < 1 || port.GetContainerPort() > 65535 {
+				v.add(pf+".container_port", "must be 1-65535, got %d", port.GetContainerPort())
+			}
+			if port.GetHostPort() < 0 || port.GetHostPort() > 65535 {
+				v.add(pf+".host_port", "must be 0-65535, got %d", port.GetHostPort())
+			}
+			if !convert.KnownProtocol(port.GetProtocol()) {
+				v.add(pf+".protocol", "unknown protocol %v", port.GetProtocol())
+			}
+		}
+	}
+}
+
+func validateTolerations(v *violations, field string, ts []*berthv1.Toleration) {
+	for i, t := range ts {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		exists := t.GetOperator() == berthv1.TolerationOperator_TOLERATION_OPERATOR_EXISTS
+		if t.GetKey() == "" && !exists {
+			v.add(f+".key", "may be empty only with operator EXISTS")
+		} else if t.GetKey() != "" {
+			v.qualifiedName(f+".key", t.GetKey())
+		}
+		if exists && t.GetValue() != "" {
+			v.add(f+".value", "must be empty with operator EXISTS")
+		}
+		if t.GetEffect() != berthv1.TaintEffect_TAINT_EFFECT_UNSPECIFIED {
+			if !convert.KnownTaintEffect(t.GetEffect()) {
+				v.add(f+".effect", "unknown effect %v", t.GetEffect())
+			}
+		}
 	}
 }
 
