@@ -197,6 +197,10 @@ func TestBadInputNamesTheField(t *testing.T) {
 			_, err := e.pods.ListPods(tctx(t), &berthv1.ListPodsRequest{PageSize: 100000})
 			return err
 		}, "page_size"},
+		{"bad budget namespace filter", func() error {
+			_, err := e.cluster.ListDisruptionBudgets(tctx(t), &berthv1.ListDisruptionBudgetsRequest{Namespace: "Bad_NS"})
+			return err
+		}, "namespace"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
