@@ -14,11 +14,25 @@ import (
 	"github.com/berth-io/berth/store"
 )
 
+// clusterStore is what the cluster service reads and writes.
+type clusterStore interface {
+	PutNodeWithLease(ctx context.Context, n *berthv1.Node) (int64, error)
+	DeleteNodeWithLease(ctx context.Context, name string) (int64, error)
+	GetNode(ctx context.Context, name string) (*berthv1.Node, error)
+	ListNodes(ctx context.Context, limit int, pageToken string) ([]*berthv1.Node, string, error)
+	FillUnreachable(ctx context.Context, nodes ...*berthv1.Node) error
+	RenewNodeLease(ctx context.Context, name string) (ttl int64, restored bool, err error)
+
+	PutBudget(ctx context.Context, b *berthv1.DisruptionBudget) (int64, error)
+	DeleteBudget(ctx context.Context, namespace, name string) (int64, error)
+	ListBudgets(ctx context.Context, namespace string) ([]*berthv1.DisruptionBudget, error)
+}
+
 // clusterService holds the cluster's shape: nodes, their leases, and
 // disruption budgets.
 type clusterService struct {
 	berthv1.UnimplementedClusterServiceServer
-	store Store
+	store clusterStore
 	sched Scheduler
 }
 

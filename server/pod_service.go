@@ -14,9 +14,30 @@ import (
 	"github.com/berth-io/berth/store"
 )
 
+// podStore is what the pod service reads and writes.
+type podStore interface {
+	CreatePods(ctx context.Context, pods []*berthv1.Pod) []store.CreateResult
+	GetPod(ctx context.Context, namespace, name string) (*berthv1.Pod, int64, error)
+	ListPods(ctx context.Context, filter store.PodFilter, limit int, pageToken string) ([]*berthv1.Pod, string, error)
+	DeletePod(ctx context.Context, namespace, name, uid string) (int64, error)
+	UpdatePod(ctx context.Context, namespace, name, uid string, mutate func(*berthv1.Pod) error) (*berthv1.Pod, int64, error)
+	// ModifyPod and NodeModRevision serve the orchestrator's reports.
+	ModifyPod(ctx context.Context, namespace, name, uid string, mutate func(*berthv1.Pod) (bool, error)) (*berthv1.Pod, int64, error)
+	NodeModRevision(ctx context.Context, name string) (int64, error)
+
+	PutPodGroup(ctx context.Context, g *berthv1.PodGroup) (*berthv1.PodGroup, int64, error)
+	DeletePodGroup(ctx context.Context, namespace, name string) (int64, error)
+	GetPodGroup(ctx context.Context, namespace, name string) (*berthv1.PodGroup, error)
+	ListPodGroups(ctx context.Context, namespace string) ([]*berthv1.PodGroup, error)
+}
+
+// podService takes pods in and answers for them: submit, read, update and
+// delete here; the orchestrator's reports in pod_reports.go; pod groups in
+// podgroup_service.go. admit, UpdatePod and the reports each write one of
+// the pod lifecycle's transitions beside their RPC.
 type podService struct {
 	berthv1.UnimplementedPodServiceServer
-	store Store
+	store podStore
 	sched Scheduler
 }
 

@@ -15,9 +15,20 @@ import (
 	"github.com/berth-io/berth/store"
 )
 
+// schedulerStore is what the scheduler service reads and writes.
+type schedulerStore interface {
+	CreatePods(ctx context.Context, pods []*berthv1.Pod) []store.CreateResult
+	GetPod(ctx context.Context, namespace, name string) (*berthv1.Pod, int64, error)
+	WaitPod(ctx context.Context, namespace, name string, fromRevision int64, done func(*berthv1.Pod) bool) (*berthv1.Pod, int64, error)
+	WatchBindings(ctx context.Context, fromRevision int64, send func(*berthv1.BindingEvent) error, opts ...store.WatchOption) error
+	ListReplicas(ctx context.Context) ([]*berthv1.Replica, error)
+}
+
+// schedulerService is the scheduler's own face: the bindings stream,
+// Schedule (submit and wait), Explain (dry run) and the replicas' shards.
 type schedulerService struct {
 	berthv1.UnimplementedSchedulerServiceServer
-	store Store
+	store schedulerStore
 	sched Scheduler
 	// streams ends when the front shuts down.
 	streams  context.Context
