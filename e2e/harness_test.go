@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -39,9 +40,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build berth:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	// The berth processes are children; goleak checks what the tests
+	// themselves start in this process (clients, proxies, the in-process
+	// etcd of some tests).
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
 
 // freeAddr reserves a loopback port. The tiny window before the child binds

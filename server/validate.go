@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/berth-io/berth/convert"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/scheduler/framework"
 	"github.com/berth-io/berth/store"
@@ -162,7 +163,7 @@ func validateNode(v *violations, field string, n *berthv1.Node) {
 		if len(t.GetValue()) > maxLabelValueLen || !labelValue.MatchString(t.GetValue()) {
 			v.add(f+".value", "must be a label value, got %q", t.GetValue())
 		}
-		if _, ok := taintEffects[t.GetEffect()]; !ok {
+		if !convert.KnownTaintEffect(t.GetEffect()) {
 			v.add(f+".effect", "must be TAINT_EFFECT_NO_SCHEDULE, TAINT_EFFECT_PREFER_NO_SCHEDULE or TAINT_EFFECT_NO_EXECUTE, got %v", t.GetEffect())
 		}
 	}
@@ -203,51 +204,13 @@ func validatePod(v *violations, field string, p *berthv1.Pod) {
 	if len(p.GetContainers())+len(p.GetInitContainers()) > maxContainers {
 		v.add(field+".containers", "at most %d containers and init containers together", maxContainers)
 	}
+	// Names are unique across containers and init containers together.
 	seen := map[string]bool{}
-	checkContainers := func(kind string, cs []*berthv1.Container) {
-		for i, c := range cs {
-			f := fmt.Sprintf("%s.%s[%d]", field, kind, i)
-			v.dnsLabel(f+".name", c.GetName())
-			if seen[c.GetName()] {
-				v.add(f+".name", "duplicate container name %q", c.GetName())
-			}
-			seen[c.GetName()] = true
-			v.resources(f+".requests", c.GetRequests(), false)
-			for j, port := range c.GetPorts() {
-				pf := fmt.Sprintf("%s.ports[%d]", f, j)
-				if port.GetContainerPort() < 1 || port.GetContainerPort() > 65535 {
-					v.add(pf+".container_port", "must be 1-65535, got %d", port.GetContainerPort())
-				}
-				if port.GetHostPort() < 0 || port.GetHostPort() > 65535 {
-					v.add(pf+".host_port", "must be 0-65535, got %d", port.GetHostPort())
-				}
-				if _, ok := protocols[port.GetProtocol()]; !ok {
-					v.add(pf+".protocol", "unknown protocol %v", port.GetProtocol())
-				}
-			}
-		}
-	}
-	checkContainers("containers", p.GetContainers())
-	checkContainers("init_containers", p.GetInitContainers())
+	validateContainers(v, field+".containers", p.GetContainers(), seen)
+	validateContainers(v, field+".init_containers", p.GetInitContainers(), seen)
 	v.resources(field+".overhead", p.GetOverhead(), false)
 	v.labels(field+".node_selector", p.GetNodeSelector())
-	for i, t := range p.GetTolerations() {
-		f := fmt.Sprintf("%s.tolerations[%d]", field, i)
-		exists := t.GetOperator() == berthv1.TolerationOperator_TOLERATION_OPERATOR_EXISTS
-		if t.GetKey() == "" && !exists {
-			v.add(f+".key", "may be empty only with operator EXISTS")
-		} else if t.GetKey() != "" {
-			v.qualifiedName(f+".key", t.GetKey())
-		}
-		if exists && t.GetValue() != "" {
-			v.add(f+".value", "must be empty with operator EXISTS")
-		}
-		if t.GetEffect() != berthv1.TaintEffect_TAINT_EFFECT_UNSPECIFIED {
-			if _, ok := taintEffects[t.GetEffect()]; !ok {
-				v.add(f+".effect", "unknown effect %v", t.GetEffect())
-			}
-		}
-	}
+	validateTolerations(v, field+".tolerations", p.GetTolerations())
 	validateAffinity(v, field+".affinity", p.GetAffinity())
 	for i, c := range p.GetTopologySpreadConstraints() {
 		f := fmt.Sprintf("%s.topology_spread_constraints[%d]", field, i)
@@ -270,6 +233,52 @@ func validatePod(v *violations, field string, p *berthv1.Pod) {
 	}
 	if p.GetPodGroup() != "" {
 		v.dnsSubdomain(field+".pod_group", p.GetPodGroup())
+	}
+}
+
+// validateContainers checks one list of a pod's containers; seen collects
+// the names across lists.
+func validateContainers(v *violations, field string, cs []*berthv1.Container, seen map[string]bool) {
+	for i, c := range cs {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		v.dnsLabel(f+".name", c.GetName())
+		if seen[c.GetName()] {
+			v.add(f+".name", "duplicate container name %q", c.GetName())
+		}
+		seen[c.GetName()] = true
+		v.resources(f+".requests", c.GetRequests(), false)
+		for j, port := range c.GetPorts() {
+			pf := fmt.Sprintf("%s.ports[%d]", f, j)
+			if port.GetContainerPort() < 1 || port.GetContainerPort() > 65535 {
+				v.add(pf+".container_port", "must be 1-65535, got %d", port.GetContainerPort())
+			}
+			if port.GetHostPort() < 0 || port.GetHostPort() > 65535 {
+				v.add(pf+".host_port", "must be 0-65535, got %d", port.GetHostPort())
+			}
+			if !convert.KnownProtocol(port.GetProtocol()) {
+				v.add(pf+".protocol", "unknown protocol %v", port.GetProtocol())
+			}
+		}
+	}
+}
+
+func validateTolerations(v *violations, field string, ts []*berthv1.Toleration) {
+	for i, t := range ts {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		exists := t.GetOperator() == berthv1.TolerationOperator_TOLERATION_OPERATOR_EXISTS
+		if t.GetKey() == "" && !exists {
+			v.add(f+".key", "may be empty only with operator EXISTS")
+		} else if t.GetKey() != "" {
+			v.qualifiedName(f+".key", t.GetKey())
+		}
+		if exists && t.GetValue() != "" {
+			v.add(f+".value", "must be empty with operator EXISTS")
+		}
+		if t.GetEffect() != berthv1.TaintEffect_TAINT_EFFECT_UNSPECIFIED {
+			if !convert.KnownTaintEffect(t.GetEffect()) {
+				v.add(f+".effect", "unknown effect %v", t.GetEffect())
+			}
+		}
 	}
 }
 
@@ -385,111 +394,6 @@ func validatePage(v *violations, size int32) {
 	if size < 0 || size > maxPageSize {
 		v.add("page_size", "must be 0-%d, got %d", maxPageSize, size)
 	}
-}
-
-// validateRequest checks a request before its handler runs. Every request
-// type with fields to check is listed here, so the rules live in one place.
-func validateRequest(req any) error {
-	var v violations
-	switch r := req.(type) {
-	case *berthv1.UpsertNodeRequest:
-		validateNode(&v, "node", r.GetNode())
-	case *berthv1.DeleteNodeRequest:
-		v.dnsSubdomain("name", r.GetName())
-	case *berthv1.GetNodeRequest:
-		v.dnsSubdomain("name", r.GetName())
-	case *berthv1.ListNodesRequest:
-		validatePage(&v, r.GetPageSize())
-	case *berthv1.SubmitPodRequest:
-		validatePod(&v, "pod", r.GetPod())
-	case *berthv1.SubmitPodsRequest:
-		// Individual pods are checked by the handler so one bad pod does
-		// not sink the batch; only the batch shape is checked here.
-		if n := len(r.GetPods()); n == 0 || n > maxSubmitBatch {
-			v.add("pods", "must hold 1-%d pods, got %d", maxSubmitBatch, n)
-		}
-	case *berthv1.DeletePodRequest:
-		v.dnsLabel("namespace", r.GetNamespace())
-		v.dnsSubdomain("name", r.GetName())
-	case *berthv1.GetPodRequest:
-		v.dnsLabel("namespace", r.GetNamespace())
-		v.dnsSubdomain("name", r.GetName())
-	case *berthv1.ListPodsRequest:
-		if r.GetNamespace() != "" {
-			v.dnsLabel("namespace", r.GetNamespace())
-		}
-		if r.GetNodeName() != "" {
-			v.dnsSubdomain("node_name", r.GetNodeName())
-		}
-		if _, ok := berthv1.PodPhase_name[int32(r.GetPhase())]; !ok {
-			v.add("phase", "unknown phase %d", r.GetPhase())
-		}
-		validatePage(&v, r.GetPageSize())
-	case *berthv1.ScheduleRequest:
-		validatePod(&v, "pod", r.GetPod())
-	case *berthv1.ExplainRequest:
-		switch {
-		case r.GetPod() != nil:
-			validatePod(&v, "pod", r.GetPod())
-		case r.GetExisting() != nil:
-			v.dnsLabel("existing.namespace", r.GetExisting().GetNamespace())
-			v.dnsSubdomain("existing.name", r.GetExisting().GetName())
-		default:
-			v.add("target", "give a pod inline or name an existing one")
-		}
-	case *berthv1.UpdatePodRequest:
-		v.dnsLabel("namespace", r.GetNamespace())
-		v.dnsSubdomain("name", r.GetName())
-		if !r.GetUpdateSchedulingGates() && r.Priority == nil {
-			v.add("update_scheduling_gates", "nothing to update: set update_scheduling_gates or priority")
-		}
-	case *berthv1.UpsertDisruptionBudgetRequest:
-		b := r.GetBudget()
-		if b == nil {
-			v.add("budget", "is required")
-			break
-		}
-		v.dnsLabel("budget.namespace", b.GetNamespace())
-		v.dnsSubdomain("budget.name", b.GetName())
-		validateLabelSelector(&v, "budget.selector", b.GetSelector())
-		if b.GetSelector() == nil {
-			v.add("budget.selector", "is required (an empty selector covers every pod in the namespace)")
-		}
-		if b.GetAllowedDisruptions() < 0 {
-			v.add("budget.allowed_disruptions", "must not be negative, got %d", b.GetAllowedDisruptions())
-		}
-	case *berthv1.DeleteDisruptionBudgetRequest:
-		v.dnsLabel("namespace", r.GetNamespace())
-		v.dnsSubdomain("name", r.GetName())
-	case *berthv1.UpsertPodGroupRequest:
-		validatePodGroup(&v, "pod_group", r.GetPodGroup())
-	case *berthv1.DeletePodGroupRequest:
-		v.dnsLabel("namespace", r.GetNamespace())
-		v.dnsSubdomain("name", r.GetName())
-	case *berthv1.GetPodGroupRequest:
-		v.dnsLabel("namespace", r.GetNamespace())
-		v.dnsSubdomain("name", r.GetName())
-	case *berthv1.ListPodGroupsRequest:
-		if r.GetNamespace() != "" {
-			v.dnsLabel("namespace", r.GetNamespace())
-		}
-	case *berthv1.WatchBindingsRequest:
-		if r.GetFromRevision() < 0 {
-			v.add("from_revision", "must not be negative, got %d", r.GetFromRevision())
-		}
-	case *berthv1.ConfirmBindingRequest:
-		validatePodReport(&v, r.GetNamespace(), r.GetName(), r.GetUid(), r.GetNodeName(), "", "")
-	case *berthv1.RejectBindingRequest:
-		validatePodReport(&v, r.GetNamespace(), r.GetName(), r.GetUid(), r.GetNodeName(), "reason", r.GetReason())
-	case *berthv1.CompletePodRequest:
-		validatePodReport(&v, r.GetNamespace(), r.GetName(), r.GetUid(), "", "message", r.GetMessage())
-		if p := r.GetPhase(); p != berthv1.PodPhase_POD_PHASE_SUCCEEDED && p != berthv1.PodPhase_POD_PHASE_FAILED {
-			v.add("phase", "must be POD_PHASE_SUCCEEDED or POD_PHASE_FAILED, got %v", p)
-		}
-	case *berthv1.RenewNodeLeaseRequest:
-		v.dnsSubdomain("name", r.GetName())
-	}
-	return v.err()
 }
 
 // maxReportText bounds the reason or message of an orchestrator's report,

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
-	"github.com/berth-io/berth/server"
+	"github.com/berth-io/berth/replica"
 	"github.com/berth-io/berth/store"
 )
 
@@ -55,7 +55,7 @@ func TestRunPodGroupCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(etcd.Close)
-	srv, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", MetricsListen: "-", EtcdEndpoints: etcd.Endpoints()})
+	srv, err := replica.Start(ctx, replica.Config{Listen: "127.0.0.1:0", MetricsListen: "-", EtcdEndpoints: etcd.Endpoints()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/berth-io/berth/server"
+	"github.com/berth-io/berth/replica"
 )
 
 type benchConfig struct {
@@ -253,7 +253,7 @@ func benchFleetRun(ctx context.Context, bc benchConfig, w *workload, run string,
 
 // startBenchServer starts a fresh in-process server: its own etcd
 // directory per workload, so no run sees another's nodes.
-func startBenchServer(ctx context.Context, bc benchConfig, workload string) (*server.Server, string, func(), error) {
+func startBenchServer(ctx context.Context, bc benchConfig, workload string) (*replica.Replica, string, func(), error) {
 	dir := filepath.Join(bc.dataDir, workload)
 	cleanup := func() {}
 	if bc.dataDir == "" {
@@ -263,7 +263,7 @@ func startBenchServer(ctx context.Context, bc benchConfig, workload string) (*se
 		}
 		dir, cleanup = tmp, func() { os.RemoveAll(tmp) }
 	}
-	srv, err := server.Start(ctx, server.Config{
+	srv, err := replica.Start(ctx, replica.Config{
 		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: dir, Logger: zap.NewNop(),
 		Scheduler: schedulerConfigForBench(bc),
 	})

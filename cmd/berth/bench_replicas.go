@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
-	"github.com/berth-io/berth/server"
+	"github.com/berth-io/berth/replica"
 	"github.com/berth-io/berth/store"
 )
 
@@ -30,7 +30,7 @@ import (
 // against one etcd cluster would be.
 type benchFleet struct {
 	etcd    *store.Embedded
-	servers []*server.Server
+	servers []*replica.Replica
 	conns   []*grpc.ClientConn
 	dir     string
 	cleanup func()
@@ -55,7 +55,7 @@ func startBenchFleet(ctx context.Context, bc benchConfig, workload string) (_ *b
 		return nil, err
 	}
 	for i := range bc.replicas {
-		srv, err := server.Start(ctx, server.Config{
+		srv, err := replica.Start(ctx, replica.Config{
 			Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
 			EtcdEndpoints: f.etcd.Endpoints(),
 			Store:         store.Config{MaxTxnOps: store.EmbeddedMaxTxnOps},

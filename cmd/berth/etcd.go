@@ -18,7 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/berth-io/berth/server"
+	"github.com/berth-io/berth/replica"
 	"github.com/berth-io/berth/store"
 )
 
@@ -45,7 +45,7 @@ func (f *etcdClientFlags) bind(fs *flag.FlagSet) {
 
 // apply fills cfg.Store's TLS, credentials and dial timeout. getenv is
 // os.Getenv outside tests.
-func (f *etcdClientFlags) apply(cfg *server.Config, getenv func(string) string) error {
+func (f *etcdClientFlags) apply(cfg *replica.Config, getenv func(string) string) error {
 	external := len(cfg.EtcdEndpoints) > 0
 	if !external && (f.caCert != "" || f.cert != "" || f.key != "" || f.username != "") {
 		return errors.New("--etcd-cacert, --etcd-cert, --etcd-key and --etcd-username need --etcd-endpoints")

@@ -25,7 +25,7 @@ import (
 
 	berth "github.com/berth-io/berth/clients/go"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
-	"github.com/berth-io/berth/server"
+	"github.com/berth-io/berth/replica"
 	"github.com/berth-io/berth/store"
 )
 
@@ -219,30 +219,30 @@ func TestEtcdClientFlags(t *testing.T) {
 		eps     []string
 		env     string
 		wantErr string
-		check   func(*testing.T, server.Config)
+		check   func(*testing.T, replica.Config)
 	}{
-		{name: "plain", eps: []string{"http://127.0.0.1:2379"}, check: func(t *testing.T, c server.Config) {
+		{name: "plain", eps: []string{"http://127.0.0.1:2379"}, check: func(t *testing.T, c replica.Config) {
 			if c.Store.TLS != nil || c.Store.Username != "" {
 				t.Errorf("TLS %v, user %q; want neither", c.Store.TLS, c.Store.Username)
 			}
 		}},
-		{name: "https without flags trusts system roots", eps: []string{"https://etcd:2379"}, check: func(t *testing.T, c server.Config) {
+		{name: "https without flags trusts system roots", eps: []string{"https://etcd:2379"}, check: func(t *testing.T, c replica.Config) {
 			if c.Store.TLS == nil || c.Store.TLS.RootCAs != nil {
 				t.Errorf("TLS %v; want TLS with system roots", c.Store.TLS)
 			}
 		}},
 		{name: "tls files", f: etcdClientFlags{caCert: pki.caFile, cert: pki.clientCert, key: pki.clientKey}, eps: []string{"https://127.0.0.1:2379"},
-			check: func(t *testing.T, c server.Config) {
+			check: func(t *testing.T, c replica.Config) {
 				if c.Store.TLS == nil || c.Store.TLS.RootCAs == nil || len(c.Store.TLS.Certificates) != 1 || c.Store.TLS.MinVersion != tls.VersionTLS12 {
 					t.Errorf("TLS %+v; want the CA and one client certificate", c.Store.TLS)
 				}
 			}},
-		{name: "password from env", f: etcdClientFlags{username: "root"}, eps: []string{"http://e:2379"}, env: "pw", check: func(t *testing.T, c server.Config) {
+		{name: "password from env", f: etcdClientFlags{username: "root"}, eps: []string{"http://e:2379"}, env: "pw", check: func(t *testing.T, c replica.Config) {
 			if c.Store.Username != "root" || c.Store.Password != "pw" {
 				t.Errorf("user %q password %q; want root, pw", c.Store.Username, c.Store.Password)
 			}
 		}},
-		{name: "flag beats env", f: etcdClientFlags{username: "root", password: "flag"}, eps: []string{"http://e:2379"}, env: "pw", check: func(t *testing.T, c server.Config) {
+		{name: "flag beats env", f: etcdClientFlags{username: "root", password: "flag"}, eps: []string{"http://e:2379"}, env: "pw", check: func(t *testing.T, c replica.Config) {
 			if c.Store.Password != "flag" {
 				t.Errorf("password %q; want flag", c.Store.Password)
 			}
@@ -253,7 +253,7 @@ func TestEtcdClientFlags(t *testing.T) {
 		{name: "password needs user", f: etcdClientFlags{password: "x"}, eps: []string{"http://e:2379"}, wantErr: "needs --etcd-username"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := server.Config{EtcdEndpoints: tc.eps}
+			cfg := replica.Config{EtcdEndpoints: tc.eps}
 			err := tc.f.apply(&cfg, env(tc.env))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

@@ -14,13 +14,13 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/berth-io/berth/replica"
 	"github.com/berth-io/berth/scheduler/config"
-	"github.com/berth-io/berth/server"
 	"github.com/berth-io/berth/store"
 )
 
-// serveFlags binds the replica's flags to a server.Config.
-func serveFlags(fs *flag.FlagSet, cfg *server.Config, logLevel *string, endpoints *string) {
+// serveFlags binds the replica's flags to a replica.Config.
+func serveFlags(fs *flag.FlagSet, cfg *replica.Config, logLevel *string, endpoints *string) {
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "gRPC listen address")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "127.0.0.1:7071", `Prometheus /metrics listen address ("-" disables)`)
 	fs.StringVar(&cfg.DataDir, "data-dir", "./berth-data", "embedded etcd data directory")
@@ -72,7 +72,7 @@ func embeddedEtcdFlags(fs *flag.FlagSet, ec *store.EmbeddedConfig) {
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
-	var cfg server.Config
+	var cfg replica.Config
 	var logLevel, endpoints string
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -105,7 +105,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer logger.Sync() //nolint:errcheck // stderr sync errors are not actionable
 	cfg.Logger = logger
-	srv, err := server.Start(ctx, cfg)
+	srv, err := replica.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 // applySchedulerConfig loads the file's profiles and percentage into cfg;
 // a --percentage-of-nodes-to-score given on the command line wins.
-func applySchedulerConfig(fs *flag.FlagSet, path string, cfg *server.Config) error {
+func applySchedulerConfig(fs *flag.FlagSet, path string, cfg *replica.Config) error {
 	sc, err := config.Load(path)
 	var invalid config.Errors
 	if errors.As(err, &invalid) {

@@ -1,4 +1,4 @@
-package server_test
+package replica_test
 
 import (
 	"context"
@@ -331,6 +331,7 @@ func TestCompletedPodFreesItsRoom(t *testing.T) {
 // TestNodeLeaseExpiry: a node that stops renewing its lease becomes
 // unreachable, takes no new pods (but those tolerating the taint), its pods
 // are marked lost and subscribers told; renewal brings it back.
+// Long on purpose: one scenario, read top to bottom.
 func TestNodeLeaseExpiry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

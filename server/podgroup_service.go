@@ -37,7 +37,7 @@ func groupName(namespace, name string) string { return "pod group " + namespace 
 // watch that brings it to the scheduler.
 func (ps *podService) UpsertPodGroup(ctx context.Context, req *berthv1.UpsertPodGroupRequest) (*berthv1.UpsertPodGroupResponse, error) {
 	g := req.GetPodGroup()
-	stored, rev, err := ps.srv.store.PutPodGroup(ctx, g)
+	stored, rev, err := ps.store.PutPodGroup(ctx, g)
 	if err != nil {
 		return nil, toStatus(err, groupName(g.GetNamespace(), g.GetName()))
 	}
@@ -45,7 +45,7 @@ func (ps *podService) UpsertPodGroup(ctx context.Context, req *berthv1.UpsertPod
 }
 
 func (ps *podService) DeletePodGroup(ctx context.Context, req *berthv1.DeletePodGroupRequest) (*berthv1.DeletePodGroupResponse, error) {
-	rev, err := ps.srv.store.DeletePodGroup(ctx, req.GetNamespace(), req.GetName())
+	rev, err := ps.store.DeletePodGroup(ctx, req.GetNamespace(), req.GetName())
 	if err != nil {
 		return nil, toStatus(err, groupName(req.GetNamespace(), req.GetName()))
 	}
@@ -57,16 +57,16 @@ func (ps *podService) DeletePodGroup(ctx context.Context, req *berthv1.DeletePod
 // of the namespace per call, at the price of trailing the latest writes by
 // the watch's delay.
 func (ps *podService) GetPodGroup(ctx context.Context, req *berthv1.GetPodGroupRequest) (*berthv1.GetPodGroupResponse, error) {
-	g, err := ps.srv.store.GetPodGroup(ctx, req.GetNamespace(), req.GetName())
+	g, err := ps.store.GetPodGroup(ctx, req.GetNamespace(), req.GetName())
 	if err != nil {
 		return nil, toStatus(err, groupName(req.GetNamespace(), req.GetName()))
 	}
-	members, bound := ps.srv.sched.PodGroupMembers(req.GetNamespace(), req.GetName())
+	members, bound := ps.sched.PodGroupMembers(req.GetNamespace(), req.GetName())
 	return &berthv1.GetPodGroupResponse{PodGroup: g, Members: int32(members), Bound: int32(bound)}, nil
 }
 
 func (ps *podService) ListPodGroups(ctx context.Context, req *berthv1.ListPodGroupsRequest) (*berthv1.ListPodGroupsResponse, error) {
-	gs, err := ps.srv.store.ListPodGroups(ctx, req.GetNamespace())
+	gs, err := ps.store.ListPodGroups(ctx, req.GetNamespace())
 	if err != nil {
 		return nil, toStatus(err, "list pod groups")
 	}

@@ -1,4 +1,4 @@
-package server_test
+package replica_test
 
 import (
 	"context"
@@ -12,21 +12,21 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/replica"
 	"github.com/berth-io/berth/scheduler"
 	"github.com/berth-io/berth/scheduler/framework"
-	"github.com/berth-io/berth/server"
 	"github.com/berth-io/berth/store"
 )
 
-type replica struct {
-	srv  *server.Server
+type member struct {
+	srv  *replica.Replica
 	pods berthv1.PodServiceClient
 	node berthv1.ClusterServiceClient
 	sch  berthv1.SchedulerServiceClient
 }
 
 // startReplicas runs n replicas, with distinct ids, on one embedded etcd.
-func startReplicas(t *testing.T, n int) (*store.Embedded, []*replica) {
+func startReplicas(t *testing.T, n int) (*store.Embedded, []*member) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -35,14 +35,14 @@ func startReplicas(t *testing.T, n int) (*store.Embedded, []*replica) {
 		t.Fatal(err)
 	}
 	t.Cleanup(etcd.Close)
-	var out []*replica
+	var out []*member
 	for i := range n {
-		cfg := server.Config{
+		cfg := replica.Config{
 			Listen: "127.0.0.1:0", MetricsListen: "-", EtcdEndpoints: etcd.Endpoints(),
 			ReplicaID: fmt.Sprintf("r%d", i), Logger: zaptest.NewLogger(t).Named(fmt.Sprintf("r%d", i)),
 		}
 		cfg.Store.MaxTxnOps = store.EmbeddedMaxTxnOps
-		srv, err := server.Start(ctx, cfg)
+		srv, err := replica.Start(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func startReplicas(t *testing.T, n int) (*store.Embedded, []*replica) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
-		out = append(out, &replica{srv: srv, pods: berthv1.NewPodServiceClient(conn),
+		out = append(out, &member{srv: srv, pods: berthv1.NewPodServiceClient(conn),
 			node: berthv1.NewClusterServiceClient(conn), sch: berthv1.NewSchedulerServiceClient(conn)})
 	}
 	return etcd, out
@@ -90,6 +90,7 @@ func settled(resp *berthv1.ListReplicasResponse, n int) error {
 // Three replicas share the shards, each schedules its own, and together
 // they never put more on a node than it holds: nodes have room for exactly
 // the pods that should bind, so any overcommit or double count shows.
+// Long on purpose: one scenario, read top to bottom.
 func TestReplicasShareWorkWithoutOvercommit(t *testing.T) {
 	_, rs := startReplicas(t, 3)
 	ctx := tctx(t)

@@ -1,4 +1,4 @@
-package server_test
+package replica_test
 
 import (
 	"fmt"
@@ -15,6 +15,7 @@ import (
 // A gang member waiting at Permit on one replica holds its room on every
 // replica: another replica leaves a pod that needs that room unschedulable
 // until the assumption goes, then binds it.
+// Long on purpose: one scenario, read top to bottom.
 func TestOtherReplicasCountWaitingGangMembers(t *testing.T) {
 	etcd, rs := startReplicas(t, 2)
 	ctx := tctx(t)

@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"context"
@@ -6,30 +6,28 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
+	"github.com/berth-io/berth/convert"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/scheduler/framework"
 	"github.com/berth-io/berth/store"
 )
 
-// RenewNodeLease keeps a leased node reachable, or brings it back.
-func (c *clusterService) RenewNodeLease(ctx context.Context, req *berthv1.RenewNodeLeaseRequest) (*berthv1.RenewNodeLeaseResponse, error) {
-	ttl, restored, err := c.srv.store.RenewNodeLease(ctx, req.GetName())
-	if errors.Is(err, store.ErrNoLease) {
-		return nil, status.Errorf(codes.FailedPrecondition, "node %s has no lease: upsert it with lease_ttl_seconds above 0", req.GetName())
-	}
-	if err != nil {
-		return nil, toStatus(err, "node "+req.GetName())
-	}
-	return &berthv1.RenewNodeLeaseResponse{TtlSeconds: ttl, Restored: restored}, nil
-}
-
-// nodeBook is what the syncer knows of each node beyond what the core
+// nodeBook is what the bridge knows of each node beyond what the core
 // holds: the wire record with its mod revision, and whether its lease key
 // exists, from which the core's node is rebuilt when only the lease changes.
 // Only the sync goroutine touches it.
+//
+// Why a replica holds a node in three places: this book keeps the wire
+// record (a pointer to the message the watch decoded, not a copy) because
+// the core's node has the lease folded in as an unreachable taint, and a
+// renewed lease must rebuild the node without it; the scheduler keeps the
+// last core node it was given (Scheduler.nodes) to tell which cluster event
+// a new record is, for requeueing; the cache keeps a NodeInfo, which adds
+// what the node's pods request and is what snapshots copy. Each serves a
+// different reader; the scheduler's node shares its label and allocatable
+// maps with the wire record, and only the cache's is copied per snapshot,
+// for the nodes that changed.
 type nodeBook struct {
 	records map[string]nodeRecord
 	leased  map[string]bool
@@ -61,13 +59,11 @@ func (b *nodeBook) forget(name string) { delete(b.records, name) }
 func (b *nodeBook) put(n *berthv1.Node, rev int64) *framework.Node {
 	b.init()
 	b.records[n.GetName()] = nodeRecord{node: n, rev: rev}
-	return nodeToCore(n, rev, b.unreachable(n.GetName()))
+	return convert.NodeToCore(n, rev, b.unreachable(n.GetName()))
 }
 
-var _ store.NodeLeaseHandler = (*syncer)(nil)
-
 // NodeLeasesReset implements store.NodeLeaseHandler; Reset follows.
-func (s *syncer) NodeLeasesReset(leased []string, nodeRevisions map[string]int64) {
+func (s *bridge) NodeLeasesReset(leased []string, nodeRevisions map[string]int64) {
 	s.nodes = nodeBook{listed: nodeRevisions}
 	s.nodes.init()
 	for _, name := range leased {
@@ -78,13 +74,13 @@ func (s *syncer) NodeLeasesReset(leased []string, nodeRevisions map[string]int64
 // NodeLeasePut implements store.NodeLeaseHandler: a lease started or was
 // restored. When it starts with the node's record it comes first, so the
 // record finds it.
-func (s *syncer) NodeLeasePut(name string, rev int64) {
+func (s *bridge) NodeLeasePut(name string, rev int64) {
 	s.nodes.init()
 	was := s.nodes.unreachable(name)
 	s.nodes.leased[name] = true
 	if was {
 		r := s.nodes.records[name]
-		s.sched.UpsertNodeRecord(nodeToCore(r.node, r.rev, false))
+		s.sched.UpsertNodeRecord(convert.NodeToCore(r.node, r.rev, false))
 	}
 	s.revision(rev)
 }
@@ -93,18 +89,18 @@ func (s *syncer) NodeLeasePut(name string, rev int64) {
 // record was written at the same revision (the lease dropped with it, which
 // the record's NodePut already applied), the lease expired: the node turns
 // unreachable, and the pods on it are reported lost.
-func (s *syncer) NodeLeaseDeleted(name string, rev int64) {
+func (s *bridge) NodeLeaseDeleted(name string, rev int64) {
 	s.nodes.init()
 	delete(s.nodes.leased, name)
 	if r, ok := s.nodes.records[name]; ok && r.rev != rev && s.nodes.unreachable(name) {
-		s.sched.UpsertNodeRecord(nodeToCore(r.node, r.rev, true))
+		s.sched.UpsertNodeRecord(convert.NodeToCore(r.node, r.rev, true))
 		s.markLost(name, s.podsOn(name))
 	}
 	s.revision(rev)
 }
 
 // podsOn lists the pods the core holds bound to a node.
-func (s *syncer) podsOn(node string) []*framework.Pod {
+func (s *bridge) podsOn(node string) []*framework.Pod {
 	ni, ok := s.sched.NodeInfo(node)
 	if !ok {
 		return nil
@@ -119,7 +115,7 @@ func (s *syncer) podsOn(node string) []*framework.Pod {
 // checkLost reports pods bound to a node that is already unreachable: found
 // so at a listing, bound after the lease expired (an assumption whose
 // commit landed late), or declared there.
-func (s *syncer) checkLost(pods ...*framework.Pod) {
+func (s *bridge) checkLost(pods ...*framework.Pod) {
 	var byNode map[string][]*framework.Pod
 	for _, p := range pods {
 		if p.NodeName != "" && s.nodes.unreachable(p.NodeName) {
@@ -140,7 +136,7 @@ func (s *syncer) checkLost(pods ...*framework.Pod) {
 // replica or retry makes it; a pod changed since is read and judged again.
 // The marks stay when the lease is renewed: the orchestrator decides what
 // a lost pod's fate is.
-func (s *syncer) markLost(node string, pods []*framework.Pod) {
+func (s *bridge) markLost(node string, pods []*framework.Pod) {
 	var updates []store.PodUpdate
 	for _, p := range pods {
 		src, ok := p.Source.(*berthv1.Pod)
@@ -186,7 +182,7 @@ func lostCandidate(p *berthv1.Pod, node string) bool {
 	return false
 }
 
-func (s *syncer) logger() *zap.Logger {
+func (s *bridge) logger() *zap.Logger {
 	if s.log == nil {
 		return zap.NewNop()
 	}
@@ -194,14 +190,14 @@ func (s *syncer) logger() *zap.Logger {
 }
 
 // waitMarking waits for node_lost writes under way (they end with the
-// syncer's context).
-func (s *syncer) waitMarking() { s.marking.Wait() }
+// bridge's context).
+func (s *bridge) waitMarking() { s.marking.Wait() }
 
-// syncerLeaseState is embedded in syncer: the node book and what marking
+// bridgeLeaseState is embedded in bridge: the node book and what marking
 // pods lost needs.
-type syncerLeaseState struct {
+type bridgeLeaseState struct {
 	nodes nodeBook
-	// store, ctx and log serve markLost; a syncer without store marks
+	// store, ctx and log serve markLost; a bridge without store marks
 	// nothing.
 	store   *store.Store
 	ctx     context.Context

@@ -1,4 +1,4 @@
-package server
+package replica
 
 import (
 	"context"
@@ -9,27 +9,37 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/berth-io/berth/convert"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/scheduler"
 	"github.com/berth-io/berth/scheduler/framework"
 	"github.com/berth-io/berth/store"
 )
 
-// committer writes the core's decisions through the store's group commit:
-// concurrent binding cycles share etcd Txns.
-type committer struct{ store *store.Store }
+// storeCommitter adapts the store to the core's Committer (and GroupBinder)
+// interfaces: it writes the core's decisions through the store's group
+// commit, so concurrent binding cycles share etcd Txns, and translates the
+// store's conflicts into the core's.
+//
+// The pod status each decision writes (bound, unschedulable, preempted) is
+// one of the pod lifecycle's transitions; it lives here, beside the write,
+// until the store offers one home for them.
+type storeCommitter struct{ store *store.Store }
 
-var _ scheduler.Committer = committer{}
+var (
+	_ scheduler.Committer   = storeCommitter{}
+	_ scheduler.GroupBinder = storeCommitter{}
+)
 
 func sourceOf(p *framework.Pod) (*berthv1.Pod, error) {
 	src, ok := p.Source.(*berthv1.Pod)
 	if !ok || src == nil {
-		return nil, fmt.Errorf("server: pod %s has no stored record", p.Key())
+		return nil, fmt.Errorf("replica: pod %s has no stored record", p.Key())
 	}
 	return proto.Clone(src).(*berthv1.Pod), nil
 }
 
-func (c committer) update(ctx context.Context, p *framework.Pod, next *berthv1.Pod) error {
+func (c storeCommitter) update(ctx context.Context, p *framework.Pod, next *berthv1.Pod) error {
 	res := c.store.UpdatePods(ctx, []store.PodUpdate{{Pod: next, ExpectedModRevision: p.Revision}})[0]
 	if errors.Is(res.Err, store.ErrConflict) {
 		return fmt.Errorf("%w: %v", scheduler.ErrCommitConflict, res.Err)
@@ -40,7 +50,7 @@ func (c committer) update(ctx context.Context, p *framework.Pod, next *berthv1.P
 // Bind records pod -> node if the pod is still the one that was scheduled,
 // nobody else added to the node since the placement's view, and this
 // replica still owns the pod's shard.
-func (c committer) Bind(ctx context.Context, p *framework.Pod, nodeName string) error {
+func (c storeCommitter) Bind(ctx context.Context, p *framework.Pod, nodeName string) error {
 	b, err := c.binding(p, nodeName)
 	if err != nil {
 		return err
@@ -50,7 +60,7 @@ func (c committer) Bind(ctx context.Context, p *framework.Pod, nodeName string) 
 }
 
 // binding builds the store's binding of p to nodeName.
-func (c committer) binding(p *framework.Pod, nodeName string) (store.Binding, error) {
+func (c storeCommitter) binding(p *framework.Pod, nodeName string) (store.Binding, error) {
 	next, err := sourceOf(p)
 	if err != nil {
 		return store.Binding{}, err
@@ -72,15 +82,12 @@ func (c committer) binding(p *framework.Pod, nodeName string) (store.Binding, er
 }
 
 // RecordUnschedulable stores the diagnosis where GetPod shows it.
-func (c committer) RecordUnschedulable(ctx context.Context, p *framework.Pod, why scheduler.Unschedulable) error {
+func (c storeCommitter) RecordUnschedulable(ctx context.Context, p *framework.Pod, why scheduler.Unschedulable) error {
 	next, err := sourceOf(p)
 	if err != nil {
 		return err
 	}
-	diag := &berthv1.SchedulingDiagnosis{NodesEvaluated: int32(why.NumNodes), Time: timestamppb.New(time.Now())}
-	for _, rc := range why.Reasons {
-		diag.Reasons = append(diag.Reasons, &berthv1.ReasonCount{Plugin: rc.Plugin, Reason: rc.Reason, NodeCount: int32(rc.Count)})
-	}
+	diag := convert.DiagnosisToWire(why, time.Now())
 	next.Status = &berthv1.PodStatus{
 		Phase:             berthv1.PodPhase_POD_PHASE_UNSCHEDULABLE,
 		Message:           why.Message,
@@ -95,7 +102,7 @@ func (c committer) RecordUnschedulable(ctx context.Context, p *framework.Pod, wh
 // record that WatchBindings turns into an EVICT event; the victim keeps its
 // node until the orchestrator deletes it. A victim deleted meanwhile needs
 // no mark.
-func (c committer) Evict(ctx context.Context, preemptor *framework.Pod, _ string, victims []*framework.Pod) error {
+func (c storeCommitter) Evict(ctx context.Context, preemptor *framework.Pod, _ string, victims []*framework.Pod) error {
 	by := preemptor.Key()
 	mark := func(p *berthv1.Pod) error {
 		if p.Status == nil {
@@ -145,96 +152,6 @@ func victimOf(victims []*framework.Pod, p *berthv1.Pod) *framework.Pod {
 	return &framework.Pod{Namespace: p.GetNamespace(), Name: p.GetName(), UID: p.GetUid()}
 }
 
-func budgetToCore(b *berthv1.DisruptionBudget) framework.DisruptionBudget {
-	return framework.DisruptionBudget{
-		Namespace:          b.GetNamespace(),
-		Selector:           labelSelectorToCore(b.GetSelector()),
-		DisruptionsAllowed: b.GetAllowedDisruptions(),
-	}
-}
-
-// syncer feeds the store's watch into the scheduling core, converting as it
-// goes.
-type syncer struct {
-	sched    *scheduler.Scheduler
-	ready    chan struct{}
-	revision func(int64)
-	// syncerLeaseState: node revisions and leases (nodeleases.go).
-	syncerLeaseState
-}
-
-var (
-	_ store.SyncHandler    = (*syncer)(nil)
-	_ store.BudgetHandler  = (*syncer)(nil)
-	_ store.AppliedHandler = (*syncer)(nil)
-)
-
-// Applied tells the core how far its view reaches, for the commits' node
-// fences.
-func (s *syncer) Applied(rev int64) { s.sched.SetViewRevision(rev) }
-
-func (s *syncer) BudgetsReset(budgets []*berthv1.DisruptionBudget) {
-	m := make(map[string]framework.DisruptionBudget, len(budgets))
-	for _, b := range budgets {
-		m[b.GetNamespace()+"/"+b.GetName()] = budgetToCore(b)
-	}
-	s.sched.ResetBudgets(m)
-}
-
-func (s *syncer) BudgetPut(b *berthv1.DisruptionBudget, rev int64) {
-	s.sched.UpsertBudget(b.GetNamespace()+"/"+b.GetName(), budgetToCore(b))
-	s.revision(rev)
-}
-
-func (s *syncer) BudgetDeleted(namespace, name string, rev int64) {
-	s.sched.DeleteBudget(namespace + "/" + name)
-	s.revision(rev)
-}
-
-func (s *syncer) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64) {
-	cn := make([]*framework.Node, len(nodes))
-	for i, n := range nodes {
-		cn[i] = s.nodes.put(n, s.nodes.listed[n.GetName()])
-	}
-	cp := make([]*framework.Pod, len(pods))
-	for i, p := range pods {
-		cp[i] = podToCore(p.Pod, p.ModRevision)
-	}
-	s.sched.Reset(cn, cp)
-	s.checkLost(cp...)
-	s.revision(rev)
-	select {
-	case <-s.ready:
-	default:
-		close(s.ready)
-	}
-}
-
-func (s *syncer) NodePut(n *berthv1.Node, rev int64) {
-	s.sched.UpsertNodeRecord(s.nodes.put(n, rev))
-	s.revision(rev)
-}
-
-func (s *syncer) NodeDeleted(name string, rev int64) {
-	s.nodes.forget(name)
-	s.sched.DeleteNode(name)
-	s.revision(rev)
-}
-
-func (s *syncer) PodPut(p store.PodRecord, _ *berthv1.Pod) {
-	cp := podToCore(p.Pod, p.ModRevision)
-	s.sched.UpsertPod(cp)
-	s.checkLost(cp)
-	s.revision(p.ModRevision)
-}
-
-func (s *syncer) PodDeleted(prev *berthv1.Pod, rev int64) {
-	if prev != nil {
-		s.sched.DeletePod(podToCore(prev, rev))
-	}
-	s.revision(rev)
-}
-
 // coreConflict translates the store's conflicts into the core's.
 func coreConflict(err error) error {
 	var stale *store.StaleViewError
@@ -245,4 +162,44 @@ func coreConflict(err error) error {
 		return fmt.Errorf("%w: %v", scheduler.ErrCommitConflict, err)
 	}
 	return err
+}
+
+// BindGroup binds a gang's members in one Txn, all or none; the same Txn
+// drops their assumptions.
+func (c storeCommitter) BindGroup(ctx context.Context, pods []*framework.Pod) error {
+	bs := make([]store.Binding, 0, len(pods))
+	for _, p := range pods {
+		b, err := c.binding(p, p.NodeName)
+		if err != nil {
+			return err
+		}
+		bs = append(bs, b)
+	}
+	_, err := c.store.BindGang(ctx, bs)
+	if errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("%w: %v", scheduler.ErrCommitConflict, err)
+	}
+	return err
+}
+
+func assumptionsOf(pods []*framework.Pod) []store.Assumption {
+	out := make([]store.Assumption, len(pods))
+	for i, p := range pods {
+		out[i] = store.Assumption{
+			Namespace: p.Namespace, Name: p.Name, UID: p.UID, Node: p.NodeName,
+			ViewRevision: p.ViewRevision, Shard: p.Shard, ShardEpoch: p.ShardEpoch,
+		}
+	}
+	return out
+}
+
+// Assume records waiting gang members under this replica's lease, charged
+// to their nodes and fenced like bindings.
+func (c storeCommitter) Assume(ctx context.Context, pods []*framework.Pod) error {
+	return coreConflict(c.store.PutAssumptions(ctx, assumptionsOf(pods)))
+}
+
+// Unassume drops this replica's assumptions of pods.
+func (c storeCommitter) Unassume(ctx context.Context, pods []*framework.Pod) error {
+	return c.store.DeleteAssumptions(ctx, assumptionsOf(pods))
 }

@@ -1,4 +1,4 @@
-package server_test
+package replica_test
 
 import (
 	"testing"

@@ -1,4 +1,8 @@
-package server
+// Package convert turns wire (protobuf) types into the scheduling core's
+// types and back. It is the one place that knows both: the core never sees
+// protobuf, and the gRPC front and the replica's store bridge never build a
+// core value by hand.
+package convert
 
 import (
 	"maps"
@@ -6,9 +10,6 @@ import (
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/scheduler/framework"
 )
-
-// This file is the one place where wire types become core types. The core
-// never sees protobuf; the server never reaches into the core's pods.
 
 var taintEffects = map[berthv1.TaintEffect]framework.TaintEffect{
 	berthv1.TaintEffect_TAINT_EFFECT_NO_SCHEDULE:        framework.TaintEffectNoSchedule,
@@ -53,6 +54,19 @@ var inclusionPolicies = map[berthv1.NodeInclusionPolicy]framework.NodeInclusionP
 	berthv1.NodeInclusionPolicy_NODE_INCLUSION_POLICY_IGNORE: framework.NodeInclusionPolicyIgnore,
 }
 
+// KnownTaintEffect tells whether e is an effect the core understands;
+// validation rejects the others before they reach conversion.
+func KnownTaintEffect(e berthv1.TaintEffect) bool {
+	_, ok := taintEffects[e]
+	return ok
+}
+
+// KnownProtocol tells whether p is a port protocol the core understands.
+func KnownProtocol(p berthv1.Protocol) bool {
+	_, ok := protocols[p]
+	return ok
+}
+
 // DefaultMaxPods is the pod capacity of a node whose allocatable omits
 // "pods", as a kubelet would default it.
 const DefaultMaxPods = 110
@@ -61,9 +75,9 @@ const DefaultMaxPods = 110
 // Kubernetes' unreachable taint, so pods that tolerate it may still land.
 var unreachableTaint = framework.Taint{Key: framework.TaintNodeUnreachable, Effect: framework.TaintEffectNoSchedule}
 
-// nodeToCore converts a validated wire node, stored at modRevision, whose
+// NodeToCore converts a validated wire node, stored at modRevision, whose
 // lease (if it has one) is expired when unreachable.
-func nodeToCore(n *berthv1.Node, modRevision int64, unreachable bool) *framework.Node {
+func NodeToCore(n *berthv1.Node, modRevision int64, unreachable bool) *framework.Node {
 	alloc := framework.ResourceList(n.GetAllocatable())
 	if _, ok := alloc[framework.ResourcePods]; !ok {
 		// A node that does not say how many pods it takes gets the
@@ -93,10 +107,10 @@ func nodeToCore(n *berthv1.Node, modRevision int64, unreachable bool) *framework
 	return out
 }
 
-// podToCore converts a stored wire pod read at modRevision. The wire pod is
+// PodToCore converts a stored wire pod read at modRevision. The wire pod is
 // kept as the core pod's Source so decisions can be written back without a
 // read.
-func podToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
+func PodToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
 	out := &framework.Pod{
 		Namespace:         p.GetNamespace(),
 		Name:              p.GetName(),
@@ -263,10 +277,4 @@ func affinityToCore(a *berthv1.Affinity) *framework.Affinity {
 		out.PodAntiAffinity = &framework.PodAntiAffinity{Required: podAffinityTermsToCore(pa.GetRequired()), Preferred: weightedTermsToCore(pa.GetPreferred())}
 	}
 	return out
-}
-
-// usageToWire renders what a node's pods request.
-func usageToWire(ni *framework.NodeInfo) *berthv1.NodeUsage {
-	req := ni.Requested.ToList()
-	return &berthv1.NodeUsage{Requested: req, PodCount: int64(len(ni.Pods))}
 }

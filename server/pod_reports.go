@@ -23,7 +23,7 @@ const maxRejections = 16
 // ConfirmBinding marks a bound pod running.
 func (ps *podService) ConfirmBinding(ctx context.Context, req *berthv1.ConfirmBindingRequest) (*berthv1.ConfirmBindingResponse, error) {
 	what := "pod " + req.GetNamespace() + "/" + req.GetName()
-	p, rev, err := ps.srv.store.ModifyPod(ctx, req.GetNamespace(), req.GetName(), req.GetUid(), func(p *berthv1.Pod) (bool, error) {
+	p, rev, err := ps.store.ModifyPod(ctx, req.GetNamespace(), req.GetName(), req.GetUid(), func(p *berthv1.Pod) (bool, error) {
 		if err := onNode(p, req.GetNodeName(), what); err != nil {
 			return false, err
 		}
@@ -53,7 +53,7 @@ func (ps *podService) RejectBinding(ctx context.Context, req *berthv1.RejectBind
 	if reason == "" {
 		reason = "rejected by the orchestrator"
 	}
-	p, rev, err := ps.srv.store.ModifyPod(ctx, req.GetNamespace(), req.GetName(), req.GetUid(), func(p *berthv1.Pod) (bool, error) {
+	p, rev, err := ps.store.ModifyPod(ctx, req.GetNamespace(), req.GetName(), req.GetUid(), func(p *berthv1.Pod) (bool, error) {
 		phase := p.GetStatus().GetPhase()
 		if phase != berthv1.PodPhase_POD_PHASE_BOUND && phase != berthv1.PodPhase_POD_PHASE_RUNNING {
 			if p.GetNodeName() == "" && rejectedBy(p, req.GetNodeName()) {
@@ -64,7 +64,7 @@ func (ps *podService) RejectBinding(ctx context.Context, req *berthv1.RejectBind
 		if err := onNode(p, req.GetNodeName(), what); err != nil {
 			return false, err
 		}
-		nodeRev, err := ps.srv.store.NodeModRevision(ctx, p.GetNodeName())
+		nodeRev, err := ps.store.NodeModRevision(ctx, p.GetNodeName())
 		if err != nil {
 			return false, err
 		}
@@ -96,7 +96,7 @@ func (ps *podService) RejectBinding(ctx context.Context, req *berthv1.RejectBind
 func (ps *podService) CompletePod(ctx context.Context, req *berthv1.CompletePodRequest) (*berthv1.CompletePodResponse, error) {
 	what := "pod " + req.GetNamespace() + "/" + req.GetName()
 	want := req.GetPhase()
-	p, rev, err := ps.srv.store.ModifyPod(ctx, req.GetNamespace(), req.GetName(), req.GetUid(), func(p *berthv1.Pod) (bool, error) {
+	p, rev, err := ps.store.ModifyPod(ctx, req.GetNamespace(), req.GetName(), req.GetUid(), func(p *berthv1.Pod) (bool, error) {
 		switch phase := p.GetStatus().GetPhase(); phase {
 		case want:
 			return false, nil

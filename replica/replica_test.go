@@ -1,4 +1,4 @@
-package server_test
+package replica_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
-	"github.com/berth-io/berth/server"
+	"github.com/berth-io/berth/replica"
 	"github.com/berth-io/berth/store"
 )
 
@@ -25,7 +25,7 @@ type env struct {
 	pods    berthv1.PodServiceClient
 	sched   berthv1.SchedulerServiceClient
 	etcd    *store.Embedded
-	srv     *server.Server
+	srv     *replica.Replica
 }
 
 // newEnv runs a real server on loopback against a real embedded etcd that
@@ -39,7 +39,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(etcd.Close)
-	srv, err := server.Start(ctx, server.Config{
+	srv, err := replica.Start(ctx, replica.Config{
 		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", EtcdEndpoints: etcd.Endpoints(),
 		Logger: zaptest.NewLogger(t),
 	})
@@ -100,6 +100,7 @@ func badFields(t *testing.T, err error) []string {
 	return fields
 }
 
+// Long on purpose: one table holding a case per rule, read top to bottom.
 func TestBadInputNamesTheField(t *testing.T) {
 	e := newEnv(t)
 	mutPod := func(f func(p *berthv1.Pod)) *berthv1.Pod { p := pod("ok"); f(p); return p }
@@ -196,6 +197,10 @@ func TestBadInputNamesTheField(t *testing.T) {
 			_, err := e.pods.ListPods(tctx(t), &berthv1.ListPodsRequest{PageSize: 100000})
 			return err
 		}, "page_size"},
+		{"bad budget namespace filter", func() error {
+			_, err := e.cluster.ListDisruptionBudgets(tctx(t), &berthv1.ListDisruptionBudgetsRequest{Namespace: "Bad_NS"})
+			return err
+		}, "namespace"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,66 @@
+package convert
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/scheduler/framework"
+)
+
+func TestNodeToCore(t *testing.T) {
+	n := &berthv1.Node{
+		Name:        "n1",
+		Allocatable: map[string]int64{"cpu": 4000},
+		Labels:      map[string]string{"zone": "a"},
+		Taints:      []*berthv1.Taint{{Key: "k", Value: "v", Effect: berthv1.TaintEffect_TAINT_EFFECT_NO_EXECUTE}},
+	}
+	want := &framework.Node{
+		Name:        "n1",
+		Allocatable: framework.ResourceList{"cpu": 4000, framework.ResourcePods: DefaultMaxPods},
+		Labels:      map[string]string{"zone": "a"},
+		Taints: []framework.Taint{
+			{Key: "k", Value: "v", Effect: framework.TaintEffectNoExecute},
+			{Key: framework.TaintNodeUnreachable, Effect: framework.TaintEffectNoSchedule},
+		},
+		Revision: 7,
+	}
+	if diff := cmp.Diff(want, NodeToCore(n, 7, true)); diff != "" {
+		t.Errorf("NodeToCore (-want,+got):\n%s", diff)
+	}
+	if _, ok := n.GetAllocatable()[framework.ResourcePods]; ok {
+		t.Error("defaulting pods wrote into the wire node")
+	}
+}
+
+func TestPodToCoreKeepsTheSource(t *testing.T) {
+	p := &berthv1.Pod{
+		Namespace: "ns", Name: "p", Uid: "u",
+		Containers:       []*berthv1.Container{{Name: "c", Requests: map[string]int64{"cpu": 100}}},
+		PreemptionPolicy: berthv1.PreemptionPolicy_PREEMPTION_POLICY_NEVER,
+		Status: &berthv1.PodStatus{Rejections: []*berthv1.NodeRejection{
+			{NodeName: "n1", NodeRevision: 3}, {NodeName: "n1", NodeRevision: 5},
+		}},
+	}
+	got := PodToCore(p, 9)
+	if got.Source != p || got.Revision != 9 || got.Phase != framework.PodPending || got.PreemptionPolicy != framework.PreemptNever {
+		t.Errorf("PodToCore: source %p (want %p), revision %d, phase %v, policy %v", got.Source, p, got.Revision, got.Phase, got.PreemptionPolicy)
+	}
+	if diff := cmp.Diff(map[string]int64{"n1": 5}, got.Rejections); diff != "" {
+		t.Errorf("rejections: the latest per node wins (-want,+got):\n%s", diff)
+	}
+}
+
+func TestPodGroupTimeout(t *testing.T) {
+	g := &berthv1.PodGroup{Namespace: "ns", Name: "g", MinMember: 3}
+	if got := PodGroupToCore(g, time.Minute).ScheduleTimeout; got != time.Minute {
+		t.Errorf("no timeout: got %v, want the default", got)
+	}
+	g.ScheduleTimeout = durationpb.New(5 * time.Second)
+	if got := PodGroupToCore(g, time.Minute).ScheduleTimeout; got != 5*time.Second {
+		t.Errorf("timeout: got %v, want 5s", got)
+	}
+}

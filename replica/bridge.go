@@ -1,0 +1,148 @@
+package replica
+
+import (
+	"github.com/berth-io/berth/convert"
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/scheduler"
+	"github.com/berth-io/berth/scheduler/framework"
+	"github.com/berth-io/berth/store"
+)
+
+// bridge feeds the store's watch into the scheduling core, converting as it
+// goes. Only the store's sync goroutine calls it.
+type bridge struct {
+	sched    *scheduler.Scheduler
+	ready    chan struct{}
+	revision func(int64)
+	// bridgeLeaseState: the node book and lease marking (nodebook.go).
+	bridgeLeaseState
+}
+
+var (
+	_ store.SyncHandler       = (*bridge)(nil)
+	_ store.BudgetHandler     = (*bridge)(nil)
+	_ store.AppliedHandler    = (*bridge)(nil)
+	_ store.PodGroupHandler   = (*bridge)(nil)
+	_ store.AssumptionHandler = (*bridge)(nil)
+	_ store.NodeLeaseHandler  = (*bridge)(nil)
+)
+
+// Applied tells the core how far its view reaches, for the commits' node
+// fences.
+func (s *bridge) Applied(rev int64) { s.sched.SetViewRevision(rev) }
+
+func (s *bridge) BudgetsReset(budgets []*berthv1.DisruptionBudget) {
+	m := make(map[string]framework.DisruptionBudget, len(budgets))
+	for _, b := range budgets {
+		m[b.GetNamespace()+"/"+b.GetName()] = convert.BudgetToCore(b)
+	}
+	s.sched.ResetBudgets(m)
+}
+
+func (s *bridge) BudgetPut(b *berthv1.DisruptionBudget, rev int64) {
+	s.sched.UpsertBudget(b.GetNamespace()+"/"+b.GetName(), convert.BudgetToCore(b))
+	s.revision(rev)
+}
+
+func (s *bridge) BudgetDeleted(namespace, name string, rev int64) {
+	s.sched.DeleteBudget(namespace + "/" + name)
+	s.revision(rev)
+}
+
+func (s *bridge) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64) {
+	cn := make([]*framework.Node, len(nodes))
+	for i, n := range nodes {
+		cn[i] = s.nodes.put(n, s.nodes.listed[n.GetName()])
+	}
+	cp := make([]*framework.Pod, len(pods))
+	for i, p := range pods {
+		cp[i] = convert.PodToCore(p.Pod, p.ModRevision)
+	}
+	s.sched.Reset(cn, cp)
+	s.checkLost(cp...)
+	s.revision(rev)
+	select {
+	case <-s.ready:
+	default:
+		close(s.ready)
+	}
+}
+
+func (s *bridge) NodePut(n *berthv1.Node, rev int64) {
+	s.sched.UpsertNodeRecord(s.nodes.put(n, rev))
+	s.revision(rev)
+}
+
+func (s *bridge) NodeDeleted(name string, rev int64) {
+	s.nodes.forget(name)
+	s.sched.DeleteNode(name)
+	s.revision(rev)
+}
+
+func (s *bridge) PodPut(p store.PodRecord, _ *berthv1.Pod) {
+	cp := convert.PodToCore(p.Pod, p.ModRevision)
+	s.sched.UpsertPod(cp)
+	s.checkLost(cp)
+	s.revision(p.ModRevision)
+}
+
+func (s *bridge) PodDeleted(prev *berthv1.Pod, rev int64) {
+	if prev != nil {
+		s.sched.DeletePod(convert.PodToCore(prev, rev))
+	}
+	s.revision(rev)
+}
+
+func (s *bridge) PodGroupsReset(groups []*berthv1.PodGroup) {
+	cg := make([]*framework.PodGroup, len(groups))
+	for i, g := range groups {
+		cg[i] = convert.PodGroupToCore(g, store.DefaultScheduleTimeout)
+	}
+	s.sched.ResetPodGroups(cg)
+}
+
+func (s *bridge) PodGroupPut(g *berthv1.PodGroup, rev int64) {
+	s.sched.UpsertPodGroup(convert.PodGroupToCore(g, store.DefaultScheduleTimeout))
+	s.revision(rev)
+}
+
+func (s *bridge) PodGroupDeleted(namespace, name string, rev int64) {
+	s.sched.DeletePodGroup(namespace, name)
+	s.revision(rev)
+}
+
+// replicaID is this replica's id as its assumptions carry it.
+func (s *bridge) replicaID() string {
+	if s.store == nil {
+		return ""
+	}
+	return s.store.ReplicaID()
+}
+
+// AssumptionsReset charges the room every other replica's assumptions
+// hold; our own are in the cache already, as assumed pods.
+func (s *bridge) AssumptionsReset(as []store.Assumption) {
+	me := s.replicaID()
+	live := make(map[string]scheduler.AssumedPod, len(as))
+	for _, a := range as {
+		if a.Replica != me {
+			live[a.Namespace+"/"+a.Name] = scheduler.AssumedPod{Namespace: a.Namespace, Name: a.Name, UID: a.UID, Node: a.Node}
+		}
+	}
+	s.sched.ResetAssumptions(live)
+}
+
+func (s *bridge) AssumptionPut(a store.Assumption, rev int64) {
+	if a.Replica == s.replicaID() {
+		// Ours; or, if the shard came back to us, one we will replace.
+		s.sched.AssumptionGone(a.Namespace, a.Name)
+	} else {
+		s.sched.AssumedElsewhere(a.Namespace, a.Name, a.UID, a.Node)
+	}
+	s.revision(rev)
+}
+
+func (s *bridge) AssumptionDeleted(namespace, name string, rev int64) {
+	s.sched.AssumptionGone(namespace, name)
+	s.revision(rev)
+}

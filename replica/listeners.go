@@ -1,0 +1,96 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// newRegistry is the replica's metrics registry, with the Go runtime's and
+// the process's collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// metricsListener is the operator-only HTTP listener: /metrics and pprof.
+type metricsListener struct {
+	lis  net.Listener
+	http *http.Server
+}
+
+// listenMetrics opens the listener at addr; "-" disables it (nil, nil).
+func listenMetrics(addr string, reg *prometheus.Registry) (*metricsListener, error) {
+	if addr == "-" {
+		return nil, nil
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// Profiles on the operator-only listener: the first thing to ask
+	// for when a replica is slow.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return &metricsListener{lis: lis, http: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}, nil
+}
+
+// serve runs until shutdown, which is its normal end.
+func (m *metricsListener) serve() error {
+	if err := m.http.Serve(m.lis); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (m *metricsListener) shutdown(grace time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	_ = m.http.Shutdown(ctx)
+	cancel()
+}
+
+type addrString string
+
+func (a addrString) String() string { return string(a) }
+
+// addr is the listener's address for logs; nil-safe.
+func (m *metricsListener) addr() fmt.Stringer {
+	if m == nil {
+		return addrString("disabled")
+	}
+	return m.lis.Addr()
+}
+
+// defaultReplicaID is stable across restarts of one replica on one host,
+// so a restart takes its shards back at once. An embedded etcd serves one
+// replica only, whatever port it listens on.
+func defaultReplicaID(addr net.Addr, embedded bool) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "berth"
+	}
+	host = strings.ReplaceAll(host, "/", "-")
+	if embedded {
+		return host + "-embedded"
+	}
+	port := "0"
+	if ta, ok := addr.(*net.TCPAddr); ok {
+		port = strconv.Itoa(ta.Port)
+	}
+	return host + "-" + port
+}

@@ -1,0 +1,333 @@
+// Package replica runs one Berth replica: it opens the store, builds the
+// scheduling core, bridges the store's watch into the core, joins the
+// replicas' membership (which hands out shards), and serves the gRPC front
+// and the operator's metrics listener. cmd/berth calls only this package.
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+
+	"github.com/berth-io/berth/scheduler"
+	"github.com/berth-io/berth/server"
+	"github.com/berth-io/berth/store"
+)
+
+// Config configures a Berth replica. Zero fields take the defaults noted.
+type Config struct {
+	// Listen is the gRPC address; default 127.0.0.1:7070. Port 0 picks one.
+	Listen string
+	// MetricsListen serves Prometheus /metrics; default 127.0.0.1:7071;
+	// "-" disables it.
+	MetricsListen string
+	// DataDir holds the embedded etcd's data; default ./berth-data.
+	DataDir string
+	// EtcdEndpoints selects an external etcd cluster instead of the
+	// embedded one.
+	EtcdEndpoints []string
+	// Embedded tunes the embedded etcd (quota, request limit, compaction
+	// retention, maintenance); Dir, Logger and the metrics registry are
+	// filled in by Start.
+	Embedded store.EmbeddedConfig
+	// Store carries the remaining etcd client settings (TLS, auth,
+	// timeouts, prefix); its Endpoints are filled in by Start.
+	Store store.Config
+	// Scheduler configures the core.
+	Scheduler scheduler.Config
+	// ReplicaID names this replica among those sharing the store; keep it
+	// stable across restarts. Default: hostname-port.
+	ReplicaID string
+	// LeaseTTL is the replica's etcd lease: after this long without
+	// renewal its shards move to other replicas. Default 10s.
+	LeaseTTL time.Duration
+	// ShutdownGrace bounds the graceful stop; default 10s.
+	ShutdownGrace time.Duration
+	Logger        *zap.Logger
+}
+
+func (cfg *Config) setDefaults() {
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:7070"
+	}
+	if cfg.MetricsListen == "" {
+		cfg.MetricsListen = "127.0.0.1:7071"
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = "berth-data"
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+}
+
+// Replica is a running replica.
+type Replica struct {
+	cfg      Config
+	logger   *zap.Logger
+	reg      *prometheus.Registry
+	lastRev  prometheus.Gauge
+	embedded *store.Embedded
+	store    *store.Store
+	sched    *scheduler.Scheduler
+	front    *server.Server
+	lis      net.Listener
+	metrics  *metricsListener
+	// etcdEndpoints are the store's, for the start-up log.
+	etcdEndpoints []string
+
+	schedCancel context.CancelFunc
+	// schedDone closes when the scheduler has stopped and its binding
+	// cycles have ended; only then is the membership (and its fence)
+	// given up.
+	schedDone    chan struct{}
+	memberCancel context.CancelFunc
+	group        *errgroup.Group
+	stopOnce     sync.Once
+	stopErr      error
+	syncReady    chan struct{}
+}
+
+// Start brings a replica up, phase by phase: metrics, storage, the
+// scheduling core, the gRPC front, listeners, then the loops (membership,
+// the store's watch into the core, scheduling once the cache is whole, and
+// serving). It returns once the replica accepts RPCs. ctx bounds start-up
+// only; the replica runs until Stop.
+func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
+	cfg.setDefaults()
+	r := &Replica{cfg: cfg, logger: cfg.Logger, syncReady: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			r.closeBackends()
+		}
+	}()
+	r.newMetrics()
+	if err := r.openStore(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.newScheduler(ctx); err != nil {
+		return nil, err
+	}
+	r.front = server.New(server.Config{
+		Store: r.store, Scheduler: r.sched, Registerer: r.reg, Logger: r.logger,
+	})
+	if err := r.listen(); err != nil {
+		return nil, err
+	}
+	r.run()
+	r.front.SetServing()
+	r.logger.Info("berth serving", zap.String("grpc", r.lis.Addr().String()), zap.Stringer("metrics", r.metrics.addr()),
+		zap.Strings("etcd", r.etcdEndpoints), zap.Bool("embedded_etcd", r.embedded != nil), zap.String("replica", r.cfg.ReplicaID))
+	return r, nil
+}
+
+// newMetrics makes the registry every part of the replica reports to.
+func (r *Replica) newMetrics() {
+	r.reg = newRegistry()
+	r.lastRev = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "berth_cache_revision", Help: "Latest etcd revision applied to this replica's cache.",
+	})
+	r.reg.MustRegister(r.lastRev)
+}
+
+// openStore starts the embedded etcd unless external endpoints are given,
+// then opens the store on it.
+func (r *Replica) openStore(ctx context.Context) error {
+	storeCfg := r.cfg.Store
+	storeCfg.Logger = r.logger.Named("store")
+	storeCfg.Metrics = store.NewMetrics(r.reg)
+	if len(r.cfg.EtcdEndpoints) == 0 {
+		dir, err := filepath.Abs(r.cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		ec := r.cfg.Embedded
+		ec.Dir, ec.Logger, ec.Maintenance.Registerer = dir, r.logger.Named("etcd"), r.reg
+		r.embedded, err = store.StartEmbedded(ctx, ec)
+		if err != nil {
+			return fmt.Errorf("start embedded etcd in %s: %w", dir, err)
+		}
+		storeCfg.Endpoints = r.embedded.Endpoints()
+		storeCfg.Client = r.embedded.Client()
+		if storeCfg.MaxTxnOps == 0 {
+			storeCfg.MaxTxnOps = store.EmbeddedMaxTxnOps
+		}
+	} else {
+		storeCfg.Endpoints = r.cfg.EtcdEndpoints
+	}
+	r.etcdEndpoints = storeCfg.Endpoints
+	var err error
+	r.store, err = store.Open(ctx, storeCfg)
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	return nil
+}
+
+// newScheduler builds the core, committing through the store.
+func (r *Replica) newScheduler(ctx context.Context) error {
+	schedCfg := r.cfg.Scheduler
+	// Shards are handed out by the membership, even to a lone replica: the
+	// claims cost one Txn each at start and fence every commit.
+	schedCfg.OwnNone = true
+	schedCfg.Logger = r.logger.Named("scheduler")
+	schedCfg.Metrics = scheduler.NewMetrics(r.reg)
+	var err error
+	r.sched, err = scheduler.New(ctx, schedCfg, storeCommitter{store: r.store})
+	if err != nil {
+		return err
+	}
+	r.sched.Register(r.reg)
+	return nil
+}
+
+// listen opens the gRPC and metrics listeners, and names the replica after
+// its address when no id was given.
+func (r *Replica) listen() error {
+	var err error
+	r.lis, err = net.Listen("tcp", r.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", r.cfg.Listen, err)
+	}
+	r.metrics, err = listenMetrics(r.cfg.MetricsListen, r.reg)
+	if err != nil {
+		r.lis.Close()
+		return err
+	}
+	if r.cfg.ReplicaID == "" {
+		r.cfg.ReplicaID = defaultReplicaID(r.lis.Addr(), r.embedded != nil)
+	}
+	return nil
+}
+
+// run starts the replica's loops. Each has its own context, so Stop can
+// end them in order: scheduling before the membership that fences its
+// commits.
+func (r *Replica) run() {
+	var schedCtx, memberCtx context.Context
+	schedCtx, r.schedCancel = context.WithCancel(context.Background())
+	memberCtx, r.memberCancel = context.WithCancel(context.Background())
+	r.schedDone = make(chan struct{})
+	g := &errgroup.Group{}
+	r.group = g
+	g.Go(func() error { return r.runMembership(memberCtx) })
+	g.Go(func() error { return r.runSync(schedCtx) })
+	g.Go(func() error {
+		// Scheduling starts once the cache holds the whole cluster, so no
+		// pod is placed against a partial view.
+		defer close(r.schedDone)
+		select {
+		case <-r.syncReady:
+		case <-schedCtx.Done():
+			return nil
+		}
+		r.sched.Run(schedCtx)
+		return nil
+	})
+	g.Go(func() error { return r.front.Serve(r.lis) })
+	if r.metrics != nil {
+		g.Go(r.metrics.serve)
+	}
+}
+
+// runMembership keeps this replica in the membership, which hands it
+// shards, until ctx ends.
+func (r *Replica) runMembership(ctx context.Context) error {
+	err := r.store.RunMembership(ctx, store.MembershipConfig{
+		ID:      r.cfg.ReplicaID,
+		Address: r.lis.Addr().String(),
+		TTL:     r.cfg.LeaseTTL,
+		Shards:  r.sched.LogicalShards(),
+	}, r.sched)
+	if errors.Is(err, context.Canceled) || errors.Is(err, store.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// runSync feeds the store's watch into the core until ctx ends, then waits
+// for the node_lost marks under way.
+func (r *Replica) runSync(ctx context.Context) error {
+	b := &bridge{sched: r.sched, ready: r.syncReady, revision: func(rev int64) { r.lastRev.Set(float64(rev)) },
+		bridgeLeaseState: bridgeLeaseState{store: r.store, ctx: ctx, log: r.logger.Named("sync")}}
+	err := r.store.Sync(ctx, b)
+	b.waitMarking()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// Addr is the gRPC listener's address.
+func (r *Replica) Addr() string { return r.lis.Addr().String() }
+
+// MetricsAddr is the metrics listener's address, or "" when disabled.
+func (r *Replica) MetricsAddr() string {
+	if r.metrics == nil {
+		return ""
+	}
+	return r.metrics.lis.Addr().String()
+}
+
+// WaitSynced blocks until the cache holds the cluster or ctx ends.
+func (r *Replica) WaitSynced(ctx context.Context) error {
+	select {
+	case <-r.syncReady:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stop shuts down in order: drain the front (report not serving, end
+// watch streams, let in-flight RPCs and their commits finish) and the
+// metrics listener; stop the scheduler, waiting for binding cycles under
+// way; leave the membership; flush and close the store; stop the embedded
+// etcd last.
+func (r *Replica) Stop() error {
+	r.stopOnce.Do(func() {
+		r.logger.Info("berth shutting down")
+		r.drain()
+		r.schedCancel()
+		<-r.schedDone
+		r.memberCancel()
+		if err := r.group.Wait(); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			r.stopErr = err
+		}
+		r.closeBackends()
+		r.logger.Info("berth stopped")
+	})
+	return r.stopErr
+}
+
+// drain stops taking requests: after it, nothing new reaches the store or
+// the core from outside.
+func (r *Replica) drain() {
+	r.front.Shutdown(r.cfg.ShutdownGrace)
+	if r.metrics != nil {
+		r.metrics.shutdown(r.cfg.ShutdownGrace)
+	}
+}
+
+func (r *Replica) closeBackends() {
+	if r.store != nil {
+		if err := r.store.Close(); err != nil {
+			r.logger.Warn("close store", zap.Error(err))
+		}
+	}
+	if r.embedded != nil {
+		r.embedded.Close()
+	}
+}

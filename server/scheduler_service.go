@@ -1,0 +1,123 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/berth-io/berth/convert"
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/scheduler"
+	"github.com/berth-io/berth/store"
+)
+
+// schedulerStore is what the scheduler service reads and writes.
+type schedulerStore interface {
+	CreatePods(ctx context.Context, pods []*berthv1.Pod) []store.CreateResult
+	GetPod(ctx context.Context, namespace, name string) (*berthv1.Pod, int64, error)
+	WaitPod(ctx context.Context, namespace, name string, fromRevision int64, done func(*berthv1.Pod) bool) (*berthv1.Pod, int64, error)
+	WatchBindings(ctx context.Context, fromRevision int64, send func(*berthv1.BindingEvent) error, opts ...store.WatchOption) error
+	ListReplicas(ctx context.Context) ([]*berthv1.Replica, error)
+}
+
+// schedulerService is the scheduler's own face: the bindings stream,
+// Schedule (submit and wait), Explain (dry run) and the replicas' shards.
+type schedulerService struct {
+	berthv1.UnimplementedSchedulerServiceServer
+	store schedulerStore
+	sched Scheduler
+	// streams ends when the front shuts down.
+	streams  context.Context
+	watchers prometheus.Gauge
+}
+
+func (ss *schedulerService) WatchBindings(req *berthv1.WatchBindingsRequest, stream berthv1.SchedulerService_WatchBindingsServer) error {
+	// Streams end with the server's shutdown as well as the client's cancel,
+	// so a graceful stop does not wait on subscribers that never leave.
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	stop := context.AfterFunc(ss.streams, cancel)
+	defer stop()
+	ss.watchers.Inc()
+	defer ss.watchers.Dec()
+
+	err := ss.store.WatchBindings(ctx, req.GetFromRevision(), func(ev *berthv1.BindingEvent) error {
+		return stream.Send(&berthv1.WatchBindingsResponse{Event: ev})
+	}, store.OnSynced(func(rev int64) error {
+		return stream.Send(&berthv1.WatchBindingsResponse{ProgressRevision: rev})
+	}))
+	if ss.streams.Err() != nil && stream.Context().Err() == nil {
+		return status.Error(codes.Unavailable, "server shutting down; resume from the last revision received")
+	}
+	if err != nil && stream.Context().Err() != nil {
+		return status.FromContextError(stream.Context().Err()).Err()
+	}
+	return toStatus(err, "watch bindings")
+}
+
+// Schedule is SubmitPod followed by a wait on the pod's own key, so the
+// answer comes from the same durable record every replica sees.
+func (ss *schedulerService) Schedule(ctx context.Context, req *berthv1.ScheduleRequest) (*berthv1.ScheduleResponse, error) {
+	what := "pod " + req.GetPod().GetNamespace() + "/" + req.GetPod().GetName()
+	res := ss.store.CreatePods(ctx, []*berthv1.Pod{admit(req.GetPod(), time.Now())})[0]
+	if res.Err != nil {
+		return nil, toStatus(res.Err, what)
+	}
+	if decided(res.Pod) {
+		return &berthv1.ScheduleResponse{Pod: res.Pod, Revision: res.Revision}, nil
+	}
+	uid := res.Pod.GetUid()
+	p, rev, err := ss.store.WaitPod(ctx, res.Pod.GetNamespace(), res.Pod.GetName(), res.Revision+1, func(p *berthv1.Pod) bool {
+		return p.GetUid() == uid && decided(p)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, status.Errorf(status.FromContextError(ctx.Err()).Code(), "%s: no decision before the deadline; it stays queued", what)
+		}
+		return nil, toStatus(err, what)
+	}
+	return &berthv1.ScheduleResponse{Pod: p, Revision: rev}, nil
+}
+
+// Explain dry-runs a pod, inline or stored, in the shard that owns it.
+func (ss *schedulerService) Explain(ctx context.Context, req *berthv1.ExplainRequest) (*berthv1.ExplainResponse, error) {
+	var wire *berthv1.Pod
+	var rev int64
+	if ref := req.GetExisting(); ref != nil {
+		p, r, err := ss.store.GetPod(ctx, ref.GetNamespace(), ref.GetName())
+		if err != nil {
+			return nil, toStatus(err, "pod "+ref.GetNamespace()+"/"+ref.GetName())
+		}
+		if p.GetNodeName() != "" {
+			return nil, status.Errorf(codes.FailedPrecondition, "pod %s/%s is already bound to %s; explain a pending pod or give the pod inline", ref.GetNamespace(), ref.GetName(), p.GetNodeName())
+		}
+		wire, rev = p, r
+	} else {
+		wire = admit(req.GetPod(), time.Now())
+		wire.NodeName = ""
+	}
+	ex, err := ss.sched.Explain(ctx, convert.PodToCore(wire, rev))
+	if errors.Is(err, scheduler.ErrUnknownProfile) {
+		var v violations
+		v.add("pod.scheduler_name", "no scheduling profile named %q", wire.GetSchedulerName())
+		return nil, v.err()
+	}
+	if err != nil {
+		return nil, toStatus(err, "explain")
+	}
+	return convert.ExplanationToWire(ex), nil
+}
+
+// ListReplicas reads the membership from etcd, so every replica gives the
+// same answer.
+func (ss *schedulerService) ListReplicas(ctx context.Context, _ *berthv1.ListReplicasRequest) (*berthv1.ListReplicasResponse, error) {
+	replicas, err := ss.store.ListReplicas(ctx)
+	if err != nil {
+		return nil, toStatus(err, "replicas")
+	}
+	return &berthv1.ListReplicasResponse{Replicas: replicas, ShardCount: int32(ss.sched.LogicalShards())}, nil
+}
