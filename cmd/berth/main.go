@@ -38,7 +38,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "serve":
 		err = serve(ctx, args[1:], stderr)
 	case "bench":
-		err = bench(ctx, args[1:], stdout, stderr)
+		err = runBench(ctx, args[1:], stdout, stderr)
 	case "etcd":
 		err = etcdMember(ctx, args[1:], stderr)
 	case "help", "-h", "--help":
