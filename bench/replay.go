@@ -57,39 +57,7 @@ func (r *runner) replay(ctx context.Context, res *runResult) error {
 	r.t.touch()
 	start := time.Now()
 	sub := newSubmitter(gctx, r.pods, r.t, r.bc.Concurrency)
-	var batch []int32
-	flush := func() {
-		if len(batch) > 0 {
-			sub.submit(batch)
-			batch = nil // the submitter owns the old slice now
-		}
-	}
-	loopErr := func() error {
-		for _, ev := range tr.Events {
-			slot := slots[ev.Pod]
-			if ev.Kind == trace.Create {
-				if batch = append(batch, slot); len(batch) >= r.bc.Batch {
-					flush()
-				}
-				continue
-			}
-			// A deleter waits for its pod's submission, which may sit in
-			// the unsent batch: flush before blocking on a full window.
-			select {
-			case deletions <- slot:
-				continue
-			default:
-			}
-			flush()
-			select {
-			case deletions <- slot:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		flush()
-		return nil
-	}()
+	loopErr := r.feed(gctx, slots, sub, deletions)
 	close(deletions)
 	errSub := sub.wait()
 	errDel := g.Wait()
@@ -113,6 +81,42 @@ func (r *runner) replay(ctx context.Context, res *runResult) error {
 	}
 	fmt.Fprintf(r.out, "replayed %d events in %s (%.0f events/s); %d pods bound, %d deleted without binding (unschedulable)\n",
 		len(tr.Events), res.replayDur.Round(time.Millisecond), float64(len(tr.Events))/res.replayDur.Seconds(), res.bound, res.unschedulable)
+	return nil
+}
+
+// feed hands the trace's events out in order: creations to sub, in
+// batches, and deletions to the deleters, until the events or ctx end.
+func (r *runner) feed(ctx context.Context, slots []int32, sub *submitter, deletions chan<- int32) error {
+	var batch []int32
+	flush := func() {
+		if len(batch) > 0 {
+			sub.submit(batch)
+			batch = nil // the submitter owns the old slice now
+		}
+	}
+	for _, ev := range r.w.trace.Events {
+		slot := slots[ev.Pod]
+		if ev.Kind == trace.Create {
+			if batch = append(batch, slot); len(batch) >= r.bc.Batch {
+				flush()
+			}
+			continue
+		}
+		// A deleter waits for its pod's submission, which may sit in the
+		// unsent batch: flush before blocking on a full window.
+		select {
+		case deletions <- slot:
+			continue
+		default:
+		}
+		flush()
+		select {
+		case deletions <- slot:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	flush()
 	return nil
 }
 

@@ -212,46 +212,20 @@ func newWorkload(name, run string, sizes Sizes, override Shape, tr *trace.Trace)
 	case WorkloadBasic:
 		t.shape = basicShape.with(override)
 		s = sizes.resolve(n, 0, 10000)
-		w.pod = func(i int) *berthv1.Pod { return t.pod(phaseMeasured, i) }
-		w.initPod = func(i int) *berthv1.Pod { return t.pod(phaseInit, i) }
+		t.pods(w, nil, nil)
 
 	case WorkloadNodeAffinity:
 		// SchedulingNodeAffinity: init and measured pods alike require two
 		// of the ten zones.
 		s = sizes.resolve(n, n, 1000)
-		withAffinity := func(p *berthv1.Pod) *berthv1.Pod {
-			p.Affinity = &berthv1.Affinity{NodeAffinity: &berthv1.NodeAffinity{
-				Required: &berthv1.NodeSelector{NodeSelectorTerms: []*berthv1.NodeSelectorTerm{{
-					MatchExpressions: []*berthv1.NodeSelectorRequirement{{
-						Key: labelZone, Operator: berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_IN,
-						Values: nodeAffinityZones,
-					}},
-				}}},
-			}}
-			return p
-		}
-		w.initPod = func(i int) *berthv1.Pod { return withAffinity(t.pod(phaseInit, i)) }
-		w.pod = func(i int) *berthv1.Pod { return withAffinity(t.pod(phaseMeasured, i)) }
+		t.pods(w, requireAffinityZones, requireAffinityZones)
 		w.check = checkNodeAffinity
 
 	case WorkloadTopologySpreading:
 		// TopologySpreading: default init pods, then measured pods that
 		// must stay within a skew of one across zones.
 		s = sizes.resolve(n, n, 2000)
-		w.initPod = func(i int) *berthv1.Pod {
-			p := t.pod(phaseInit, i)
-			p.Labels = map[string]string{"app": t.run + "-init"}
-			return p
-		}
-		w.pod = func(i int) *berthv1.Pod {
-			p := t.pod(phaseMeasured, i)
-			p.TopologySpreadConstraints = []*berthv1.TopologySpreadConstraint{{
-				MaxSkew: 1, TopologyKey: labelZone,
-				WhenUnsatisfiable: berthv1.UnsatisfiableConstraintAction_UNSATISFIABLE_CONSTRAINT_ACTION_DO_NOT_SCHEDULE,
-				LabelSelector:     &berthv1.LabelSelector{MatchLabels: t.appLabel()},
-			}}
-			return p
-		}
+		t.pods(w, t.labelInit, t.spreadOverZones)
 		w.check = checkZoneSkew
 
 	case WorkloadPodAntiAffinity:
@@ -261,28 +235,14 @@ func newWorkload(name, run string, sizes Sizes, override Shape, tr *trace.Trace)
 		if s.InitPods+s.Pods > s.Nodes {
 			return nil, fmt.Errorf("%s: init pods + pods (%d) must not exceed nodes (%d): one pod per node", name, s.InitPods+s.Pods, s.Nodes)
 		}
-		withAntiAffinity := func(p *berthv1.Pod) *berthv1.Pod {
-			p.Affinity = &berthv1.Affinity{PodAntiAffinity: &berthv1.PodAntiAffinity{
-				Required: []*berthv1.PodAffinityTerm{t.affinityTerm()},
-			}}
-			return p
-		}
-		w.initPod = func(i int) *berthv1.Pod { return withAntiAffinity(t.pod(phaseInit, i)) }
-		w.pod = func(i int) *berthv1.Pod { return withAntiAffinity(t.pod(phaseMeasured, i)) }
+		t.pods(w, t.repelOthers, t.repelOthers)
 		w.check = checkOnePerNode
 
 	case WorkloadPreferredAffinity:
 		// SchedulingPreferredPodAffinity: pods prefer nodes that already run
 		// pods of the run.
 		s = sizes.resolve(n, n, 1000)
-		withPreferred := func(p *berthv1.Pod) *berthv1.Pod {
-			p.Affinity = &berthv1.Affinity{PodAffinity: &berthv1.PodAffinity{
-				Preferred: []*berthv1.WeightedPodAffinityTerm{{Weight: 100, Term: t.affinityTerm()}},
-			}}
-			return p
-		}
-		w.initPod = func(i int) *berthv1.Pod { return withPreferred(t.pod(phaseInit, i)) }
-		w.pod = func(i int) *berthv1.Pod { return withPreferred(t.pod(phaseMeasured, i)) }
+		t.pods(w, t.preferOthers, t.preferOthers)
 
 	case WorkloadPreemption:
 		// PreemptionBasic: low priority init pods fill every node exactly;
@@ -296,19 +256,7 @@ func newWorkload(name, run string, sizes Sizes, override Shape, tr *trace.Trace)
 		if s.Pods > s.Nodes {
 			return nil, fmt.Errorf("%s: pods (%d) must not exceed nodes (%d): one preemptor fits per node", name, s.Pods, s.Nodes)
 		}
-		w.initPod = func(i int) *berthv1.Pod {
-			p := t.pod(phaseInit, i)
-			p.Priority = preemptionLowPriority
-			p.Containers[0].Requests["cpu"] = preemptionVictimCPU
-			return p
-		}
-		w.pod = func(i int) *berthv1.Pod {
-			p := t.pod(phaseMeasured, i)
-			p.Priority = preemptionHighPriority
-			p.PreemptionPolicy = berthv1.PreemptionPolicy_PREEMPTION_POLICY_PREEMPT_LOWER_PRIORITY
-			p.Containers[0].Requests["cpu"] = preemptionPreemptorCPU
-			return p
-		}
+		t.pods(w, makeVictim, makePreemptor)
 		w.expectEvictions = true
 		if s.InitPods < preemptionVictimsToFill*s.Nodes {
 			w.notes = append(w.notes, fmt.Sprintf("%d init pods leave room on some nodes: fewer preemptions are needed", s.InitPods))
@@ -318,10 +266,7 @@ func newWorkload(name, run string, sizes Sizes, override Shape, tr *trace.Trace)
 		if tr == nil {
 			return nil, fmt.Errorf("%s: no trace loaded", name)
 		}
-		s = Sizes{Nodes: len(tr.Nodes), Pods: len(tr.Pods)}
-		w.node = func(i int) *berthv1.Node { return traceNodeToWire(run, i, tr.Nodes[i]) }
-		w.trace = tr
-		w.notes = append(w.notes, traceNotes(tr)...)
+		s = w.replay(run, tr)
 
 	default:
 		return nil, fmt.Errorf("unknown workload %q (one of %s, %s)", name, strings.Join(WorkloadNames(), ", "), WorkloadAll)
@@ -334,6 +279,79 @@ func newWorkload(name, run string, sizes Sizes, override Shape, tr *trace.Trace)
 	}
 	w.nodes, w.initPods, w.pods = s.Nodes, s.InitPods, s.Pods
 	return w, nil
+}
+
+// replay makes w a replay of tr, whose sizes it returns.
+func (w *workload) replay(run string, tr *trace.Trace) Sizes {
+	w.node = func(i int) *berthv1.Node { return traceNodeToWire(run, i, tr.Nodes[i]) }
+	w.trace = tr
+	w.notes = append(w.notes, traceNotes(tr)...)
+	return Sizes{Nodes: len(tr.Nodes), Pods: len(tr.Pods)}
+}
+
+// pods sets w's init and measured pods: the template's, each changed by
+// its edit (nil: none). t is copied: later changes to it do not reach them.
+func (t template) pods(w *workload, editInit, editMeasured func(*berthv1.Pod)) {
+	build := func(phase podPhase, edit func(*berthv1.Pod)) func(int) *berthv1.Pod {
+		return func(i int) *berthv1.Pod {
+			p := t.pod(phase, i)
+			if edit != nil {
+				edit(p)
+			}
+			return p
+		}
+	}
+	w.initPod, w.pod = build(phaseInit, editInit), build(phaseMeasured, editMeasured)
+}
+
+// The edits of the workloads' pods.
+
+func requireAffinityZones(p *berthv1.Pod) {
+	p.Affinity = &berthv1.Affinity{NodeAffinity: &berthv1.NodeAffinity{
+		Required: &berthv1.NodeSelector{NodeSelectorTerms: []*berthv1.NodeSelectorTerm{{
+			MatchExpressions: []*berthv1.NodeSelectorRequirement{{
+				Key: labelZone, Operator: berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_IN,
+				Values: nodeAffinityZones,
+			}},
+		}}},
+	}}
+}
+
+// labelInit gives init pods a label of their own, so the measured pods'
+// spreading does not count them.
+func (t template) labelInit(p *berthv1.Pod) {
+	p.Labels = map[string]string{"app": t.run + "-init"}
+}
+
+func (t template) spreadOverZones(p *berthv1.Pod) {
+	p.TopologySpreadConstraints = []*berthv1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: labelZone,
+		WhenUnsatisfiable: berthv1.UnsatisfiableConstraintAction_UNSATISFIABLE_CONSTRAINT_ACTION_DO_NOT_SCHEDULE,
+		LabelSelector:     &berthv1.LabelSelector{MatchLabels: t.appLabel()},
+	}}
+}
+
+func (t template) repelOthers(p *berthv1.Pod) {
+	p.Affinity = &berthv1.Affinity{PodAntiAffinity: &berthv1.PodAntiAffinity{
+		Required: []*berthv1.PodAffinityTerm{t.affinityTerm()},
+	}}
+}
+
+func (t template) preferOthers(p *berthv1.Pod) {
+	p.Affinity = &berthv1.Affinity{PodAffinity: &berthv1.PodAffinity{
+		Preferred: []*berthv1.WeightedPodAffinityTerm{{Weight: 100, Term: t.affinityTerm()}},
+	}}
+}
+
+func makeVictim(p *berthv1.Pod) {
+	p.Priority = preemptionLowPriority
+	p.Containers[0].Requests["cpu"] = preemptionVictimCPU
+}
+
+func makePreemptor(p *berthv1.Pod) {
+	p.Priority = preemptionHighPriority
+	p.PreemptionPolicy = berthv1.PreemptionPolicy_PREEMPTION_POLICY_PREEMPT_LOWER_PRIORITY
+	p.Containers[0].Requests["cpu"] = preemptionPreemptorCPU
 }
 
 // traceNodeToWire makes node i of a trace: its capacity as allocatable,

@@ -44,6 +44,8 @@ func runTerm() *berthv1.PodAffinityTerm {
 	}
 }
 
+// TestWorkloadPods is long because its table spells out, field by field,
+// the pods every workload must build: the expectations, not logic.
 func TestWorkloadPods(t *testing.T) {
 	const mem = 500 << 20
 	nodeAffinity := func(p *berthv1.Pod) {
