@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -84,12 +83,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func parseBenchFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	var bf benchFlags
 	bc := &bf.cfg
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, benchUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("bench", benchUsage, stderr)
 	fs.StringVar(&bc.Addr, "addr", "", "target a running server instead of starting one with embedded etcd; what a run creates is deleted after it")
 	fs.StringVar(&bc.Workload, "workload", bench.WorkloadBasic, "workload to run: "+strings.Join(bench.WorkloadNames(), ", ")+", or all")
 	fs.IntVar(&bc.Sizes.Nodes, "nodes", 0, "nodes to register (0: the workload's default; alibaba: the first N trace nodes)")
