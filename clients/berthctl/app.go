@@ -6,12 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strings"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	berth "github.com/berth-io/berth/clients/go"
 )
@@ -224,23 +226,94 @@ func (c *cli) dial(ctx context.Context) (*berth.Client, error) {
 // printer returns the printer of -o, on stdout.
 func (c *cli) printer() (printer, error) { return newPrinter(c.global.output, c.stdout) }
 
-// onNamed runs a command that acts on one object named by its NAME
-// argument: it checks the argument, dials, and hands fn the printer, the
-// client and the name.
-func (c *cli) onNamed(ctx context.Context, args []string, fn func(p printer, client *berth.Client, name string) error) error {
+// connect is every command's preamble. It checks -o, then the rest of the
+// command line with check (positional arguments, flag values, -f files; nil
+// for nothing more), so that a wrong command line fails before any
+// connection is made; then it dials --addr and runs fn with the printer and
+// the client, which it closes after.
+func (c *cli) connect(ctx context.Context, check func() error, fn func(p printer, client *berth.Client) error) error {
 	p, err := c.printer()
 	if err != nil {
 		return err
 	}
-	if err := wantArgs(args, "NAME"); err != nil {
-		return err
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	client, err := c.dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	return fn(p, client, args[0])
+	return fn(p, client)
+}
+
+// noArgs is the check of a command that takes no positional arguments.
+func noArgs(args []string) func() error {
+	return func() error { return wantArgs(args) }
+}
+
+// onNamed runs a command that acts on one object named by its NAME
+// argument: fn gets the printer, the client and the name.
+func (c *cli) onNamed(ctx context.Context, args []string, fn func(p printer, client *berth.Client, name string) error) error {
+	return c.connect(ctx, func() error { return wantArgs(args, "NAME") },
+		func(p printer, client *berth.Client) error { return fn(p, client, args[0]) })
+}
+
+// applyEach applies items in order with apply, which returns the response
+// and the line table output prints for it, and stops at the first failure,
+// naming the item when there are several. With -o json or yaml the
+// responses of those applied are printed at the end, failure or not: one
+// object for one item, else a list.
+func applyEach[T interface {
+	proto.Message
+	GetName() string
+}, R proto.Message](c *cli, p printer, kind string, items []T, apply func(T) (R, string, error)) error {
+	var done []R
+	var applyErr error
+	for i, item := range items {
+		resp, line, err := apply(item)
+		if err != nil {
+			applyErr = err
+			if len(items) > 1 { // say which one failed
+				applyErr = fmt.Errorf("%s %d of %d (%q): %w", kind, i+1, len(items), item.GetName(), err)
+			}
+			break
+		}
+		if !p.structured() {
+			fmt.Fprintln(c.stdout, line)
+		}
+		done = append(done, resp)
+	}
+	var err error
+	if p.structured() && len(done) > 0 {
+		if len(items) == 1 {
+			err = p.object(done[0])
+		} else {
+			err = list(p, done)
+		}
+	}
+	if applyErr != nil {
+		return applyErr
+	}
+	return err
+}
+
+// collect gathers the items of a paged listing, at most limit of them
+// (0: all), stopping at the first error.
+func collect[T any](all iter.Seq2[T, error], limit int) ([]T, error) {
+	var items []T
+	for item, err := range all {
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, item)
+		if limit > 0 && len(items) == limit {
+			break
+		}
+	}
+	return items, nil
 }
 
 // wantArgs checks the number of positional arguments.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	berth "github.com/berth-io/berth/clients/go"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
 
@@ -16,45 +17,41 @@ func (c *cli) explain(fs *flag.FlagSet) runFunc {
 	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the stored pod")
 	file := fs.String("f", "", "explain the pod in `FILE` (YAML or JSON berth.v1.Pod; - for stdin) instead of a stored one")
 	return func(ctx context.Context, args []string) error {
-		p, err := c.printer()
-		if err != nil {
-			return err
-		}
 		req := &berthv1.ExplainRequest{}
-		switch {
-		case *file != "" && len(args) == 0:
-			pods, err := readMessages(*file, c.stdin, func() *berthv1.Pod { return new(berthv1.Pod) })
+		check := func() error {
+			switch {
+			case *file != "" && len(args) == 0:
+				pods, err := readMessages(*file, c.stdin, func() *berthv1.Pod { return new(berthv1.Pod) })
+				if err != nil {
+					return err
+				}
+				if len(pods) != 1 {
+					return usageError{fmt.Sprintf("explain takes one pod, %s holds %d", *file, len(pods))}
+				}
+				if pods[0].GetNamespace() == "" {
+					pods[0].Namespace = *ns
+				}
+				req.Target = &berthv1.ExplainRequest_Pod{Pod: pods[0]}
+			case *file == "":
+				if err := wantArgs(args, "NAME"); err != nil {
+					return err
+				}
+				req.Target = &berthv1.ExplainRequest_Existing{Existing: &berthv1.PodReference{Namespace: *ns, Name: args[0]}}
+			default:
+				return usageError{"give a pod NAME or -f FILE, not both"}
+			}
+			return nil
+		}
+		return c.connect(ctx, check, func(p printer, client *berth.Client) error {
+			resp, err := client.SchedulerService().Explain(ctx, req)
 			if err != nil {
 				return err
 			}
-			if len(pods) != 1 {
-				return usageError{fmt.Sprintf("explain takes one pod, %s holds %d", *file, len(pods))}
+			if p.structured() {
+				return p.object(resp)
 			}
-			if pods[0].GetNamespace() == "" {
-				pods[0].Namespace = *ns
-			}
-			req.Target = &berthv1.ExplainRequest_Pod{Pod: pods[0]}
-		case *file == "":
-			if err := wantArgs(args, "NAME"); err != nil {
-				return err
-			}
-			req.Target = &berthv1.ExplainRequest_Existing{Existing: &berthv1.PodReference{Namespace: *ns, Name: args[0]}}
-		default:
-			return usageError{"give a pod NAME or -f FILE, not both"}
-		}
-		client, err := c.dial(ctx)
-		if err != nil {
-			return err
-		}
-		defer client.Close()
-		resp, err := client.SchedulerService().Explain(ctx, req)
-		if err != nil {
-			return err
-		}
-		if p.structured() {
-			return p.object(resp)
-		}
-		return explainTable(c.stdout, resp)
+			return explainTable(c.stdout, resp)
+		})
 	}
 }
 

@@ -4,10 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	berth "github.com/berth-io/berth/clients/go"
 	"math"
 	"time"
 
+	berth "github.com/berth-io/berth/clients/go"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
 
@@ -76,47 +76,22 @@ func (c *cli) nodeAdd(fs *flag.FlagSet) runFunc {
 	spec.register(fs)
 	file := fs.String("f", "", "read nodes from `FILE`: a YAML or JSON berth.v1.Node, a list, or several YAML documents (- for stdin)")
 	return func(ctx context.Context, args []string) error {
-		p, err := c.printer()
-		if err != nil {
+		var nodes []*berthv1.Node
+		check := func() (err error) {
+			nodes, err = specsFromFileOrFlags(c, fs, *file, nodeSpecFlagNames, args,
+				func() *berthv1.Node { return new(berthv1.Node) }, spec.build)
 			return err
 		}
-		nodes, err := specsFromFileOrFlags(c, fs, *file, nodeSpecFlagNames, args,
-			func() *berthv1.Node { return new(berthv1.Node) }, spec.build)
-		if err != nil {
-			return err
-		}
-		client, err := c.dial(ctx)
-		if err != nil {
-			return err
-		}
-		defer client.Close()
-		var done []*berthv1.UpsertNodeResponse
-		var upsertErr error
-		for i, n := range nodes {
-			stored, rev, err := client.UpsertNode(ctx, n)
-			if err != nil {
-				upsertErr = err
-				if len(nodes) > 1 { // say which one failed
-					upsertErr = fmt.Errorf("node %d of %d (%q): %w", i+1, len(nodes), n.GetName(), err)
+		return c.connect(ctx, check, func(p printer, client *berth.Client) error {
+			return applyEach(c, p, "node", nodes, func(n *berthv1.Node) (*berthv1.UpsertNodeResponse, string, error) {
+				stored, rev, err := client.UpsertNode(ctx, n)
+				if err != nil {
+					return nil, "", err
 				}
-				break
-			}
-			if !p.structured() {
-				fmt.Fprintf(c.stdout, "node/%s upserted (revision %d)\n", stored.GetName(), rev)
-			}
-			done = append(done, &berthv1.UpsertNodeResponse{Node: stored, Revision: rev})
-		}
-		if p.structured() && len(done) > 0 {
-			if len(nodes) == 1 {
-				err = p.object(done[0])
-			} else {
-				err = list(p, done)
-			}
-		}
-		if upsertErr != nil {
-			return upsertErr
-		}
-		return err
+				return &berthv1.UpsertNodeResponse{Node: stored, Revision: rev},
+					fmt.Sprintf("node/%s upserted (revision %d)", stored.GetName(), rev), nil
+			})
+		})
 	}
 }
 
@@ -134,32 +109,16 @@ func conflictsWithFile(fs *flag.FlagSet, specFlags []string) error {
 func (c *cli) nodeList(fs *flag.FlagSet) runFunc {
 	limit := fs.Int("limit", 0, "show at most `N` nodes, 0 for all")
 	return func(ctx context.Context, args []string) error {
-		p, err := c.printer()
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(args); err != nil {
-			return err
-		}
-		client, err := c.dial(ctx)
-		if err != nil {
-			return err
-		}
-		defer client.Close()
-		var nodes []*berthv1.Node
-		for n, err := range client.AllNodes(ctx) {
+		return c.connect(ctx, noArgs(args), func(p printer, client *berth.Client) error {
+			nodes, err := collect(client.AllNodes(ctx), *limit)
 			if err != nil {
 				return err
 			}
-			nodes = append(nodes, n)
-			if *limit > 0 && len(nodes) == *limit {
-				break
+			if p.structured() {
+				return list(p, nodes)
 			}
-		}
-		if p.structured() {
-			return list(p, nodes)
-		}
-		return nodeTable(c.stdout, nodes)
+			return nodeTable(c.stdout, nodes)
+		})
 	}
 }
 

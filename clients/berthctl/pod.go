@@ -96,28 +96,22 @@ func (c *cli) podSubmit(fs *flag.FlagSet) runFunc {
 	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the pod (with -f: of pods that name none)")
 	file := fs.String("f", "", "read pods from `FILE`: a YAML or JSON berth.v1.Pod, a list, or several YAML documents (- for stdin)")
 	return func(ctx context.Context, args []string) error {
-		p, err := c.printer()
-		if err != nil {
-			return err
-		}
-		pods, err := specsFromFileOrFlags(c, fs, *file, podSpecFlagNames, args,
-			func() *berthv1.Pod { return new(berthv1.Pod) },
-			func(name string) (*berthv1.Pod, error) { return spec.build(*ns, name) })
-		if err != nil {
-			return err
-		}
-		for _, pod := range pods {
-			if pod.Namespace == "" {
-				pod.Namespace = *ns
+		var pods []*berthv1.Pod
+		check := func() (err error) {
+			pods, err = specsFromFileOrFlags(c, fs, *file, podSpecFlagNames, args,
+				func() *berthv1.Pod { return new(berthv1.Pod) },
+				func(name string) (*berthv1.Pod, error) { return spec.build(*ns, name) })
+			for _, pod := range pods {
+				if pod.Namespace == "" {
+					pod.Namespace = *ns
+				}
 			}
-		}
-
-		client, err := c.dial(ctx)
-		if err != nil {
 			return err
 		}
-		defer client.Close()
-		if len(pods) == 1 {
+		return c.connect(ctx, check, func(p printer, client *berth.Client) error {
+			if len(pods) != 1 {
+				return c.submitMany(ctx, p, client, pods)
+			}
 			stored, rev, err := client.SubmitPod(ctx, pods[0])
 			if err != nil {
 				return err
@@ -127,8 +121,7 @@ func (c *cli) podSubmit(fs *flag.FlagSet) runFunc {
 			}
 			fmt.Fprintf(c.stdout, "pod/%s/%s submitted (uid %s, revision %d)\n", stored.GetNamespace(), stored.GetName(), stored.GetUid(), rev)
 			return nil
-		}
-		return c.submitMany(ctx, p, client, pods)
+		})
 	}
 }
 
@@ -169,40 +162,30 @@ func (c *cli) podList(fs *flag.FlagSet) runFunc {
 	node := fs.String("node", "", "only pods bound to `node`")
 	limit := fs.Int("limit", 0, "show at most `N` pods, 0 for all")
 	return func(ctx context.Context, args []string) error {
-		p, err := c.printer()
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(args); err != nil {
-			return err
-		}
-		ph, err := parsePhase(*phase)
-		if err != nil {
-			return usageError{err.Error()}
-		}
-		filter := berth.PodFilter{Namespace: *ns, Phase: ph, NodeName: *node}
+		filter := berth.PodFilter{Namespace: *ns, NodeName: *node}
 		if *limit > 0 && *limit < 500 {
 			filter.PageSize = int32(*limit)
 		}
-		client, err := c.dial(ctx)
-		if err != nil {
-			return err
+		check := func() error {
+			if err := wantArgs(args); err != nil {
+				return err
+			}
+			var err error
+			if filter.Phase, err = parsePhase(*phase); err != nil {
+				return usageError{err.Error()}
+			}
+			return nil
 		}
-		defer client.Close()
-		var pods []*berthv1.Pod
-		for pod, err := range client.AllPods(ctx, filter) {
+		return c.connect(ctx, check, func(p printer, client *berth.Client) error {
+			pods, err := collect(client.AllPods(ctx, filter), *limit)
 			if err != nil {
 				return err
 			}
-			pods = append(pods, pod)
-			if *limit > 0 && len(pods) == *limit {
-				break
+			if p.structured() {
+				return list(p, pods)
 			}
-		}
-		if p.structured() {
-			return list(p, pods)
-		}
-		return podTable(c.stdout, pods)
+			return podTable(c.stdout, pods)
+		})
 	}
 }
 

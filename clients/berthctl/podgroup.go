@@ -4,13 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	berth "github.com/berth-io/berth/clients/go"
 	"io"
 	"math"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	berth "github.com/berth-io/berth/clients/go"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
 
@@ -49,53 +49,28 @@ func (c *cli) podGroupApply(fs *flag.FlagSet) runFunc {
 	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the group (with -f: of groups that name none)")
 	file := fs.String("f", "", "read groups from `FILE`: a YAML or JSON berth.v1.PodGroup, a list, or several YAML documents (- for stdin)")
 	return func(ctx context.Context, args []string) error {
-		p, err := c.printer()
-		if err != nil {
-			return err
-		}
-		groups, err := specsFromFileOrFlags(c, fs, *file, podGroupSpecFlagNames, args,
-			func() *berthv1.PodGroup { return new(berthv1.PodGroup) },
-			func(name string) (*berthv1.PodGroup, error) { return spec.build(*ns, name) })
-		if err != nil {
-			return err
-		}
-		for _, g := range groups {
-			if g.Namespace == "" {
-				g.Namespace = *ns
-			}
-		}
-		client, err := c.dial(ctx)
-		if err != nil {
-			return err
-		}
-		defer client.Close()
-		var done []*berthv1.UpsertPodGroupResponse
-		var applyErr error
-		for i, g := range groups {
-			resp, err := client.PodService().UpsertPodGroup(ctx, &berthv1.UpsertPodGroupRequest{PodGroup: g})
-			if err != nil {
-				applyErr = err
-				if len(groups) > 1 { // say which one failed
-					applyErr = fmt.Errorf("pod group %d of %d (%q): %w", i+1, len(groups), g.GetName(), err)
+		var groups []*berthv1.PodGroup
+		check := func() (err error) {
+			groups, err = specsFromFileOrFlags(c, fs, *file, podGroupSpecFlagNames, args,
+				func() *berthv1.PodGroup { return new(berthv1.PodGroup) },
+				func(name string) (*berthv1.PodGroup, error) { return spec.build(*ns, name) })
+			for _, g := range groups {
+				if g.Namespace == "" {
+					g.Namespace = *ns
 				}
-				break
 			}
-			if !p.structured() {
-				fmt.Fprintf(c.stdout, "podgroup/%s/%s applied (revision %d)\n", resp.GetPodGroup().GetNamespace(), resp.GetPodGroup().GetName(), resp.GetRevision())
-			}
-			done = append(done, resp)
+			return err
 		}
-		if p.structured() && len(done) > 0 {
-			if len(groups) == 1 {
-				err = p.object(done[0])
-			} else {
-				err = list(p, done)
-			}
-		}
-		if applyErr != nil {
-			return applyErr
-		}
-		return err
+		return c.connect(ctx, check, func(p printer, client *berth.Client) error {
+			return applyEach(c, p, "pod group", groups, func(g *berthv1.PodGroup) (*berthv1.UpsertPodGroupResponse, string, error) {
+				resp, err := client.PodService().UpsertPodGroup(ctx, &berthv1.UpsertPodGroupRequest{PodGroup: g})
+				if err != nil {
+					return nil, "", err
+				}
+				return resp, fmt.Sprintf("podgroup/%s/%s applied (revision %d)",
+					resp.GetPodGroup().GetNamespace(), resp.GetPodGroup().GetName(), resp.GetRevision()), nil
+			})
+		})
 	}
 }
 
@@ -118,26 +93,16 @@ func (c *cli) podGroupGet(fs *flag.FlagSet) runFunc {
 func (c *cli) podGroupList(fs *flag.FlagSet) runFunc {
 	ns := namespaceFlag(fs, "", "only groups in `namespace` (default all)")
 	return func(ctx context.Context, args []string) error {
-		p, err := c.printer()
-		if err != nil {
-			return err
-		}
-		if err := wantArgs(args); err != nil {
-			return err
-		}
-		client, err := c.dial(ctx)
-		if err != nil {
-			return err
-		}
-		defer client.Close()
-		resp, err := client.PodService().ListPodGroups(ctx, &berthv1.ListPodGroupsRequest{Namespace: *ns})
-		if err != nil {
-			return err
-		}
-		if p.structured() {
-			return list(p, resp.GetPodGroups())
-		}
-		return podGroupTable(c.stdout, resp.GetPodGroups())
+		return c.connect(ctx, noArgs(args), func(p printer, client *berth.Client) error {
+			resp, err := client.PodService().ListPodGroups(ctx, &berthv1.ListPodGroupsRequest{Namespace: *ns})
+			if err != nil {
+				return err
+			}
+			if p.structured() {
+				return list(p, resp.GetPodGroups())
+			}
+			return podGroupTable(c.stdout, resp.GetPodGroups())
+		})
 	}
 }
 

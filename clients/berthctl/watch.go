@@ -20,32 +20,22 @@ import (
 func (c *cli) watch(fs *flag.FlagSet) runFunc {
 	from := fs.Int64("from-revision", 0, "print the events after `revision` R; 0 prints every current binding first")
 	return func(ctx context.Context, args []string) error {
-		p, err := c.printer()
-		if err != nil {
+		return c.connect(ctx, noArgs(args), func(p printer, client *berth.Client) error {
+			if !p.structured() {
+				watchHeader(c.stdout)
+			}
+			err := client.WatchBindings(ctx, *from, func(ev *berthv1.BindingEvent) error {
+				return c.printEvent(p, ev)
+			})
+			var ce *berth.CompactedError
+			switch {
+			case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+				return nil // interrupted: the normal way to stop watching
+			case errors.As(err, &ce):
+				return fmt.Errorf("%w; watch again with --from-revision 0 to start from the current bindings", ce)
+			}
 			return err
-		}
-		if err := wantArgs(args); err != nil {
-			return err
-		}
-		client, err := c.dial(ctx)
-		if err != nil {
-			return err
-		}
-		defer client.Close()
-		if !p.structured() {
-			watchHeader(c.stdout)
-		}
-		err = client.WatchBindings(ctx, *from, func(ev *berthv1.BindingEvent) error {
-			return c.printEvent(p, ev)
 		})
-		var ce *berth.CompactedError
-		switch {
-		case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-			return nil // interrupted: the normal way to stop watching
-		case errors.As(err, &ce):
-			return fmt.Errorf("%w; watch again with --from-revision 0 to start from the current bindings", ce)
-		}
-		return err
 	}
 }
 

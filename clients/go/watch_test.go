@@ -50,6 +50,8 @@ func collectUntil(last string, got *[]string) func(*berthv1.BindingEvent) error 
 	}
 }
 
+// TestWatchResumesAfterDisconnects is long because it is a table of
+// disconnect scenarios over one event log, written out case by case.
 func TestWatchResumesAfterDisconnects(t *testing.T) {
 	// Revision 6 is one transaction binding three pods: disconnects that
 	// split it must neither repeat nor drop any of them.

@@ -133,12 +133,7 @@ type etcdMemberConfig struct {
 
 func parseEtcdFlags(args []string, stderr io.Writer) (etcdMemberConfig, error) {
 	var c etcdMemberConfig
-	fs := flag.NewFlagSet("etcd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, etcdUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("etcd", etcdUsage, stderr)
 	fs.StringVar(&c.name, "name", "default", "member name, unique in the cluster")
 	fs.StringVar(&c.dataDir, "data-dir", "", `data directory (default "<name>.etcd")`)
 	fs.StringVar(&c.listenClient, "listen-client", "127.0.0.1:2379", "client address, host:port or URL")

@@ -67,14 +67,27 @@ type Server struct {
 	unaryFault UnaryFault
 	respFault  ResponseFault
 	watchFault WatchFault
+
+	served chan struct{} // closed when Serve has returned
 }
 
 // Start runs a fake server on 127.0.0.1:0 and stops it when tb ends.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	s, err := New()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// New runs a fake server on 127.0.0.1:0 until Stop, for code that has no
+// testing.TB to hand (examples, TestMain); tests call Start.
+func New() (*Server, error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatalf("berthtest: listen: %v", err)
+		return nil, fmt.Errorf("berthtest: listen: %w", err)
 	}
 	s := &Server{
 		Addr:    lis.Addr().String(),
@@ -84,21 +97,24 @@ func Start(tb testing.TB) *Server {
 		changed: make(chan struct{}),
 		maxPage: 5000,
 		calls:   make(map[string]int),
+		served:  make(chan struct{}),
 	}
 	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(s.intercept))
 	berthv1.RegisterClusterServiceServer(s.grpc, clusterService{s: s})
 	berthv1.RegisterPodServiceServer(s.grpc, podService{s: s})
 	berthv1.RegisterSchedulerServiceServer(s.grpc, schedulerService{s: s})
-	done := make(chan struct{})
 	go func() {
-		defer close(done)
+		defer close(s.served)
 		_ = s.grpc.Serve(lis)
 	}()
-	tb.Cleanup(func() {
-		s.grpc.Stop()
-		<-done
-	})
-	return s
+	return s, nil
+}
+
+// Stop closes the listener and every connection at once, and returns when
+// the server's goroutines are gone.
+func (s *Server) Stop() {
+	s.grpc.Stop()
+	<-s.served
 }
 
 // SetUnaryFault installs f (nil removes it).

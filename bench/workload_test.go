@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"strconv"
@@ -9,10 +9,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/berth-io/berth/bench/trace"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
 
-var defaultSizes = workloadSizes{initPods: -1}
+var defaultSizes = Sizes{InitPods: -1}
 
 // basePod is what template.pod builds for run "r" with perfShape.
 func basePod(phase podPhase, i int, cpu, memory int64) *berthv1.Pod {
@@ -43,6 +44,8 @@ func runTerm() *berthv1.PodAffinityTerm {
 	}
 }
 
+// TestWorkloadPods is long because its table spells out, field by field,
+// the pods every workload must build: the expectations, not logic.
 func TestWorkloadPods(t *testing.T) {
 	const mem = 500 << 20
 	nodeAffinity := func(p *berthv1.Pod) {
@@ -69,20 +72,20 @@ func TestWorkloadPods(t *testing.T) {
 		wantNodeCPU, wantMem int64
 	}{
 		{
-			workload: workloadBasic,
+			workload: WorkloadBasic,
 			wantInit: basePod(phaseInit, 3, 100, 256<<20),
 			wantPod:  basePod(phaseMeasured, 3, 100, 256<<20),
 			// berth bench's original shape.
 			wantNodeCPU: 32000, wantMem: 128 << 30,
 		},
 		{
-			workload:    workloadNodeAffinity,
+			workload:    WorkloadNodeAffinity,
 			wantInit:    podWith(basePod(phaseInit, 3, 100, mem), nodeAffinity),
 			wantPod:     podWith(basePod(phaseMeasured, 3, 100, mem), nodeAffinity),
 			wantNodeCPU: 4000, wantMem: 32 << 30,
 		},
 		{
-			workload: workloadTopologySpreading,
+			workload: WorkloadTopologySpreading,
 			// Init pods are plain and outside the selector.
 			wantInit: podWith(basePod(phaseInit, 3, 100, mem), func(p *berthv1.Pod) { p.Labels = map[string]string{"app": "r-init"} }),
 			wantPod: podWith(basePod(phaseMeasured, 3, 100, mem), func(p *berthv1.Pod) {
@@ -95,19 +98,19 @@ func TestWorkloadPods(t *testing.T) {
 			wantNodeCPU: 4000, wantMem: 32 << 30,
 		},
 		{
-			workload:    workloadPodAntiAffinity,
+			workload:    WorkloadPodAntiAffinity,
 			wantInit:    podWith(basePod(phaseInit, 3, 100, mem), antiAffinity),
 			wantPod:     podWith(basePod(phaseMeasured, 3, 100, mem), antiAffinity),
 			wantNodeCPU: 4000, wantMem: 32 << 30,
 		},
 		{
-			workload:    workloadPreferredAffinity,
+			workload:    WorkloadPreferredAffinity,
 			wantInit:    podWith(basePod(phaseInit, 3, 100, mem), preferred),
 			wantPod:     podWith(basePod(phaseMeasured, 3, 100, mem), preferred),
 			wantNodeCPU: 4000, wantMem: 32 << 30,
 		},
 		{
-			workload: workloadPreemption,
+			workload: WorkloadPreemption,
 			wantInit: podWith(basePod(phaseInit, 3, 900, mem), func(p *berthv1.Pod) { p.Priority = 1 }),
 			wantPod: podWith(basePod(phaseMeasured, 3, 3000, mem), func(p *berthv1.Pod) {
 				p.Priority = 100
@@ -118,7 +121,7 @@ func TestWorkloadPods(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.workload, func(t *testing.T) {
-			w, err := newWorkload(tt.workload, "r", defaultSizes, shape{}, nil)
+			w, err := newWorkload(tt.workload, "r", defaultSizes, Shape{}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,28 +154,28 @@ func TestWorkloadSizes(t *testing.T) {
 	type sizes struct{ Nodes, Init, Pods int }
 	tests := []struct {
 		workload string
-		flags    workloadSizes
+		flags    Sizes
 		want     sizes
 		wantErr  string
 	}{
-		{workload: workloadBasic, flags: defaultSizes, want: sizes{5000, 0, 10000}},
-		{workload: workloadBasic, flags: workloadSizes{nodes: 20, initPods: -1, pods: 200}, want: sizes{20, 0, 200}},
-		{workload: workloadNodeAffinity, flags: defaultSizes, want: sizes{5000, 5000, 1000}},
-		{workload: workloadNodeAffinity, flags: workloadSizes{nodes: 500, initPods: -1}, want: sizes{500, 500, 1000}},
-		{workload: workloadTopologySpreading, flags: defaultSizes, want: sizes{5000, 5000, 2000}},
-		{workload: workloadTopologySpreading, flags: workloadSizes{initPods: 0}, want: sizes{5000, 0, 2000}},
-		{workload: workloadPodAntiAffinity, flags: defaultSizes, want: sizes{5000, 1000, 1000}},
-		{workload: workloadPodAntiAffinity, flags: workloadSizes{nodes: 100, initPods: 60, pods: 50}, wantErr: "must not exceed nodes"},
-		{workload: workloadPreferredAffinity, flags: defaultSizes, want: sizes{5000, 5000, 1000}},
-		{workload: workloadPreemption, flags: defaultSizes, want: sizes{500, 2000, 500}},
-		{workload: workloadPreemption, flags: workloadSizes{nodes: 5000, initPods: -1}, want: sizes{5000, 20000, 5000}},
-		{workload: workloadPreemption, flags: workloadSizes{nodes: 10, initPods: -1, pods: 11}, wantErr: "one preemptor fits per node"},
-		{workload: workloadAlibaba, flags: defaultSizes, wantErr: "no trace loaded"},
+		{workload: WorkloadBasic, flags: defaultSizes, want: sizes{5000, 0, 10000}},
+		{workload: WorkloadBasic, flags: Sizes{Nodes: 20, InitPods: -1, Pods: 200}, want: sizes{20, 0, 200}},
+		{workload: WorkloadNodeAffinity, flags: defaultSizes, want: sizes{5000, 5000, 1000}},
+		{workload: WorkloadNodeAffinity, flags: Sizes{Nodes: 500, InitPods: -1}, want: sizes{500, 500, 1000}},
+		{workload: WorkloadTopologySpreading, flags: defaultSizes, want: sizes{5000, 5000, 2000}},
+		{workload: WorkloadTopologySpreading, flags: Sizes{InitPods: 0}, want: sizes{5000, 0, 2000}},
+		{workload: WorkloadPodAntiAffinity, flags: defaultSizes, want: sizes{5000, 1000, 1000}},
+		{workload: WorkloadPodAntiAffinity, flags: Sizes{Nodes: 100, InitPods: 60, Pods: 50}, wantErr: "must not exceed nodes"},
+		{workload: WorkloadPreferredAffinity, flags: defaultSizes, want: sizes{5000, 5000, 1000}},
+		{workload: WorkloadPreemption, flags: defaultSizes, want: sizes{500, 2000, 500}},
+		{workload: WorkloadPreemption, flags: Sizes{Nodes: 5000, InitPods: -1}, want: sizes{5000, 20000, 5000}},
+		{workload: WorkloadPreemption, flags: Sizes{Nodes: 10, InitPods: -1, Pods: 11}, wantErr: "one preemptor fits per node"},
+		{workload: WorkloadAlibaba, flags: defaultSizes, wantErr: "no trace loaded"},
 		{workload: "nope", flags: defaultSizes, wantErr: "unknown workload"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.workload, func(t *testing.T) {
-			w, err := newWorkload(tt.workload, "r", tt.flags, shape{}, nil)
+			w, err := newWorkload(tt.workload, "r", tt.flags, Shape{}, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
@@ -190,8 +193,8 @@ func TestWorkloadSizes(t *testing.T) {
 }
 
 func TestWorkloadShapeOverride(t *testing.T) {
-	override := shape{nodeCPU: 8000, podMemory: 1 << 30}
-	w, err := newWorkload(workloadBasic, "r", defaultSizes, override, nil)
+	override := Shape{NodeCPU: 8000, PodMemory: 1 << 30}
+	w, err := newWorkload(WorkloadBasic, "r", defaultSizes, override, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +208,7 @@ func TestWorkloadShapeOverride(t *testing.T) {
 		t.Errorf("pod memory %d, want the override", got)
 	}
 	// Preemption ignores overrides: they would break the fill.
-	p, err := newWorkload(workloadPreemption, "r", defaultSizes, override, nil)
+	p, err := newWorkload(WorkloadPreemption, "r", defaultSizes, override, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,11 +218,11 @@ func TestWorkloadShapeOverride(t *testing.T) {
 }
 
 func TestAlibabaWorkload(t *testing.T) {
-	tr, err := loadTrace(testTraceDir, 0, 0)
+	tr, err := trace.Load(testTraceDir, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := newWorkload(workloadAlibaba, "r", workloadSizes{nodes: 99, initPods: 7, pods: 99}, shape{}, tr)
+	w, err := newWorkload(WorkloadAlibaba, "r", Sizes{Nodes: 99, InitPods: 7, Pods: 99}, Shape{}, tr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,5 +266,41 @@ func TestChecks(t *testing.T) {
 				t.Errorf("violations %q, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestTraceToWire(t *testing.T) {
+	gpuNode := traceNodeToWire("r", 13, trace.Node{Name: "n", CPUMilli: 64000, MemoryMiB: 1024, GPUs: 2, Model: "T4"})
+	wantNode := &berthv1.Node{
+		Name: "r-n",
+		Allocatable: map[string]int64{
+			"cpu": 64000, "memory": 1024 << 20, "pods": 110, "ephemeral-storage": 100 << 30, trace.GPUResource: 2,
+		},
+		Labels: map[string]string{labelHostname: "r-n", labelZone: "zone-3", trace.ModelLabel: "T4"},
+	}
+	if diff := cmp.Diff(wantNode, gpuNode, protocmp.Transform()); diff != "" {
+		t.Errorf("GPU node (-want,+got):\n%s", diff)
+	}
+	cpuNode := traceNodeToWire("r", 0, trace.Node{Name: "c", CPUMilli: 1, MemoryMiB: 1})
+	if _, ok := cpuNode.Allocatable[trace.GPUResource]; ok {
+		t.Errorf("CPU-only node offers %s", trace.GPUResource)
+	}
+	if _, ok := cpuNode.Labels[trace.ModelLabel]; ok {
+		t.Errorf("CPU-only node has a model label")
+	}
+
+	sharing := tracePodToWire("r", trace.Pod{Name: "p", CPUMilli: 6000, MemoryMiB: 2, GPUs: 1, GPUMilli: 460})
+	wantPod := &berthv1.Pod{
+		Namespace: measuredNamespace, Name: "r-p", Labels: map[string]string{"app": "r"},
+		Containers: []*berthv1.Container{{Name: "main", Image: "registry.example/trace:1", Requests: map[string]int64{
+			"cpu": 6000, "memory": 2 << 20, trace.GPUResource: 1,
+		}}},
+	}
+	if diff := cmp.Diff(wantPod, sharing, protocmp.Transform()); diff != "" {
+		t.Errorf("GPU-sharing pod (-want,+got):\n%s", diff)
+	}
+	cpuPod := tracePodToWire("r", trace.Pod{Name: "q", CPUMilli: 1, MemoryMiB: 1})
+	if _, ok := cpuPod.Containers[0].Requests[trace.GPUResource]; ok {
+		t.Errorf("CPU pod requests %s", trace.GPUResource)
 	}
 }

@@ -1,4 +1,8 @@
-package main
+// Package trace reads the Alibaba "OpenB" GPU cluster trace
+// (cluster-trace-gpu-v2023) that berth bench --workload alibaba replays:
+// its node and pod lists, and the creations and deletions they imply, in
+// the order a replay plays them.
+package trace
 
 import (
 	"cmp"
@@ -12,23 +16,22 @@ import (
 	"strconv"
 )
 
-// The Alibaba "OpenB" GPU cluster trace (cluster-trace-gpu-v2023) is read
-// from a directory outside the repository at run time; only a tiny
-// synthetic copy lives in testdata.
+// The trace is read from a directory outside the repository at run time;
+// only a tiny synthetic copy lives in testdata.
 const (
-	traceNodeFile = "openb_node_list_all_node.csv"
-	tracePodFile  = "openb_pod_list_default.csv"
-	// traceGPUResource is the extended resource a trace node's GPUs become.
-	traceGPUResource = "alibaba.com/gpu"
-	// traceModelLabel carries a node's GPU model (absent on CPU-only nodes).
-	traceModelLabel = "alibaba.com/gpu-model"
-	// traceDirFromRoot is where the trace sits relative to an ancestor of
+	NodeFile = "openb_node_list_all_node.csv"
+	PodFile  = "openb_pod_list_default.csv"
+	// GPUResource is the extended resource a trace node's GPUs become.
+	GPUResource = "alibaba.com/gpu"
+	// ModelLabel carries a node's GPU model (absent on CPU-only nodes).
+	ModelLabel = "alibaba.com/gpu-model"
+	// DirFromRoot is where the trace sits relative to an ancestor of
 	// the working directory (the repository's parent, in this project).
-	traceDirFromRoot = "shared/traces/alibaba-openb-2023"
+	DirFromRoot = "shared/traces/alibaba-openb-2023"
 )
 
-// traceNode is one row of the node list.
-type traceNode struct {
+// Node is one row of the node list.
+type Node struct {
 	Name      string
 	CPUMilli  int64
 	MemoryMiB int64
@@ -36,9 +39,9 @@ type traceNode struct {
 	Model     string
 }
 
-// tracePod is one row of the pod list. Times are seconds from the start of
+// Pod is one row of the pod list. Times are seconds from the start of
 // the trace.
-type tracePod struct {
+type Pod struct {
 	Name      string
 	CPUMilli  int64
 	MemoryMiB int64
@@ -53,50 +56,50 @@ type tracePod struct {
 	HasDeletion bool
 }
 
-// traceEventKind orders events that share a timestamp: deletions first, so
+// EventKind orders events that share a timestamp: deletions first, so
 // the room they free is there for the creations of the same second; then
 // creations; then the deletions of pods that lived zero seconds, which
 // must follow their own creation.
-type traceEventKind int
+type EventKind int
 
 const (
-	traceDelete traceEventKind = iota
-	traceCreate
-	traceDeleteAfterCreate
+	Delete EventKind = iota
+	Create
+	DeleteAfterCreate
 )
 
-func (k traceEventKind) String() string {
+func (k EventKind) String() string {
 	switch k {
-	case traceCreate:
+	case Create:
 		return "create"
 	default:
 		return "delete"
 	}
 }
 
-// traceEvent is one creation or deletion of Pod (an index into the pod list).
-type traceEvent struct {
+// Event is one creation or deletion of Pod (an index into the pod list).
+type Event struct {
 	Time int64
-	Kind traceEventKind
+	Kind EventKind
 	Pod  int
 }
 
-// trace is a loaded trace, its events ordered for replay.
-type trace struct {
-	Nodes  []traceNode
-	Pods   []tracePod
-	Events []traceEvent
+// Trace is a loaded trace, its events ordered for replay.
+type Trace struct {
+	Nodes  []Node
+	Pods   []Pod
+	Events []Event
 }
 
-// loadTrace reads the node and pod lists from dir. maxNodes and maxPods,
+// Load reads the node and pod lists from dir. maxNodes and maxPods,
 // when positive, keep only the first nodes of the list and the first pods
 // by creation order, so a run can be shrunk.
-func loadTrace(dir string, maxNodes, maxPods int) (*trace, error) {
-	nodes, err := readTraceFile(filepath.Join(dir, traceNodeFile), parseTraceNodes)
+func Load(dir string, maxNodes, maxPods int) (*Trace, error) {
+	nodes, err := readFile(filepath.Join(dir, NodeFile), parseNodes)
 	if err != nil {
 		return nil, err
 	}
-	pods, err := readTraceFile(filepath.Join(dir, tracePodFile), parseTracePods)
+	pods, err := readFile(filepath.Join(dir, PodFile), parsePods)
 	if err != nil {
 		return nil, err
 	}
@@ -104,16 +107,16 @@ func loadTrace(dir string, maxNodes, maxPods int) (*trace, error) {
 		nodes = nodes[:maxNodes]
 	}
 	if maxPods > 0 && maxPods < len(pods) {
-		slices.SortStableFunc(pods, func(a, b tracePod) int { return cmp.Compare(a.Created, b.Created) })
+		slices.SortStableFunc(pods, func(a, b Pod) int { return cmp.Compare(a.Created, b.Created) })
 		pods = pods[:maxPods]
 	}
 	if len(nodes) == 0 || len(pods) == 0 {
 		return nil, fmt.Errorf("trace %s: no nodes or no pods", dir)
 	}
-	return &trace{Nodes: nodes, Pods: pods, Events: traceEvents(pods)}, nil
+	return &Trace{Nodes: nodes, Pods: pods, Events: replayOrder(pods)}, nil
 }
 
-func readTraceFile[T any](path string, parse func(io.Reader) ([]T, error)) ([]T, error) {
+func readFile[T any](path string, parse func(io.Reader) ([]T, error)) ([]T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -126,42 +129,42 @@ func readTraceFile[T any](path string, parse func(io.Reader) ([]T, error)) ([]T,
 	return rows, nil
 }
 
-// traceEvents lists every pod's creation and deletion in replay order: by
-// time, then by kind (see traceEventKind), then by position in the pod
+// replayOrder lists every pod's creation and deletion in replay order: by
+// time, then by kind (see EventKind), then by position in the pod
 // list, which makes ties deterministic. Pods without a deletion time are
 // deleted after every other event.
-func traceEvents(pods []tracePod) []traceEvent {
+func replayOrder(pods []Pod) []Event {
 	var end int64
 	for _, p := range pods {
 		end = max(end, p.Created+1, p.Deleted+1)
 	}
-	events := make([]traceEvent, 0, 2*len(pods))
+	events := make([]Event, 0, 2*len(pods))
 	for i, p := range pods {
-		events = append(events, traceEvent{Time: p.Created, Kind: traceCreate, Pod: i})
+		events = append(events, Event{Time: p.Created, Kind: Create, Pod: i})
 		switch {
 		case !p.HasDeletion:
-			events = append(events, traceEvent{Time: end, Kind: traceDelete, Pod: i})
+			events = append(events, Event{Time: end, Kind: Delete, Pod: i})
 		case p.Deleted <= p.Created:
-			events = append(events, traceEvent{Time: p.Created, Kind: traceDeleteAfterCreate, Pod: i})
+			events = append(events, Event{Time: p.Created, Kind: DeleteAfterCreate, Pod: i})
 		default:
-			events = append(events, traceEvent{Time: p.Deleted, Kind: traceDelete, Pod: i})
+			events = append(events, Event{Time: p.Deleted, Kind: Delete, Pod: i})
 		}
 	}
-	slices.SortFunc(events, func(a, b traceEvent) int {
+	slices.SortFunc(events, func(a, b Event) int {
 		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Pod, b.Pod))
 	})
 	return events
 }
 
-// findTraceDir walks up from dir looking for traceDirFromRoot; "" when no
+// FindDir walks up from dir looking for DirFromRoot; "" when no
 // ancestor has it.
-func findTraceDir(dir string) string {
+func FindDir(dir string) string {
 	// A few levels cover the repository's own directories (go test runs in
-	// cmd/berth, three below the root, whose sibling is shared/); going
+	// bench/trace, two below the root, whose sibling is shared/); going
 	// further would find unrelated trees.
-	for up := 0; up <= maxTraceSearchUp; up++ {
-		candidate := filepath.Join(dir, traceDirFromRoot)
-		if _, err := os.Stat(filepath.Join(candidate, tracePodFile)); err == nil {
+	for up := 0; up <= maxSearchUp; up++ {
+		candidate := filepath.Join(dir, DirFromRoot)
+		if _, err := os.Stat(filepath.Join(candidate, PodFile)); err == nil {
 			return candidate
 		}
 		parent := filepath.Dir(dir)
@@ -173,8 +176,8 @@ func findTraceDir(dir string) string {
 	return ""
 }
 
-// maxTraceSearchUp is how many parent directories findTraceDir looks in.
-const maxTraceSearchUp = 4
+// maxSearchUp is how many parent directories FindDir looks in.
+const maxSearchUp = 4
 
 // csvTable reads a CSV with a header row and looks columns up by name, so
 // the parsers do not depend on column order.
@@ -237,13 +240,13 @@ func (t *csvTable) int(col string, required bool) (int64, bool, error) {
 	return v, true, nil
 }
 
-// parseTraceNodes reads the node list: sn,cpu_milli,memory_mib,gpu,model.
-func parseTraceNodes(r io.Reader) ([]traceNode, error) {
+// parseNodes reads the node list: sn,cpu_milli,memory_mib,gpu,model.
+func parseNodes(r io.Reader) ([]Node, error) {
 	t, err := newCSVTable(r, "sn", "cpu_milli", "memory_mib", "gpu", "model")
 	if err != nil {
 		return nil, err
 	}
-	var nodes []traceNode
+	var nodes []Node
 	for {
 		ok, err := t.next()
 		if err != nil {
@@ -252,7 +255,7 @@ func parseTraceNodes(r io.Reader) ([]traceNode, error) {
 		if !ok {
 			return nodes, nil
 		}
-		n := traceNode{Name: t.str("sn"), Model: t.str("model")}
+		n := Node{Name: t.str("sn"), Model: t.str("model")}
 		if n.Name == "" {
 			return nil, fmt.Errorf("line %d: sn is empty", t.line)
 		}
@@ -269,15 +272,15 @@ func parseTraceNodes(r io.Reader) ([]traceNode, error) {
 	}
 }
 
-// parseTracePods reads the pod list; columns other than those below are
+// parsePods reads the pod list; columns other than those below are
 // ignored (gpu_spec is empty throughout the default list; qos, pod_phase
 // and scheduled_time describe the production scheduler's outcome).
-func parseTracePods(r io.Reader) ([]tracePod, error) {
+func parsePods(r io.Reader) ([]Pod, error) {
 	t, err := newCSVTable(r, "name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time", "deletion_time")
 	if err != nil {
 		return nil, err
 	}
-	var pods []tracePod
+	var pods []Pod
 	for {
 		ok, err := t.next()
 		if err != nil {
@@ -286,7 +289,7 @@ func parseTracePods(r io.Reader) ([]tracePod, error) {
 		if !ok {
 			return pods, nil
 		}
-		p := tracePod{Name: t.str("name")}
+		p := Pod{Name: t.str("name")}
 		if p.Name == "" {
 			return nil, fmt.Errorf("line %d: name is empty", t.line)
 		}

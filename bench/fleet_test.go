@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 // and the report names them.
 func TestBenchReplicas(t *testing.T) {
 	var out bytes.Buffer
-	bc := smallBench(t, workloadBasic, workloadSizes{nodes: 20, initPods: -1, pods: 300})
-	bc.replicas = 3
+	bc := smallBench(t, WorkloadBasic, Sizes{Nodes: 20, InitPods: -1, Pods: 300})
+	bc.Replicas = 3
 	results, err := runBenchmarks(context.Background(), bc, &out)
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out.String())
@@ -36,15 +36,5 @@ func TestBenchReplicas(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
-	}
-}
-
-func TestParseBenchReplicas(t *testing.T) {
-	var stderr bytes.Buffer
-	if _, err := parseBenchFlags([]string{"--replicas", "3", "--addr", "127.0.0.1:7070"}, &stderr); err == nil {
-		t.Error("--replicas with --addr accepted")
-	}
-	if _, err := parseBenchFlags([]string{"--replicas", "0"}, &stderr); err == nil {
-		t.Error("--replicas 0 accepted")
 	}
 }

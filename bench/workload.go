@@ -1,29 +1,30 @@
-package main
+package bench
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/berth-io/berth/bench/trace"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
 
 // Workload names, in the order --workload all runs them. Each mirrors a
 // scheduler_perf workload of Kubernetes (test/integration/scheduler_perf).
 const (
-	workloadBasic             = "basic"
-	workloadNodeAffinity      = "node-affinity"
-	workloadTopologySpreading = "topology-spreading"
-	workloadPodAntiAffinity   = "pod-anti-affinity"
-	workloadPreferredAffinity = "preferred-affinity"
-	workloadPreemption        = "preemption"
-	workloadAlibaba           = "alibaba"
-	workloadAll               = "all"
+	WorkloadBasic             = "basic"
+	WorkloadNodeAffinity      = "node-affinity"
+	WorkloadTopologySpreading = "topology-spreading"
+	WorkloadPodAntiAffinity   = "pod-anti-affinity"
+	WorkloadPreferredAffinity = "preferred-affinity"
+	WorkloadPreemption        = "preemption"
+	WorkloadAlibaba           = "alibaba"
+	WorkloadAll               = "all"
 )
 
-func workloadNames() []string {
+func WorkloadNames() []string {
 	return []string{
-		workloadBasic, workloadNodeAffinity, workloadTopologySpreading, workloadPodAntiAffinity,
-		workloadPreferredAffinity, workloadPreemption, workloadAlibaba,
+		WorkloadBasic, WorkloadNodeAffinity, WorkloadTopologySpreading, WorkloadPodAntiAffinity,
+		WorkloadPreferredAffinity, WorkloadPreemption, WorkloadAlibaba,
 	}
 }
 
@@ -63,7 +64,7 @@ type workload struct {
 	check func(ps []placement) []string
 	// expectEvictions: the measured pods can only bind by preempting.
 	expectEvictions bool
-	trace           *trace
+	trace           *trace.Trace
 	// notes are printed before the run: what the workload simplifies.
 	notes []string
 }
@@ -75,59 +76,59 @@ type placement struct {
 	node  int
 }
 
-// workloadSizes are the --nodes, --init-pods and --pods overrides; 0 (-1
-// for initPods) keeps the workload's default.
-type workloadSizes struct {
-	nodes, initPods, pods int
+// Sizes are the --nodes, --init-pods and --pods overrides; 0 (-1
+// for InitPods) keeps the workload's default.
+type Sizes struct {
+	Nodes, InitPods, Pods int
 }
 
 // nodesOr is the --nodes override, or def.
-func (s workloadSizes) nodesOr(def int) int {
-	if s.nodes > 0 {
-		return s.nodes
+func (s Sizes) nodesOr(def int) int {
+	if s.Nodes > 0 {
+		return s.Nodes
 	}
 	return def
 }
 
 // resolve fills each size not overridden from the defaults given.
-func (s workloadSizes) resolve(nodes, initPods, pods int) workloadSizes {
+func (s Sizes) resolve(nodes, initPods, pods int) Sizes {
 	nodes = s.nodesOr(nodes)
-	if s.initPods >= 0 {
-		initPods = s.initPods
+	if s.InitPods >= 0 {
+		initPods = s.InitPods
 	}
-	if s.pods > 0 {
-		pods = s.pods
+	if s.Pods > 0 {
+		pods = s.Pods
 	}
-	return workloadSizes{nodes: nodes, initPods: initPods, pods: pods}
+	return Sizes{Nodes: nodes, InitPods: initPods, Pods: pods}
 }
 
-// shape is the resources of the node and pod templates; zero fields of an
-// override keep the workload's own.
-type shape struct {
-	nodeCPU, nodeMemory, podCPU, podMemory int64
+// Shape is the resources of the node and pod templates: cpu in millicores,
+// memory in bytes. Zero fields of an override keep the workload's own.
+type Shape struct {
+	NodeCPU, NodeMemory, PodCPU, PodMemory int64
 }
 
-func (s shape) with(override shape) shape {
-	if override.nodeCPU > 0 {
-		s.nodeCPU = override.nodeCPU
+func (s Shape) with(override Shape) Shape {
+	if override.NodeCPU > 0 {
+		s.NodeCPU = override.NodeCPU
 	}
-	if override.nodeMemory > 0 {
-		s.nodeMemory = override.nodeMemory
+	if override.NodeMemory > 0 {
+		s.NodeMemory = override.NodeMemory
 	}
-	if override.podCPU > 0 {
-		s.podCPU = override.podCPU
+	if override.PodCPU > 0 {
+		s.PodCPU = override.PodCPU
 	}
-	if override.podMemory > 0 {
-		s.podMemory = override.podMemory
+	if override.PodMemory > 0 {
+		s.PodMemory = override.PodMemory
 	}
 	return s
 }
 
 var (
 	// basicShape is what berth bench always used: big nodes, small pods.
-	basicShape = shape{nodeCPU: 32000, nodeMemory: 128 << 30, podCPU: 100, podMemory: 256 << 20}
+	basicShape = Shape{NodeCPU: 32000, NodeMemory: 128 << 30, PodCPU: 100, PodMemory: 256 << 20}
 	// perfShape is scheduler_perf's node-default and pod-default templates.
-	perfShape = shape{nodeCPU: 4000, nodeMemory: 32 << 30, podCPU: 100, podMemory: 500 << 20}
+	perfShape = Shape{NodeCPU: 4000, NodeMemory: 32 << 30, PodCPU: 100, PodMemory: 500 << 20}
 )
 
 // Preemption sizes, from scheduler_perf's PreemptionBasic: 900m low
@@ -148,7 +149,7 @@ var nodeAffinityZones = []string{zoneName(0), zoneName(1)}
 // against one long-lived server do not collide.
 type template struct {
 	run   string
-	shape shape
+	shape Shape
 }
 
 func zoneName(i int) string { return fmt.Sprintf("zone-%d", i) }
@@ -163,7 +164,7 @@ func (t template) node(i int) *berthv1.Node {
 	return &berthv1.Node{
 		Name: name,
 		Allocatable: map[string]int64{
-			"cpu": t.shape.nodeCPU, "memory": t.shape.nodeMemory, "pods": 110, "ephemeral-storage": 100 << 30,
+			"cpu": t.shape.NodeCPU, "memory": t.shape.NodeMemory, "pods": 110, "ephemeral-storage": 100 << 30,
 		},
 		Labels: map[string]string{labelHostname: name, labelZone: zoneName(nodeZone(i))},
 	}
@@ -185,7 +186,7 @@ func (t template) pod(phase podPhase, i int) *berthv1.Pod {
 		Labels: t.appLabel(),
 		Containers: []*berthv1.Container{{
 			Name: "main", Image: "registry.example/app:1",
-			Requests: map[string]int64{"cpu": t.shape.podCPU, "memory": t.shape.podMemory},
+			Requests: map[string]int64{"cpu": t.shape.PodCPU, "memory": t.shape.PodMemory},
 		}},
 	}
 }
@@ -200,90 +201,50 @@ func (t template) affinityTerm() *berthv1.PodAffinityTerm {
 }
 
 // newWorkload builds the named workload for one run.
-func newWorkload(name, run string, sizes workloadSizes, override shape, tr *trace) (*workload, error) {
+func newWorkload(name, run string, sizes Sizes, override Shape, tr *trace.Trace) (*workload, error) {
 	t := template{run: run, shape: perfShape.with(override)}
 	w := &workload{name: name}
 	// Default sizes follow scheduler_perf's 5000Nodes workloads, scaled
 	// with --nodes where they depend on it.
 	n := sizes.nodesOr(5000)
-	var s workloadSizes
+	var s Sizes
 	switch name {
-	case workloadBasic:
+	case WorkloadBasic:
 		t.shape = basicShape.with(override)
 		s = sizes.resolve(n, 0, 10000)
-		w.pod = func(i int) *berthv1.Pod { return t.pod(phaseMeasured, i) }
-		w.initPod = func(i int) *berthv1.Pod { return t.pod(phaseInit, i) }
+		t.pods(w, nil, nil)
 
-	case workloadNodeAffinity:
+	case WorkloadNodeAffinity:
 		// SchedulingNodeAffinity: init and measured pods alike require two
 		// of the ten zones.
 		s = sizes.resolve(n, n, 1000)
-		withAffinity := func(p *berthv1.Pod) *berthv1.Pod {
-			p.Affinity = &berthv1.Affinity{NodeAffinity: &berthv1.NodeAffinity{
-				Required: &berthv1.NodeSelector{NodeSelectorTerms: []*berthv1.NodeSelectorTerm{{
-					MatchExpressions: []*berthv1.NodeSelectorRequirement{{
-						Key: labelZone, Operator: berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_IN,
-						Values: nodeAffinityZones,
-					}},
-				}}},
-			}}
-			return p
-		}
-		w.initPod = func(i int) *berthv1.Pod { return withAffinity(t.pod(phaseInit, i)) }
-		w.pod = func(i int) *berthv1.Pod { return withAffinity(t.pod(phaseMeasured, i)) }
+		t.pods(w, requireAffinityZones, requireAffinityZones)
 		w.check = checkNodeAffinity
 
-	case workloadTopologySpreading:
+	case WorkloadTopologySpreading:
 		// TopologySpreading: default init pods, then measured pods that
 		// must stay within a skew of one across zones.
 		s = sizes.resolve(n, n, 2000)
-		w.initPod = func(i int) *berthv1.Pod {
-			p := t.pod(phaseInit, i)
-			p.Labels = map[string]string{"app": t.run + "-init"}
-			return p
-		}
-		w.pod = func(i int) *berthv1.Pod {
-			p := t.pod(phaseMeasured, i)
-			p.TopologySpreadConstraints = []*berthv1.TopologySpreadConstraint{{
-				MaxSkew: 1, TopologyKey: labelZone,
-				WhenUnsatisfiable: berthv1.UnsatisfiableConstraintAction_UNSATISFIABLE_CONSTRAINT_ACTION_DO_NOT_SCHEDULE,
-				LabelSelector:     &berthv1.LabelSelector{MatchLabels: t.appLabel()},
-			}}
-			return p
-		}
+		t.pods(w, t.labelInit, t.spreadOverZones)
 		w.check = checkZoneSkew
 
-	case workloadPodAntiAffinity:
+	case WorkloadPodAntiAffinity:
 		// SchedulingPodAntiAffinity: every pod, init or measured, repels
 		// every other from its node, so each needs a node of its own.
 		s = sizes.resolve(n, n/5, n/5)
-		if s.initPods+s.pods > s.nodes {
-			return nil, fmt.Errorf("%s: init pods + pods (%d) must not exceed nodes (%d): one pod per node", name, s.initPods+s.pods, s.nodes)
+		if s.InitPods+s.Pods > s.Nodes {
+			return nil, fmt.Errorf("%s: init pods + pods (%d) must not exceed nodes (%d): one pod per node", name, s.InitPods+s.Pods, s.Nodes)
 		}
-		withAntiAffinity := func(p *berthv1.Pod) *berthv1.Pod {
-			p.Affinity = &berthv1.Affinity{PodAntiAffinity: &berthv1.PodAntiAffinity{
-				Required: []*berthv1.PodAffinityTerm{t.affinityTerm()},
-			}}
-			return p
-		}
-		w.initPod = func(i int) *berthv1.Pod { return withAntiAffinity(t.pod(phaseInit, i)) }
-		w.pod = func(i int) *berthv1.Pod { return withAntiAffinity(t.pod(phaseMeasured, i)) }
+		t.pods(w, t.repelOthers, t.repelOthers)
 		w.check = checkOnePerNode
 
-	case workloadPreferredAffinity:
+	case WorkloadPreferredAffinity:
 		// SchedulingPreferredPodAffinity: pods prefer nodes that already run
 		// pods of the run.
 		s = sizes.resolve(n, n, 1000)
-		withPreferred := func(p *berthv1.Pod) *berthv1.Pod {
-			p.Affinity = &berthv1.Affinity{PodAffinity: &berthv1.PodAffinity{
-				Preferred: []*berthv1.WeightedPodAffinityTerm{{Weight: 100, Term: t.affinityTerm()}},
-			}}
-			return p
-		}
-		w.initPod = func(i int) *berthv1.Pod { return withPreferred(t.pod(phaseInit, i)) }
-		w.pod = func(i int) *berthv1.Pod { return withPreferred(t.pod(phaseMeasured, i)) }
+		t.pods(w, t.preferOthers, t.preferOthers)
 
-	case workloadPreemption:
+	case WorkloadPreemption:
 		// PreemptionBasic: low priority init pods fill every node exactly;
 		// each high priority pod then has to evict three of them. The
 		// shapes are fixed: resource overrides would break the fill. The
@@ -292,73 +253,131 @@ func newWorkload(name, run string, sizes workloadSizes, override shape, tr *trac
 		t.shape = perfShape
 		n = sizes.nodesOr(500)
 		s = sizes.resolve(n, preemptionVictimsToFill*n, n)
-		if s.pods > s.nodes {
-			return nil, fmt.Errorf("%s: pods (%d) must not exceed nodes (%d): one preemptor fits per node", name, s.pods, s.nodes)
+		if s.Pods > s.Nodes {
+			return nil, fmt.Errorf("%s: pods (%d) must not exceed nodes (%d): one preemptor fits per node", name, s.Pods, s.Nodes)
 		}
-		w.initPod = func(i int) *berthv1.Pod {
-			p := t.pod(phaseInit, i)
-			p.Priority = preemptionLowPriority
-			p.Containers[0].Requests["cpu"] = preemptionVictimCPU
-			return p
-		}
-		w.pod = func(i int) *berthv1.Pod {
-			p := t.pod(phaseMeasured, i)
-			p.Priority = preemptionHighPriority
-			p.PreemptionPolicy = berthv1.PreemptionPolicy_PREEMPTION_POLICY_PREEMPT_LOWER_PRIORITY
-			p.Containers[0].Requests["cpu"] = preemptionPreemptorCPU
-			return p
-		}
+		t.pods(w, makeVictim, makePreemptor)
 		w.expectEvictions = true
-		if s.initPods < preemptionVictimsToFill*s.nodes {
-			w.notes = append(w.notes, fmt.Sprintf("%d init pods leave room on some nodes: fewer preemptions are needed", s.initPods))
+		if s.InitPods < preemptionVictimsToFill*s.Nodes {
+			w.notes = append(w.notes, fmt.Sprintf("%d init pods leave room on some nodes: fewer preemptions are needed", s.InitPods))
 		}
 
-	case workloadAlibaba:
+	case WorkloadAlibaba:
 		if tr == nil {
 			return nil, fmt.Errorf("%s: no trace loaded", name)
 		}
-		s = workloadSizes{nodes: len(tr.Nodes), pods: len(tr.Pods)}
-		w.node = func(i int) *berthv1.Node { return traceNodeToWire(run, i, tr.Nodes[i]) }
-		w.trace = tr
-		w.notes = append(w.notes, traceNotes(tr)...)
+		s = w.replay(run, tr)
 
 	default:
-		return nil, fmt.Errorf("unknown workload %q (one of %s, %s)", name, strings.Join(workloadNames(), ", "), workloadAll)
+		return nil, fmt.Errorf("unknown workload %q (one of %s, %s)", name, strings.Join(WorkloadNames(), ", "), WorkloadAll)
 	}
-	if s.nodes < 1 || s.pods < 1 || s.initPods < 0 {
+	if s.Nodes < 1 || s.Pods < 1 || s.InitPods < 0 {
 		return nil, fmt.Errorf("%s: needs at least one node and one pod", name)
 	}
 	if w.node == nil {
 		w.node = t.node // after the switch: a method value copies t
 	}
-	w.nodes, w.initPods, w.pods = s.nodes, s.initPods, s.pods
+	w.nodes, w.initPods, w.pods = s.Nodes, s.InitPods, s.Pods
 	return w, nil
 }
 
+// replay makes w a replay of tr, whose sizes it returns.
+func (w *workload) replay(run string, tr *trace.Trace) Sizes {
+	w.node = func(i int) *berthv1.Node { return traceNodeToWire(run, i, tr.Nodes[i]) }
+	w.trace = tr
+	w.notes = append(w.notes, traceNotes(tr)...)
+	return Sizes{Nodes: len(tr.Nodes), Pods: len(tr.Pods)}
+}
+
+// pods sets w's init and measured pods: the template's, each changed by
+// its edit (nil: none). t is copied: later changes to it do not reach them.
+func (t template) pods(w *workload, editInit, editMeasured func(*berthv1.Pod)) {
+	build := func(phase podPhase, edit func(*berthv1.Pod)) func(int) *berthv1.Pod {
+		return func(i int) *berthv1.Pod {
+			p := t.pod(phase, i)
+			if edit != nil {
+				edit(p)
+			}
+			return p
+		}
+	}
+	w.initPod, w.pod = build(phaseInit, editInit), build(phaseMeasured, editMeasured)
+}
+
+// The edits of the workloads' pods.
+
+func requireAffinityZones(p *berthv1.Pod) {
+	p.Affinity = &berthv1.Affinity{NodeAffinity: &berthv1.NodeAffinity{
+		Required: &berthv1.NodeSelector{NodeSelectorTerms: []*berthv1.NodeSelectorTerm{{
+			MatchExpressions: []*berthv1.NodeSelectorRequirement{{
+				Key: labelZone, Operator: berthv1.NodeSelectorOperator_NODE_SELECTOR_OPERATOR_IN,
+				Values: nodeAffinityZones,
+			}},
+		}}},
+	}}
+}
+
+// labelInit gives init pods a label of their own, so the measured pods'
+// spreading does not count them.
+func (t template) labelInit(p *berthv1.Pod) {
+	p.Labels = map[string]string{"app": t.run + "-init"}
+}
+
+func (t template) spreadOverZones(p *berthv1.Pod) {
+	p.TopologySpreadConstraints = []*berthv1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: labelZone,
+		WhenUnsatisfiable: berthv1.UnsatisfiableConstraintAction_UNSATISFIABLE_CONSTRAINT_ACTION_DO_NOT_SCHEDULE,
+		LabelSelector:     &berthv1.LabelSelector{MatchLabels: t.appLabel()},
+	}}
+}
+
+func (t template) repelOthers(p *berthv1.Pod) {
+	p.Affinity = &berthv1.Affinity{PodAntiAffinity: &berthv1.PodAntiAffinity{
+		Required: []*berthv1.PodAffinityTerm{t.affinityTerm()},
+	}}
+}
+
+func (t template) preferOthers(p *berthv1.Pod) {
+	p.Affinity = &berthv1.Affinity{PodAffinity: &berthv1.PodAffinity{
+		Preferred: []*berthv1.WeightedPodAffinityTerm{{Weight: 100, Term: t.affinityTerm()}},
+	}}
+}
+
+func makeVictim(p *berthv1.Pod) {
+	p.Priority = preemptionLowPriority
+	p.Containers[0].Requests["cpu"] = preemptionVictimCPU
+}
+
+func makePreemptor(p *berthv1.Pod) {
+	p.Priority = preemptionHighPriority
+	p.PreemptionPolicy = berthv1.PreemptionPolicy_PREEMPTION_POLICY_PREEMPT_LOWER_PRIORITY
+	p.Containers[0].Requests["cpu"] = preemptionPreemptorCPU
+}
+
 // traceNodeToWire makes node i of a trace: its capacity as allocatable,
-// GPUs as the extended resource traceGPUResource, and the GPU model as a
+// GPUs as the extended resource trace.GPUResource, and the GPU model as a
 // label. Zones are dealt round robin like the other workloads'.
-func traceNodeToWire(run string, i int, n traceNode) *berthv1.Node {
+func traceNodeToWire(run string, i int, n trace.Node) *berthv1.Node {
 	name := run + "-" + n.Name
 	alloc := map[string]int64{
 		"cpu": n.CPUMilli, "memory": n.MemoryMiB << 20, "pods": 110, "ephemeral-storage": 100 << 30,
 	}
 	labels := map[string]string{labelHostname: name, labelZone: zoneName(nodeZone(i))}
 	if n.GPUs > 0 {
-		alloc[traceGPUResource] = n.GPUs
+		alloc[trace.GPUResource] = n.GPUs
 	}
 	if n.Model != "" {
-		labels[traceModelLabel] = n.Model
+		labels[trace.ModelLabel] = n.Model
 	}
 	return &berthv1.Node{Name: name, Allocatable: alloc, Labels: labels}
 }
 
 // tracePodToWire makes a trace pod: one container with its cpu and memory
-// requests, and its GPU count as traceGPUResource when it has any.
-func tracePodToWire(run string, p tracePod) *berthv1.Pod {
+// requests, and its GPU count as trace.GPUResource when it has any.
+func tracePodToWire(run string, p trace.Pod) *berthv1.Pod {
 	req := map[string]int64{"cpu": p.CPUMilli, "memory": p.MemoryMiB << 20}
 	if p.GPUs > 0 {
-		req[traceGPUResource] = p.GPUs
+		req[trace.GPUResource] = p.GPUs
 	}
 	return &berthv1.Pod{
 		Namespace: measuredNamespace, Name: run + "-" + p.Name,
@@ -368,7 +387,7 @@ func tracePodToWire(run string, p tracePod) *berthv1.Pod {
 }
 
 // traceNotes says what the replay simplifies.
-func traceNotes(tr *trace) []string {
+func traceNotes(tr *trace.Trace) []string {
 	var sharing int
 	for _, p := range tr.Pods {
 		if p.GPUs == 1 && p.GPUMilli > 0 && p.GPUMilli < 1000 {
@@ -378,7 +397,7 @@ func traceNotes(tr *trace) []string {
 	return []string{
 		fmt.Sprintf("trace: %d nodes, %d pods, %d events (creations and deletions in trace order, time compressed)",
 			len(tr.Nodes), len(tr.Pods), len(tr.Events)),
-		fmt.Sprintf("trace: %d GPU-sharing pods (gpu_milli < 1000) are replayed as one whole %s each", sharing, traceGPUResource),
+		fmt.Sprintf("trace: %d GPU-sharing pods (gpu_milli < 1000) are replayed as one whole %s each", sharing, trace.GPUResource),
 	}
 }
 

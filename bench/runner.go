@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func (r runResult) percentile(p float64) time.Duration {
 
 // runner runs one workload against one server.
 type runner struct {
-	bc      benchConfig
+	bc      Config
 	w       *workload
 	run     string
 	out     io.Writer
@@ -72,7 +72,7 @@ type runner struct {
 
 // runWorkload registers the nodes, binds the init pods, then submits and
 // measures the measured pods (or replays the trace).
-func runWorkload(ctx context.Context, bc benchConfig, w *workload, run string, conn grpc.ClientConnInterface, out io.Writer) runResult {
+func runWorkload(ctx context.Context, bc Config, w *workload, run string, conn grpc.ClientConnInterface, out io.Writer) runResult {
 	r := &runner{
 		bc: bc, w: w, run: run, out: out,
 		cluster: berthv1.NewClusterServiceClient(conn),
@@ -82,7 +82,7 @@ func runWorkload(ctx context.Context, bc benchConfig, w *workload, run string, c
 	}
 	res := runResult{workload: w.name, nodes: w.nodes, initPods: w.initPods, pods: w.pods}
 	res.err = r.execute(ctx, &res)
-	if bc.addr != "" {
+	if bc.Addr != "" {
 		// A shared server outlives the run: leave it as it was.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		if err := r.cleanup(cctx); err != nil {
@@ -117,7 +117,7 @@ func (r *runner) execute(ctx context.Context, res *runResult) error {
 		defer watching.Done()
 		r.t.watch(watchCtx, stream)
 	}()
-	ev := r.t.evict(watchCtx, r.pods, r.bc.concurrency)
+	ev := r.t.evict(watchCtx, r.pods, r.bc.Concurrency)
 	defer func() {
 		stopWatch()
 		watching.Wait()
@@ -176,15 +176,15 @@ func (r *runner) phase(ctx context.Context, phase podPhase, n int, build func(in
 	defer stopProgress()
 	r.t.touch()
 	start := time.Now()
-	sub := newSubmitter(ctx, r.pods, r.t, r.bc.concurrency)
-	for lo := 0; lo < n; lo += r.bc.batch {
-		sub.submit(slots[lo:min(lo+r.bc.batch, n)])
+	sub := newSubmitter(ctx, r.pods, r.t, r.bc.Concurrency)
+	for lo := 0; lo < n; lo += r.bc.Batch {
+		sub.submit(slots[lo:min(lo+r.bc.Batch, n)])
 	}
 	if err := sub.wait(); err != nil {
 		return time.Since(start), err
 	}
 	submitDur := time.Since(start)
-	return submitDur, r.t.waitFor(ctx, r.bc.stall, func(c trackerCounts) bool { return c.bound[phase] >= n })
+	return submitDur, r.t.waitFor(ctx, r.bc.Stall, func(c trackerCounts) bool { return c.bound[phase] >= n })
 }
 
 // measure fills the throughput and latency of the measured pods bound so
@@ -260,7 +260,7 @@ func (r *runner) reportUnschedulable(ctx context.Context) int {
 
 // progress prints a line a second until the returned func is called.
 func (r *runner) progress(phase podPhase, n int) func() {
-	if r.bc.quiet {
+	if r.bc.Quiet {
 		return func() {}
 	}
 	name := map[podPhase]string{phaseInit: "init", phaseMeasured: "measured"}[phase]

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -36,9 +36,9 @@ type benchFleet struct {
 	cleanup func()
 }
 
-func startBenchFleet(ctx context.Context, bc benchConfig, workload string) (_ *benchFleet, err error) {
-	f := &benchFleet{dir: filepath.Join(bc.dataDir, workload), cleanup: func() {}}
-	if bc.dataDir == "" {
+func startBenchFleet(ctx context.Context, bc Config, workload string) (_ *benchFleet, err error) {
+	f := &benchFleet{dir: filepath.Join(bc.DataDir, workload), cleanup: func() {}}
+	if bc.DataDir == "" {
 		tmp, err := os.MkdirTemp("", "berth-bench-")
 		if err != nil {
 			return nil, err
@@ -54,12 +54,12 @@ func startBenchFleet(ctx context.Context, bc benchConfig, workload string) (_ *b
 	if err != nil {
 		return nil, err
 	}
-	for i := range bc.replicas {
+	for i := range bc.Replicas {
 		srv, err := replica.Start(ctx, replica.Config{
 			Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
 			EtcdEndpoints: f.etcd.Endpoints(),
 			Store:         store.Config{MaxTxnOps: store.EmbeddedMaxTxnOps},
-			Scheduler:     schedulerConfigForBench(bc),
+			Scheduler:     bc.schedulerConfig(),
 			ReplicaID:     fmt.Sprintf("bench-%d", i),
 			Logger:        zap.NewNop(),
 		})

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/berth-io/berth/bench/trace"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
 
@@ -39,10 +40,10 @@ func (r *runner) replay(ctx context.Context, res *runResult) error {
 	defer stopProgress()
 
 	g, gctx := errgroup.WithContext(ctx)
-	deletions := make(chan int32, r.bc.traceWindow)
+	deletions := make(chan int32, r.bc.TraceWindow)
 	// Deleters mostly wait for pods to bind; more of them than submitters
 	// keeps deletions from pacing the replay.
-	for range traceDeletersPerCall * r.bc.concurrency {
+	for range traceDeletersPerCall * r.bc.Concurrency {
 		g.Go(func() error {
 			for slot := range deletions {
 				if err := r.retire(gctx, slot); err != nil {
@@ -55,40 +56,8 @@ func (r *runner) replay(ctx context.Context, res *runResult) error {
 
 	r.t.touch()
 	start := time.Now()
-	sub := newSubmitter(gctx, r.pods, r.t, r.bc.concurrency)
-	var batch []int32
-	flush := func() {
-		if len(batch) > 0 {
-			sub.submit(batch)
-			batch = nil // the submitter owns the old slice now
-		}
-	}
-	loopErr := func() error {
-		for _, ev := range tr.Events {
-			slot := slots[ev.Pod]
-			if ev.Kind == traceCreate {
-				if batch = append(batch, slot); len(batch) >= r.bc.batch {
-					flush()
-				}
-				continue
-			}
-			// A deleter waits for its pod's submission, which may sit in
-			// the unsent batch: flush before blocking on a full window.
-			select {
-			case deletions <- slot:
-				continue
-			default:
-			}
-			flush()
-			select {
-			case deletions <- slot:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		flush()
-		return nil
-	}()
+	sub := newSubmitter(gctx, r.pods, r.t, r.bc.Concurrency)
+	loopErr := r.feed(gctx, slots, sub, deletions)
 	close(deletions)
 	errSub := sub.wait()
 	errDel := g.Wait()
@@ -115,6 +84,42 @@ func (r *runner) replay(ctx context.Context, res *runResult) error {
 	return nil
 }
 
+// feed hands the trace's events out in order: creations to sub, in
+// batches, and deletions to the deleters, until the events or ctx end.
+func (r *runner) feed(ctx context.Context, slots []int32, sub *submitter, deletions chan<- int32) error {
+	var batch []int32
+	flush := func() {
+		if len(batch) > 0 {
+			sub.submit(batch)
+			batch = nil // the submitter owns the old slice now
+		}
+	}
+	for _, ev := range r.w.trace.Events {
+		slot := slots[ev.Pod]
+		if ev.Kind == trace.Create {
+			if batch = append(batch, slot); len(batch) >= r.bc.Batch {
+				flush()
+			}
+			continue
+		}
+		// A deleter waits for its pod's submission, which may sit in the
+		// unsent batch: flush before blocking on a full window.
+		select {
+		case deletions <- slot:
+			continue
+		default:
+		}
+		flush()
+		select {
+		case deletions <- slot:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	flush()
+	return nil
+}
+
 // fence submits a pod declared bound to the first node, waits until the
 // watch delivers it, so every event before it has been seen, and deletes
 // it again.
@@ -128,7 +133,7 @@ func (r *runner) fence(ctx context.Context) error {
 		return fmt.Errorf("fence: %w", err)
 	}
 	want := resp.GetRevision()
-	if err := r.t.waitFor(ctx, r.bc.stall, func(c trackerCounts) bool { return c.rev >= want }); err != nil {
+	if err := r.t.waitFor(ctx, r.bc.Stall, func(c trackerCounts) bool { return c.rev >= want }); err != nil {
 		return fmt.Errorf("fence: waiting for the watch to reach revision %d: %w", want, err)
 	}
 	_, err = r.pods.DeletePod(ctx, &berthv1.DeletePodRequest{Namespace: p.Namespace, Name: p.Name, Uid: resp.GetPod().GetUid()})
@@ -191,8 +196,8 @@ func (r *runner) settle(ctx context.Context, slot int32) error {
 			}
 			tick = poll.C
 		}
-		if c := r.t.counts(); r.bc.stall > 0 && time.Since(c.lastProgress) > r.bc.stall {
-			return fmt.Errorf("%w for %s (pod %s still pending)", errStalled, r.bc.stall, rec.pod.GetName())
+		if c := r.t.counts(); r.bc.Stall > 0 && time.Since(c.lastProgress) > r.bc.Stall {
+			return fmt.Errorf("%w for %s (pod %s still pending)", errStalled, r.bc.Stall, rec.pod.GetName())
 		}
 		select {
 		case <-changed:

@@ -1,4 +1,4 @@
-package main
+package trace
 
 import (
 	"os"
@@ -8,24 +8,21 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/protobuf/testing/protocmp"
-
-	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
 
-const testTraceDir = "testdata/trace"
+const testTraceDir = "testdata"
 
 func TestParseTraceNodes(t *testing.T) {
 	tests := []struct {
 		name    string
 		csv     string
-		want    []traceNode
+		want    []Node
 		wantErr string
 	}{
 		{
 			name: "columns by name, empty model and gpu",
 			csv:  "model,gpu,memory_mib,cpu_milli,sn\nT4,2,1024,16000,n1\n,,2048,8000,n2\n",
-			want: []traceNode{
+			want: []Node{
 				{Name: "n1", CPUMilli: 16000, MemoryMiB: 1024, GPUs: 2, Model: "T4"},
 				{Name: "n2", CPUMilli: 8000, MemoryMiB: 2048},
 			},
@@ -39,7 +36,7 @@ func TestParseTraceNodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseTraceNodes(strings.NewReader(tt.csv))
+			got, err := parseNodes(strings.NewReader(tt.csv))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
@@ -57,11 +54,11 @@ func TestParseTraceNodes(t *testing.T) {
 }
 
 func TestLoadTraceTestdata(t *testing.T) {
-	tr, err := loadTrace(testTraceDir, 0, 0)
+	tr, err := Load(testTraceDir, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantNodes := []traceNode{
+	wantNodes := []Node{
 		{Name: "node-a", CPUMilli: 32000, MemoryMiB: 131072},
 		{Name: "node-b", CPUMilli: 64000, MemoryMiB: 262144, GPUs: 2, Model: "T4"},
 		{Name: "node-c", CPUMilli: 96000, MemoryMiB: 393216, GPUs: 8, Model: "G2"},
@@ -69,7 +66,7 @@ func TestLoadTraceTestdata(t *testing.T) {
 	if diff := cmp.Diff(wantNodes, tr.Nodes); diff != "" {
 		t.Errorf("nodes (-want,+got):\n%s", diff)
 	}
-	wantPods := []tracePod{
+	wantPods := []Pod{
 		{Name: "pod-0", CPUMilli: 4000, MemoryMiB: 8192, Created: 10, Deleted: 100, HasDeletion: true},
 		{Name: "pod-1", CPUMilli: 8000, MemoryMiB: 16384, GPUs: 1, GPUMilli: 500, Created: 5, Deleted: 50, HasDeletion: true},
 		{Name: "pod-2", CPUMilli: 2000, MemoryMiB: 4096, GPUs: 2, GPUMilli: 1000, Created: 50, Deleted: 60, HasDeletion: true},
@@ -93,7 +90,7 @@ func TestLoadTraceTestdata(t *testing.T) {
 	}
 }
 
-func eventStrings(tr *trace) []string {
+func eventStrings(tr *Trace) []string {
 	var out []string
 	for _, e := range tr.Events {
 		out = append(out, strings.Join([]string{strconv.FormatInt(e.Time, 10), e.Kind.String(), tr.Pods[e.Pod].Name}, " "))
@@ -102,12 +99,12 @@ func eventStrings(tr *trace) []string {
 }
 
 func TestTraceEventsTiesAreDeterministic(t *testing.T) {
-	pods := []tracePod{
+	pods := []Pod{
 		{Name: "b", Created: 1, Deleted: 3, HasDeletion: true},
 		{Name: "a", Created: 1, Deleted: 3, HasDeletion: true},
 		{Name: "c", Created: 3, Deleted: 4, HasDeletion: true},
 	}
-	tr := &trace{Pods: pods, Events: traceEvents(pods)}
+	tr := &Trace{Pods: pods, Events: replayOrder(pods)}
 	want := []string{"1 create b", "1 create a", "3 delete b", "3 delete a", "3 create c", "4 delete c"}
 	if diff := cmp.Diff(want, eventStrings(tr)); diff != "" {
 		t.Errorf("events (-want,+got):\n%s", diff)
@@ -115,7 +112,7 @@ func TestTraceEventsTiesAreDeterministic(t *testing.T) {
 }
 
 func TestLoadTraceLimits(t *testing.T) {
-	tr, err := loadTrace(testTraceDir, 2, 3)
+	tr, err := Load(testTraceDir, 2, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,59 +137,20 @@ func TestLoadTraceLimits(t *testing.T) {
 
 func TestFindTraceDir(t *testing.T) {
 	root := t.TempDir()
-	trace := filepath.Join(root, traceDirFromRoot)
+	trace := filepath.Join(root, DirFromRoot)
 	deep := filepath.Join(root, "main", "cmd", "berth")
 	for _, d := range []string{trace, deep} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := findTraceDir(deep); got != "" {
+	if got := FindDir(deep); got != "" {
 		t.Errorf("found %q before the pod list exists", got)
 	}
-	if err := os.WriteFile(filepath.Join(trace, tracePodFile), []byte("name\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(trace, PodFile), []byte("name\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := findTraceDir(deep); got != trace {
-		t.Errorf("findTraceDir = %q, want %q", got, trace)
-	}
-	if _, err := resolveTraceDir("/explicit"); err != nil {
-		t.Errorf("an explicit --trace-dir is taken as is: %v", err)
-	}
-}
-
-func TestTraceToWire(t *testing.T) {
-	gpuNode := traceNodeToWire("r", 13, traceNode{Name: "n", CPUMilli: 64000, MemoryMiB: 1024, GPUs: 2, Model: "T4"})
-	wantNode := &berthv1.Node{
-		Name: "r-n",
-		Allocatable: map[string]int64{
-			"cpu": 64000, "memory": 1024 << 20, "pods": 110, "ephemeral-storage": 100 << 30, traceGPUResource: 2,
-		},
-		Labels: map[string]string{labelHostname: "r-n", labelZone: "zone-3", traceModelLabel: "T4"},
-	}
-	if diff := cmp.Diff(wantNode, gpuNode, protocmp.Transform()); diff != "" {
-		t.Errorf("GPU node (-want,+got):\n%s", diff)
-	}
-	cpuNode := traceNodeToWire("r", 0, traceNode{Name: "c", CPUMilli: 1, MemoryMiB: 1})
-	if _, ok := cpuNode.Allocatable[traceGPUResource]; ok {
-		t.Errorf("CPU-only node offers %s", traceGPUResource)
-	}
-	if _, ok := cpuNode.Labels[traceModelLabel]; ok {
-		t.Errorf("CPU-only node has a model label")
-	}
-
-	sharing := tracePodToWire("r", tracePod{Name: "p", CPUMilli: 6000, MemoryMiB: 2, GPUs: 1, GPUMilli: 460})
-	wantPod := &berthv1.Pod{
-		Namespace: measuredNamespace, Name: "r-p", Labels: map[string]string{"app": "r"},
-		Containers: []*berthv1.Container{{Name: "main", Image: "registry.example/trace:1", Requests: map[string]int64{
-			"cpu": 6000, "memory": 2 << 20, traceGPUResource: 1,
-		}}},
-	}
-	if diff := cmp.Diff(wantPod, sharing, protocmp.Transform()); diff != "" {
-		t.Errorf("GPU-sharing pod (-want,+got):\n%s", diff)
-	}
-	cpuPod := tracePodToWire("r", tracePod{Name: "q", CPUMilli: 1, MemoryMiB: 1})
-	if _, ok := cpuPod.Containers[0].Requests[traceGPUResource]; ok {
-		t.Errorf("CPU pod requests %s", traceGPUResource)
+	if got := FindDir(deep); got != trace {
+		t.Errorf("FindDir = %q, want %q", got, trace)
 	}
 }
