@@ -1,0 +1,171 @@
+// Package limits bounds the shape of every request before any handler sees
+// it: enum fields hold a defined value, strings are short and free of NUL,
+// repeated fields and maps are small, and the encoded message fits well
+// inside one etcd request.
+//
+// The checks walk the message through protobuf reflection, so a field added
+// to the API is bounded the day it is added, with no list to keep in step.
+// Fields that need a tighter or looser bound than the defaults are named in
+// Defaults' overrides. Semantic rules (DNS names, label syntax, operators that
+// need values) stay in the server's validators; this package only keeps one
+// request from costing Berth more than it should.
+package limits
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Bound is the most a field may hold: characters of a string, entries of a
+// repeated field or map. Zero means the Limits' default.
+type Bound int
+
+// Limits holds the defaults and the per-field overrides.
+type Limits struct {
+	// MaxString is the default bound on a string field's length in bytes.
+	MaxString int
+	// MaxItems is the default bound on entries of a repeated field or map.
+	MaxItems int
+	// MaxObjectBytes bounds the encoded size of every message whose type is
+	// in Objects: what the store writes as one etcd value.
+	MaxObjectBytes int
+	// Objects names the message types that are stored whole.
+	Objects map[protoreflect.FullName]bool
+	// Fields overrides the defaults for single fields, by full name
+	// ("berth.v1.Pod.tolerations"). For a map the bound counts entries; its
+	// keys and values are strings bounded by MaxString.
+	Fields map[protoreflect.FullName]Bound
+}
+
+// Violation is one field over its bound, named by its path in the request
+// ("pod.tolerations[3].value").
+type Violation struct {
+	Field       string
+	Description string
+}
+
+// Check walks m and returns every violation it finds, at most maxViolations
+// of them, so a hostile request cannot make the answer large either.
+func (l *Limits) Check(m proto.Message) []Violation {
+	c := checker{limits: l}
+	c.message("", m.ProtoReflect())
+	return c.found
+}
+
+const maxViolations = 20
+
+type checker struct {
+	limits *Limits
+	found  []Violation
+}
+
+func (c *checker) add(field, format string, args ...any) {
+	if len(c.found) >= maxViolations {
+		return
+	}
+	c.found = append(c.found, Violation{Field: field, Description: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) full() bool { return len(c.found) >= maxViolations }
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+func (c *checker) message(path string, m protoreflect.Message) {
+	if c.limits.Objects[m.Descriptor().FullName()] {
+		if size := proto.Size(m.Interface()); size > c.limits.MaxObjectBytes {
+			// Walking further would only list the pieces of the same fault.
+			c.add(path, "is %d bytes encoded; a stored object may be at most %d", size, c.limits.MaxObjectBytes)
+			return
+		}
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		c.field(join(path, string(fd.Name())), fd, v)
+		return !c.full()
+	})
+}
+
+func (c *checker) bound(fd protoreflect.FieldDescriptor, fallback int) int {
+	if b, ok := c.limits.Fields[fd.FullName()]; ok && b > 0 {
+		return int(b)
+	}
+	return fallback
+}
+
+func (c *checker) field(path string, fd protoreflect.FieldDescriptor, v protoreflect.Value) {
+	switch {
+	case fd.IsMap():
+		mp := v.Map()
+		if max := c.bound(fd, c.limits.MaxItems); mp.Len() > max {
+			c.add(path, "at most %d entries, got %d", max, mp.Len())
+			return
+		}
+		mp.Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+			key := k.String()
+			c.scalar(path+"[key]", fd.MapKey(), k.Value(), c.limits.MaxString)
+			c.single(path+"["+printable(key)+"]", fd.MapValue(), mv)
+			return !c.full()
+		})
+	case fd.IsList():
+		list := v.List()
+		if max := c.bound(fd, c.limits.MaxItems); list.Len() > max {
+			c.add(path, "at most %d entries, got %d", max, list.Len())
+			return
+		}
+		for i := 0; i < list.Len() && !c.full(); i++ {
+			c.single(path+"["+strconv.Itoa(i)+"]", fd, list.Get(i))
+		}
+	default:
+		c.single(path, fd, v)
+	}
+}
+
+// single checks one value: a scalar against its bound, a message by walking it.
+func (c *checker) single(path string, fd protoreflect.FieldDescriptor, v protoreflect.Value) {
+	if fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind {
+		c.message(path, v.Message())
+		return
+	}
+	c.scalar(path, fd, v, c.bound(fd, c.limits.MaxString))
+}
+
+func (c *checker) scalar(path string, fd protoreflect.FieldDescriptor, v protoreflect.Value, maxLen int) {
+	switch fd.Kind() {
+	case protoreflect.EnumKind:
+		n := v.Enum()
+		if fd.Enum().Values().ByNumber(n) == nil {
+			c.add(path, "unknown %s value %d", fd.Enum().Name(), n)
+		}
+	case protoreflect.StringKind:
+		s := v.String()
+		switch {
+		case len(s) > maxLen:
+			c.add(path, "at most %d bytes, got %d", maxLen, len(s))
+		case strings.IndexByte(s, 0) >= 0:
+			c.add(path, "must not contain a NUL byte")
+		}
+	case protoreflect.BytesKind:
+		if b := v.Bytes(); len(b) > maxLen {
+			c.add(path, "at most %d bytes, got %d", maxLen, len(b))
+		}
+	}
+}
+
+// printable keeps a hostile map key from making the violation itself huge or
+// unreadable.
+func printable(key string) string {
+	const max = 64
+	if len(key) > max {
+		key = key[:max] + "..."
+	}
+	quoted := strconv.Quote(key)
+	return quoted[1 : len(quoted)-1]
+}

@@ -1,0 +1,184 @@
+package limits
+
+import (
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+)
+
+func validPod() *berthv1.Pod {
+	return &berthv1.Pod{
+		Namespace:  "shop",
+		Name:       "web",
+		Labels:     map[string]string{"app": "web"},
+		Containers: []*berthv1.Container{{Name: "c", Image: "shop/web:1", Requests: map[string]int64{"cpu": 500}}},
+		Tolerations: []*berthv1.Toleration{{
+			Key:      "dedicated",
+			Operator: berthv1.TolerationOperator_TOLERATION_OPERATOR_EQUAL,
+			Value:    "gpu",
+			Effect:   berthv1.TaintEffect_TAINT_EFFECT_NO_SCHEDULE,
+		}},
+	}
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(p *berthv1.Pod)
+		field  string // "" when the pod must pass
+		desc   string
+	}{
+		{name: "valid", mutate: func(*berthv1.Pod) {}},
+		{
+			name:   "unknown enum",
+			mutate: func(p *berthv1.Pod) { p.PreemptionPolicy = 99 },
+			field:  "pod.preemption_policy", desc: "unknown PreemptionPolicy value 99",
+		},
+		{
+			name:   "unknown enum in a list",
+			mutate: func(p *berthv1.Pod) { p.Tolerations[0].Operator = 77 },
+			field:  "pod.tolerations[0].operator", desc: "unknown TolerationOperator value 77",
+		},
+		{
+			name: "unknown enum deep in a spread constraint",
+			mutate: func(p *berthv1.Pod) {
+				p.TopologySpreadConstraints = []*berthv1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: 42}}
+			},
+			field: "pod.topology_spread_constraints[0].when_unsatisfiable", desc: "unknown UnsatisfiableConstraintAction value 42",
+		},
+		{
+			name: "too many tolerations",
+			mutate: func(p *berthv1.Pod) {
+				for range 200 {
+					p.Tolerations = append(p.Tolerations, &berthv1.Toleration{Operator: berthv1.TolerationOperator_TOLERATION_OPERATOR_EXISTS})
+				}
+			},
+			field: "pod.tolerations", desc: "at most 128 entries, got 201",
+		},
+		{
+			name:   "long string",
+			mutate: func(p *berthv1.Pod) { p.Tolerations[0].Value = strings.Repeat("v", 2000) },
+			field:  "pod.tolerations[0].value", desc: "at most 1024 bytes, got 2000",
+		},
+		{
+			name:   "NUL byte",
+			mutate: func(p *berthv1.Pod) { p.Tolerations[0].Value = "a\x00b" },
+			field:  "pod.tolerations[0].value", desc: "must not contain a NUL byte",
+		},
+		{
+			name:   "long map value",
+			mutate: func(p *berthv1.Pod) { p.Labels["app"] = strings.Repeat("x", 1025) },
+			field:  "pod.labels[app]", desc: "at most 1024 bytes, got 1025",
+		},
+		{
+			name:   "image may be long, within its bound",
+			mutate: func(p *berthv1.Pod) { p.Containers[0].Image = strings.Repeat("i", 4000) },
+		},
+		{
+			name: "object too large",
+			mutate: func(p *berthv1.Pod) {
+				for i := range 60 {
+					p.Containers = append(p.Containers, &berthv1.Container{Name: "c", Image: strings.Repeat(string(rune('a'+i%26)), 4096)})
+				}
+				for range 64 {
+					p.Tolerations = append(p.Tolerations, &berthv1.Toleration{Key: "k", Value: strings.Repeat("v", 1024)})
+				}
+			},
+			field: "pod", desc: "a stored object may be at most 262144",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := validPod()
+			tt.mutate(p)
+			got := Berth().Check(&berthv1.SubmitPodRequest{Pod: p})
+			if tt.field == "" {
+				if len(got) != 0 {
+					t.Fatalf("want no violation, got %v", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Field != tt.field || !strings.Contains(got[0].Description, tt.desc) {
+				t.Fatalf("want one violation of %s containing %q, got %v", tt.field, tt.desc, got)
+			}
+		})
+	}
+}
+
+func TestViolationsAreBounded(t *testing.T) {
+	p := validPod()
+	for i := range 100 {
+		p.Tolerations = append(p.Tolerations, &berthv1.Toleration{Operator: berthv1.TolerationOperator(100 + i)})
+	}
+	if got := Berth().Check(&berthv1.SubmitPodRequest{Pod: p}); len(got) != maxViolations {
+		t.Fatalf("want %d violations at most, got %d", maxViolations, len(got))
+	}
+}
+
+// TestOverridesNameRealFields keeps the override table honest: a field that
+// is renamed or removed from the API must not silently lose its bound.
+func TestOverridesNameRealFields(t *testing.T) {
+	l := Berth()
+	for name := range l.Fields {
+		d, err := protoregistry.GlobalFiles.FindDescriptorByName(name)
+		if err != nil {
+			t.Errorf("override %s names no field: %v", name, err)
+			continue
+		}
+		fd, ok := d.(protoreflect.FieldDescriptor)
+		if !ok || !(fd.IsList() || fd.IsMap() || fd.Kind() == protoreflect.StringKind || fd.Kind() == protoreflect.BytesKind) {
+			t.Errorf("override %s is not a list, map, string or bytes field", name)
+		}
+	}
+	for name := range l.Objects {
+		if _, err := protoregistry.GlobalFiles.FindDescriptorByName(name); err != nil {
+			t.Errorf("object %s names no message: %v", name, err)
+		}
+	}
+}
+
+func TestQuantities(t *testing.T) {
+	const maxInt64 = int64(^uint64(0) >> 1)
+	pod := func(containers []map[string]int64, init []map[string]int64, overhead map[string]int64) *berthv1.Pod {
+		p := &berthv1.Pod{Overhead: overhead}
+		for _, r := range containers {
+			p.Containers = append(p.Containers, &berthv1.Container{Requests: r})
+		}
+		for _, r := range init {
+			p.InitContainers = append(p.InitContainers, &berthv1.Container{Requests: r})
+		}
+		return p
+	}
+	tests := []struct {
+		name  string
+		pod   *berthv1.Pod
+		field string
+	}{
+		{name: "ordinary", pod: pod([]map[string]int64{{"cpu": 500}, {"cpu": 250}}, nil, map[string]int64{"cpu": 10})},
+		{name: "at the limit", pod: pod([]map[string]int64{{"cpu": MaxQuantity}}, nil, nil)},
+		{name: "one value over", pod: pod([]map[string]int64{{"cpu": maxInt64}}, nil, nil), field: "pod.containers[0].requests[cpu]"},
+		{name: "two values that wrap int64", pod: pod([]map[string]int64{{"cpu": 1 << 62}, {"cpu": 1 << 62}}, nil, nil), field: "pod.containers[0].requests[cpu]"},
+		{name: "sum over", pod: pod([]map[string]int64{{"memory": MaxQuantity}, {"memory": 1}}, nil, nil), field: "pod"},
+		{name: "overhead pushes over", pod: pod([]map[string]int64{{"cpu": MaxQuantity}}, nil, map[string]int64{"cpu": 10}), field: "pod"},
+		{name: "init container plus overhead over", pod: pod([]map[string]int64{{"cpu": 1}}, []map[string]int64{{"cpu": MaxQuantity}}, map[string]int64{"cpu": 1}), field: "pod"},
+		{name: "negative", pod: pod([]map[string]int64{{"cpu": -1}}, nil, nil), field: "pod.containers[0].requests[cpu]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Quantities("pod", tt.pod)
+			if tt.field == "" {
+				if len(got) != 0 {
+					t.Fatalf("want no violation, got %v", got)
+				}
+				return
+			}
+			if len(got) == 0 || got[0].Field != tt.field {
+				t.Fatalf("want a violation of %s, got %v", tt.field, got)
+			}
+		})
+	}
+}
