@@ -3,8 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -118,66 +116,13 @@ func (e sendError) Error() string { return e.err.Error() }
 // naming only the node, at the revision its lease key was deleted.
 //
 // It returns when ctx ends (ctx's error), when send fails (send's error), on
-// compaction (the watch fell behind and cannot be resumed), or with
-// ErrClosed. A lost stream is resumed after the last delivered revision.
+// compaction (the watch fell behind and cannot be resumed), with a
+// *FellBehindError when the subscriber lags past the fan-out's bounds (it
+// resumes from the error's revision), or with ErrClosed. Events come from
+// the replica's one shared etcd watch (FollowBindings); a lost etcd stream
+// is resumed by it without the subscriber noticing.
 func (s *Store) WatchBindings(ctx context.Context, fromRev int64, send func(*berthv1.BindingEvent) error, opts ...WatchOption) error {
-	var o watchOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if fromRev < 0 {
-		return fmt.Errorf("%w: negative revision %d", ErrInvalidArgument, fromRev)
-	}
-	// after is the revision of the last delivered event; events at or below
-	// it are skipped.
-	after := fromRev
-	// Watching from R itself (not R+1) makes a resume fail on compaction
-	// exactly when a range read at R would: when R < the compact revision.
-	watchFrom := fromRev
-	if fromRev == 0 {
-		var err error
-		if after, err = s.sendBound(ctx, send); err != nil {
-			return err
-		}
-		if o.synced != nil {
-			if err := o.synced(after); err != nil {
-				return err
-			}
-		}
-		watchFrom = after + 1
-	} else {
-		cur, err := s.CurrentRevision(ctx)
-		if err != nil {
-			return err
-		}
-		if fromRev > cur {
-			return fmt.Errorf("%w: %d > current %d", ErrFutureRevision, fromRev, cur)
-		}
-	}
-	bo := newBackoff()
-	for {
-		delivered := after
-		err := s.watchBindingsFrom(ctx, watchFrom, &after, send)
-		var se sendError
-		switch {
-		case errors.As(err, &se):
-			return se.err
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case s.isClosed():
-			return ErrClosed
-		case errors.Is(err, ErrCompacted):
-			return err
-		}
-		s.log.Warn("store: binding watch lost, resuming", zap.Int64("after", after), zap.Error(err))
-		if after != delivered {
-			bo.reset()
-		}
-		if err := bo.wait(ctx); err != nil {
-			return err
-		}
-		watchFrom = after + 1
-	}
+	return s.FollowBindings(ctx, fromRev, send, opts...)
 }
 
 // sendBound sends a BOUND event for every pod holding a node at one revision,
@@ -240,28 +185,37 @@ func (s *Store) watchBindingsFrom(ctx context.Context, from int64, after *int64,
 		if err := watchFailure(resp, "binding watch"); err != nil {
 			return err
 		}
-		s.metrics.watchEvent("bindings", len(resp.Events))
-		// One Txn's events share a revision and arrive in one response, so
-		// the threshold moves per response, not per event, and a revision
-		// is judged whole.
-		seen := *after
-		evs := resp.Events
-		for i := 0; i < len(evs); {
-			rev := evs[i].Kv.ModRevision
-			j := i + 1
-			for j < len(evs) && evs[j].Kv.ModRevision == rev {
-				j++
-			}
-			if rev > seen {
-				if err := s.revisionBindingEvents(evs[i:j], rev, emit); err != nil {
-					return err
-				}
-				*after = rev
-			}
-			i = j
+		if err := s.deliverResponse(resp, after, emit); err != nil {
+			return err
 		}
 	}
 	return errWatchClosed
+}
+
+// deliverResponse emits the binding events of one watch response above
+// *after, advancing it.
+func (s *Store) deliverResponse(resp clientv3.WatchResponse, after *int64, emit func(*berthv1.BindingEvent) error) error {
+	s.metrics.watchEvent("bindings", len(resp.Events))
+	// One Txn's events share a revision and arrive in one response, so
+	// the threshold moves per response, not per event, and a revision
+	// is judged whole.
+	seen := *after
+	evs := resp.Events
+	for i := 0; i < len(evs); {
+		rev := evs[i].Kv.ModRevision
+		j := i + 1
+		for j < len(evs) && evs[j].Kv.ModRevision == rev {
+			j++
+		}
+		if rev > seen {
+			if err := s.revisionBindingEvents(evs[i:j], rev, emit); err != nil {
+				return err
+			}
+			*after = rev
+		}
+		i = j
+	}
+	return nil
 }
 
 // revisionBindingEvents emits the binding events of the changes one

@@ -18,6 +18,7 @@ type Metrics struct {
 	shardMoves   *prometheus.CounterVec
 	sessions     prometheus.Counter
 	replicas     prometheus.Gauge
+	fanout       *prometheus.CounterVec
 }
 
 // Unit results counted by berth_store_commit_units_total.
@@ -75,8 +76,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "berth_replicas_live",
 			Help: "Live replicas registered in etcd, as this replica sees them.",
 		}),
+		fanout: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_watch_fanout_total",
+			Help: "Binding fan-out activity: events (taken into the ring) and cutoffs (subscribers cut off for falling behind).",
+		}, []string{"what"}),
 	}
 	if reg != nil {
+		reg.MustRegister(m.fanout)
 		reg.MustRegister(m.txnDuration, m.batchUnits, m.txnConflicts, m.units, m.watchEvents, m.relists,
 			m.shardsOwned, m.shardMoves, m.sessions, m.replicas)
 	}
@@ -131,5 +137,17 @@ func (m *Metrics) sessionStarted() {
 func (m *Metrics) liveReplicas(n int) {
 	if m != nil {
 		m.replicas.Set(float64(n))
+	}
+}
+
+func (m *Metrics) fanoutEvent() {
+	if m != nil {
+		m.fanout.WithLabelValues("events").Inc()
+	}
+}
+
+func (m *Metrics) fanoutCutOff() {
+	if m != nil {
+		m.fanout.WithLabelValues("cutoffs").Inc()
 	}
 }

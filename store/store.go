@@ -49,6 +49,13 @@ type Config struct {
 	MaxTxnBytes int
 	// CommitWorkers is how many Txns may be in flight at once; default 4.
 	CommitWorkers int
+	// WatchBuffer is how many recent binding events the replica's watch
+	// fan-out keeps; a subscriber further behind is cut off and resumes.
+	// Default 65536 (a few MiB).
+	WatchBuffer int
+	// WatchMaxLag is how far behind in time a subscriber may fall, or how
+	// long one send to it may block, before it is cut off; default 30s.
+	WatchMaxLag time.Duration
 	// Logger for the store and the etcd client; default none.
 	Logger *zap.Logger
 	// Metrics, optional.
@@ -85,6 +92,12 @@ func (c Config) withDefaults() Config {
 	if c.CommitWorkers <= 0 {
 		c.CommitWorkers = defaultWorkers
 	}
+	if c.WatchBuffer <= 0 {
+		c.WatchBuffer = defaultWatchBuffer
+	}
+	if c.WatchMaxLag <= 0 {
+		c.WatchMaxLag = defaultWatchMaxLag
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -109,6 +122,11 @@ type Store struct {
 	// held maps an assume key to the heldAssumption this replica last
 	// wrote there, so a gang's binding can rely on the charge it made.
 	held sync.Map
+	// closing is closed by Close, ending the binding fan-out.
+	closing    chan struct{}
+	fanoutMu   sync.Mutex
+	fanout     *bindingHub
+	fanoutDone sync.WaitGroup
 }
 
 var marshalOpts = proto.MarshalOptions{Deterministic: true}
@@ -132,6 +150,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		log:     cfg.Logger,
 		metrics: cfg.Metrics,
 		chunk:   scanChunk,
+		closing: make(chan struct{}),
 	}
 	if _, err := s.CurrentRevision(ctx); err != nil {
 		client.Close()
@@ -176,6 +195,10 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.groupCommit.close()
+	s.fanoutMu.Lock()
+	close(s.closing)
+	s.fanoutMu.Unlock()
+	s.fanoutDone.Wait()
 	// An in-process client has no connection to close and reports its
 	// own cancellation instead.
 	if err := s.client.Close(); err != nil && !errors.Is(err, context.Canceled) {

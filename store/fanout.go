@@ -1,0 +1,426 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+)
+
+// The binding fan-out: one etcd watch per replica feeds a ring of recent
+// binding events, and every subscriber reads the ring at its own pace. A
+// subscriber costs a cursor, not an etcd watch and not a buffer of its own,
+// so ten thousand of them cost what one does, and a slow one cannot grow
+// memory: it falls off the ring's tail and is told to resume.
+
+// ErrFellBehind reports that a subscriber fell too far behind the live
+// stream: more events than the ring holds, or older than the lag bound. The
+// subscriber resumes from its last revision (errors.As *FellBehindError).
+var ErrFellBehind = errors.New("store: watcher fell behind")
+
+// FellBehindError carries where the subscriber can resume from.
+type FellBehindError struct {
+	// Resume is the revision of the last event delivered.
+	Resume int64
+	Why    string
+}
+
+func (e *FellBehindError) Error() string {
+	return fmt.Sprintf("store: watcher fell behind (%s); resume from revision %d", e.Why, e.Resume)
+}
+
+// Is makes errors.Is(err, ErrFellBehind) true.
+func (e *FellBehindError) Is(target error) bool { return target == ErrFellBehind }
+
+const (
+	defaultWatchBuffer = 1 << 16
+	defaultWatchMaxLag = 30 * time.Second
+	// fanoutBatch is how many events a subscriber takes from the ring per
+	// lock: enough to amortise the lock, few enough to stay fair.
+	fanoutBatch = 256
+)
+
+type ringEntry struct {
+	ev *berthv1.BindingEvent
+	at time.Time // when the hub received it, for the lag bound
+}
+
+// bindingHub holds the ring. Subscribers hold a sequence number (the count
+// of events appended before theirs), not a revision: one revision can carry
+// many events, and a cursor must be able to stand between them.
+//
+// covered is what a joining subscriber relies on: every binding event with
+// revision > covered is in the ring, in order.
+type bindingHub struct {
+	s      *Store
+	size   int
+	maxLag time.Duration
+
+	mu       sync.Mutex
+	ring     []ringEntry // circular; ring[first] is the oldest
+	first    int
+	n        int
+	firstSeq uint64 // sequence number of ring[first]
+	covered  int64
+	// wake is closed and replaced whenever events arrive, waking waiters.
+	wake    chan struct{}
+	stopped error // set once the hub ends for good (store closed)
+}
+
+// hub starts the fan-out on first use. A failed start is retried by the
+// next subscriber rather than remembered.
+func (s *Store) hub(ctx context.Context) (*bindingHub, error) {
+	s.fanoutMu.Lock()
+	defer s.fanoutMu.Unlock()
+	if s.fanout != nil {
+		return s.fanout, nil
+	}
+	select {
+	case <-s.closing:
+		return nil, ErrClosed
+	default:
+	}
+	rev, err := s.CurrentRevision(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h := &bindingHub{
+		s:       s,
+		size:    s.cfg.WatchBuffer,
+		maxLag:  s.cfg.WatchMaxLag,
+		ring:    make([]ringEntry, s.cfg.WatchBuffer),
+		covered: rev,
+		wake:    make(chan struct{}),
+	}
+	s.fanout = h
+	s.fanoutDone.Add(1)
+	go func() {
+		defer s.fanoutDone.Done()
+		h.run(rev)
+	}()
+	return h, nil
+}
+
+// run follows etcd from rev until the store closes, resuming a lost watch
+// from the last revision it saw. If etcd compacted past that point (the hub
+// itself was cut off for long), the ring restarts at the current revision:
+// subscribers behind it are told they fell behind, and their resume meets
+// the compaction and re-lists, as rule 4 of the design asks.
+func (h *bindingHub) run(rev int64) {
+	s := h.s
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closing:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	after := rev
+	bo := newBackoff()
+	for {
+		before := after
+		err := s.watchBindingsFrom(ctx, after+1, &after, h.append)
+		if ctx.Err() != nil || s.isClosed() {
+			h.stop(ErrClosed)
+			return
+		}
+		if errors.Is(err, ErrCompacted) {
+			if cur, cerr := s.CurrentRevision(ctx); cerr == nil {
+				s.log.Warn("store: binding fan-out cut off past compaction; restarting its ring",
+					zap.Int64("after", after), zap.Int64("current", cur))
+				h.restart(cur)
+				after = cur
+				continue
+			}
+		}
+		s.log.Warn("store: binding fan-out watch lost, resuming", zap.Int64("after", after), zap.Error(err))
+		if after != before {
+			bo.reset()
+		}
+		if bo.wait(ctx) != nil {
+			h.stop(ErrClosed)
+			return
+		}
+	}
+}
+
+func (h *bindingHub) append(ev *berthv1.BindingEvent) error {
+	h.mu.Lock()
+	if h.n == h.size {
+		// The oldest event leaves: from now on the ring covers only what
+		// came after its revision.
+		h.covered = h.ring[h.first].ev.Revision
+		h.ring[h.first] = ringEntry{}
+		h.first = (h.first + 1) % h.size
+		h.firstSeq++
+		h.n--
+	}
+	h.ring[(h.first+h.n)%h.size] = ringEntry{ev: ev, at: time.Now()}
+	h.n++
+	h.broadcastLocked()
+	h.mu.Unlock()
+	h.s.metrics.fanoutEvent()
+	return nil
+}
+
+// restart empties the ring; every cursor falls behind it.
+func (h *bindingHub) restart(rev int64) {
+	h.mu.Lock()
+	clear(h.ring)
+	h.firstSeq += uint64(h.n) + 1
+	h.first, h.n, h.covered = 0, 0, rev
+	h.broadcastLocked()
+	h.mu.Unlock()
+}
+
+func (h *bindingHub) stop(err error) {
+	h.mu.Lock()
+	h.stopped = err
+	h.broadcastLocked()
+	h.mu.Unlock()
+}
+
+func (h *bindingHub) broadcastLocked() {
+	close(h.wake)
+	h.wake = make(chan struct{})
+}
+
+func (h *bindingHub) at(i int) *ringEntry { return &h.ring[(h.first+i)%h.size] }
+
+// join returns the cursor of the first event after revision after, and
+// false if the ring no longer covers it.
+func (h *bindingHub) join(after int64) (uint64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if after < h.covered {
+		return 0, false
+	}
+	i := sort.Search(h.n, func(i int) bool { return h.at(i).ev.Revision > after })
+	return h.firstSeq + uint64(i), true
+}
+
+// read copies into buf the events from cursor seq, at most len(buf); with
+// none, it returns a channel closed when more arrive.
+func (h *bindingHub) read(seq uint64, resume int64, buf []*berthv1.BindingEvent) (int, <-chan struct{}, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if seq < h.firstSeq {
+		return 0, nil, &FellBehindError{Resume: resume, Why: fmt.Sprintf("more than %d events behind", h.size)}
+	}
+	i := int(seq - h.firstSeq)
+	if i >= h.n {
+		if h.stopped != nil {
+			return 0, nil, h.stopped
+		}
+		return 0, h.wake, nil
+	}
+	if lag := time.Since(h.at(i).at); lag > h.maxLag {
+		return 0, nil, &FellBehindError{Resume: resume, Why: fmt.Sprintf("%s behind", lag.Truncate(time.Millisecond))}
+	}
+	k := 0
+	for ; k < len(buf) && i+k < h.n; k++ {
+		buf[k] = h.at(i + k).ev
+	}
+	return k, nil, nil
+}
+
+func (h *bindingHub) coveredRev() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.covered
+}
+
+// FollowBindings is WatchBindings served from the replica's fan-out, with
+// the same events, order, options and errors, plus one: a subscriber more
+// than the ring's size or its lag bound behind gets a *FellBehindError and
+// resumes from its Resume revision. A subscriber older than the ring (a
+// resume from long ago) catches up on a watch of its own, then joins the
+// ring.
+//
+// send runs on a goroutine of its own, so that a send stuck on a client that
+// stopped reading is noticed: FollowBindings then returns the error while
+// send is still blocked, and the caller must make send return (a gRPC
+// stream's Send does once its handler returns).
+func (s *Store) FollowBindings(ctx context.Context, fromRev int64, send func(*berthv1.BindingEvent) error, opts ...WatchOption) error {
+	var o watchOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	after, err := s.startFrom(ctx, fromRev, send, o)
+	if err != nil {
+		return err
+	}
+	h, err := s.hub(ctx)
+	if err != nil {
+		return err
+	}
+	seq, ok := h.join(after)
+	for !ok {
+		if after, err = s.catchUp(ctx, h, after, send); err != nil {
+			return err
+		}
+		seq, ok = h.join(after)
+	}
+	return h.follow(ctx, seq, after, send)
+}
+
+// startFrom does what WatchBindings does before its watch: the listing for
+// fromRev 0, the range checks otherwise. It returns the last revision sent.
+func (s *Store) startFrom(ctx context.Context, fromRev int64, send func(*berthv1.BindingEvent) error, o watchOptions) (int64, error) {
+	if fromRev < 0 {
+		return 0, fmt.Errorf("%w: negative revision %d", ErrInvalidArgument, fromRev)
+	}
+	if fromRev == 0 {
+		after, err := s.sendBound(ctx, send)
+		if err != nil {
+			return 0, err
+		}
+		if o.synced != nil {
+			if err := o.synced(after); err != nil {
+				return 0, err
+			}
+		}
+		return after, nil
+	}
+	cur, err := s.CurrentRevision(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if fromRev > cur {
+		return 0, fmt.Errorf("%w: %d > current %d", ErrFutureRevision, fromRev, cur)
+	}
+	return fromRev, nil
+}
+
+// catchUp follows a watch of the subscriber's own until it reaches what the
+// ring covers. Progress notifications tell it when the watch has delivered
+// everything up to a revision, since events alone cannot: a quiet stretch
+// has none.
+func (s *Store) catchUp(ctx context.Context, h *bindingHub, after int64, send func(*berthv1.BindingEvent) error) (int64, error) {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	// Watching from after itself (its events are skipped) makes a resume
+	// fail on compaction exactly when a range read at after would.
+	wch := s.client.Watch(wctx, s.keys.nodeLeases,
+		clientv3.WithRange(clientv3.GetPrefixRangeEnd(s.keys.pods)), clientv3.WithRev(after), clientv3.WithPrevKV())
+	emit := func(ev *berthv1.BindingEvent) error {
+		if err := send(ev); err != nil {
+			return sendError{err}
+		}
+		return nil
+	}
+	_ = s.client.RequestProgress(wctx)
+	for resp := range wch {
+		if resp.CompactRevision != 0 {
+			return 0, &CompactedError{CompactRevision: resp.CompactRevision}
+		}
+		if err := resp.Err(); err != nil {
+			return 0, s.callError(ctx, "catch up bindings", err)
+		}
+		if resp.IsProgressNotify() {
+			after = max(after, resp.Header.Revision)
+		} else if err := s.deliverResponse(resp, &after, emit); err != nil {
+			var se sendError
+			if errors.As(err, &se) {
+				return 0, se.err
+			}
+			return 0, err
+		}
+		if after >= h.coveredRev() {
+			return after, nil
+		}
+		_ = s.client.RequestProgress(wctx)
+	}
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	return 0, fmt.Errorf("%w: catch-up watch closed", ErrUnavailable)
+}
+
+// follow delivers ring events after after until ctx ends or the subscriber
+// falls behind. Sends run on their own goroutine so that a send stuck past
+// the lag bound is cut off.
+func (h *bindingHub) follow(ctx context.Context, seq uint64, after int64, send func(*berthv1.BindingEvent) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	var sendingSince syncTime
+	go func() { done <- h.deliver(ctx, seq, after, send, &sendingSince) }()
+	tick := time.NewTicker(max(h.maxLag/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			if since, resume := sendingSince.get(); !since.IsZero() && time.Since(since) > h.maxLag {
+				h.s.metrics.fanoutCutOff()
+				return &FellBehindError{Resume: resume, Why: fmt.Sprintf("a send blocked for over %s", h.maxLag)}
+			}
+		}
+	}
+}
+
+func (h *bindingHub) deliver(ctx context.Context, seq uint64, after int64, send func(*berthv1.BindingEvent) error, sending *syncTime) error {
+	buf := make([]*berthv1.BindingEvent, fanoutBatch)
+	for {
+		n, wake, err := h.read(seq, after, buf)
+		if err != nil {
+			if errors.Is(err, ErrFellBehind) {
+				h.s.metrics.fanoutCutOff()
+			}
+			return err
+		}
+		if n == 0 {
+			select {
+			case <-wake:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		for _, ev := range buf[:n] {
+			sending.set(time.Now(), after)
+			err := send(ev)
+			sending.set(time.Time{}, after)
+			if err != nil {
+				return err
+			}
+			after = ev.Revision
+			seq++
+		}
+		clear(buf[:n])
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// syncTime is when the send in progress began (zero when none is) and the
+// revision a cut-off subscriber resumes from.
+type syncTime struct {
+	mu     sync.Mutex
+	since  time.Time
+	resume int64
+}
+
+func (t *syncTime) set(since time.Time, resume int64) {
+	t.mu.Lock()
+	t.since, t.resume = since, resume
+	t.mu.Unlock()
+}
+
+func (t *syncTime) get() (time.Time, int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.since, t.resume
+}

@@ -1,0 +1,184 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+)
+
+// etcdWatchers reads the embedded etcd's count of server-side watchers.
+func etcdWatchers(t *testing.T) float64 {
+	t.Helper()
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "etcd_debugging_mvcc_watcher_total" {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("etcd_debugging_mvcc_watcher_total not registered")
+	return 0
+}
+
+// bindMany creates n pods already bound, one revision each, and returns
+// their BOUND events.
+func bindMany(t *testing.T, s *Store, prefix string, n int) []*berthv1.BindingEvent {
+	t.Helper()
+	var want []*berthv1.BindingEvent
+	for i := range n {
+		p := boundTo(pendingPod("ns", fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("%s-u%d", prefix, i)), "n1")
+		r := mustCreate(t, s, p)[0]
+		want = append(want, ev(evBound, r.Pod, "n1", r.Revision))
+	}
+	return want
+}
+
+func TestFanoutSubscribersShareOneEtcdWatch(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	ctx := testCtx(t)
+	from, err := s.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := etcdWatchers(t)
+	const subscribers = 200
+	chans := make([]<-chan *berthv1.BindingEvent, subscribers)
+	for i := range chans {
+		chans[i], _ = collect(t, s, from)
+	}
+	want := bindMany(t, s, "shared", 5)
+	for i, ch := range chans {
+		if diff := cmp.Diff(want, next(t, ch, len(want)), protocmp.Transform()); diff != "" {
+			t.Fatalf("subscriber %d (-want +got):\n%s", i, diff)
+		}
+	}
+	// The hub's watch, and at most a catch-up in flight: never one each.
+	if added := etcdWatchers(t) - before; added > 2 {
+		t.Fatalf("%d subscribers added %v etcd watchers, want at most 2", subscribers, added)
+	}
+}
+
+func TestFanoutSlowSubscriberIsCutOffAndResumesOnceInOrder(t *testing.T) {
+	s := openStore(t, sharedEtcd(t), func(c *Config) { c.WatchBuffer = 8 })
+	ctx := testCtx(t)
+	from, err := s.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The subscriber takes its first event, then stalls until released.
+	var got []*berthv1.BindingEvent
+	stalled, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.FollowBindings(ctx, from, func(ev *berthv1.BindingEvent) error {
+			got = append(got, ev)
+			if len(got) == 1 {
+				close(stalled)
+				<-release
+			}
+			return nil
+		})
+	}()
+	want := bindMany(t, s, "slow", 1)
+	<-stalled
+	want = append(want, bindMany(t, s, "slow-more", 30)...)
+	eventually(t, "the ring to drop the stalled subscriber's next event", func() bool {
+		h, err := s.hub(ctx)
+		return err == nil && h.coveredRev() > want[1].Revision
+	})
+	close(release)
+	var behind *FellBehindError
+	if err := <-done; !errors.As(err, &behind) {
+		t.Fatalf("stalled subscriber ended with %v, want a FellBehindError", err)
+	}
+	if behind.Resume != got[len(got)-1].Revision {
+		t.Fatalf("resume from %d, want the last delivered revision %d", behind.Resume, got[len(got)-1].Revision)
+	}
+	// The resume predates the ring: it catches up from etcd, then joins.
+	ch, _ := collect(t, s, behind.Resume)
+	got = append(got, next(t, ch, len(want)-len(got))...)
+	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+		t.Fatalf("events across the cut-off (-want +got):\n%s", diff)
+	}
+	// And it keeps following live events from the ring.
+	live := bindMany(t, s, "slow-live", 2)
+	if diff := cmp.Diff(live, next(t, ch, 2), protocmp.Transform()); diff != "" {
+		t.Fatalf("live events after the catch-up (-want +got):\n%s", diff)
+	}
+}
+
+func TestFanoutCutsOffASendThatNeverReturns(t *testing.T) {
+	s := openStore(t, sharedEtcd(t), func(c *Config) { c.WatchMaxLag = 50 * time.Millisecond })
+	ctx := testCtx(t)
+	from, err := s.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unblock := make(chan struct{})
+	defer close(unblock)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.FollowBindings(ctx, from, func(*berthv1.BindingEvent) error {
+			<-unblock // a client that stopped reading
+			return nil
+		})
+	}()
+	bindMany(t, s, "stuck", 1)
+	select {
+	case err := <-done:
+		var behind *FellBehindError
+		if !errors.As(err, &behind) || behind.Resume != from {
+			t.Fatalf("got %v, want a FellBehindError resuming from %d", err, from)
+		}
+	case <-ctx.Done():
+		t.Fatal("a subscriber stuck in send was never cut off")
+	}
+}
+
+func TestFanoutCancelledSubscribersLeaveNothingBehind(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	ctx := testCtx(t)
+	from, err := s.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The hub and its etcd watch run for the store's life: let them start
+	// before counting, so only the subscribers' goroutines are measured.
+	warm, stopWarm := collect(t, s, from)
+	next(t, warm, len(bindMany(t, s, "warm", 1)))
+	stopWarm()
+	baseline := runtime.NumGoroutine()
+	sctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range 500 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.FollowBindings(sctx, from, func(*berthv1.BindingEvent) error { return nil })
+		}()
+	}
+	bindMany(t, s, "cancel", 1)
+	cancel()
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > baseline+5 {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			t.Fatalf("%d goroutines, baseline %d:\n%s", runtime.NumGoroutine(), baseline, buf[:n])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
