@@ -50,8 +50,10 @@ func benchFilterScore(b *testing.B, infos []*framework.NodeInfo) {
 				spread(1, LabelHostname, soft, &framework.LabelSelector{MatchLabels: map[string]string{"app": "app-0"}}).obj(),
 		},
 		{
+			// System defaulting is opt-in (see argsFrom): nil args would
+			// measure a plugin with no constraints at all.
 			name: "system defaults",
-			args: nil,
+			args: &Args{DefaultingType: SystemDefaulting},
 			pod:  mkPod("p").label("app", "app-0").label("team", "t").obj(),
 		},
 	}
@@ -83,7 +85,7 @@ func benchFilterScore(b *testing.B, infos []*framework.NodeInfo) {
 							}
 						}
 						if st := pl.PreScore(ctx, state, pod, feasible); !st.IsSuccess() {
-							b.Fatal(st)
+							b.Fatalf("code %v: %v", st.Code(), st)
 						}
 						scores = scores[:0]
 						for _, ni := range feasible {

@@ -58,7 +58,8 @@ var (
 	_ framework.EnqueueExtensions   = (*PodTopologySpread)(nil)
 )
 
-// New builds the plugin from *Args, Args or nil (System defaulting). The
+// New builds the plugin from *Args, Args or nil (List defaulting with no
+// default constraints: see argsFrom). The
 // handle must have a snapshot lister: PreScore counts pods on every node,
 // not only the filtered ones.
 func New(_ context.Context, args any, h framework.Handle) (framework.Plugin, error) {
