@@ -352,8 +352,9 @@ func watchFailure(resp clientv3.WatchResponse, what string) error {
 // the current revision, which it returns), calling fn for each in key order.
 // Each chunk has its own RequestTimeout, so large listings are not cut short.
 func (s *Store) rangeAt(ctx context.Context, op, start, end string, rev int64, fn func(*mvccpb.KeyValue)) (int64, error) {
+	chunk := s.chunk
 	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(s.chunk))}
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(chunk))}
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
@@ -366,14 +367,36 @@ func (s *Store) rangeAt(ctx context.Context, op, start, end string, rev int64, f
 		if rev == 0 {
 			rev = resp.Header.Revision
 		}
+		size := 0
 		for _, kv := range resp.Kvs {
+			size += len(kv.Key) + len(kv.Value)
 			fn(kv)
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
 			return rev, nil
 		}
 		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		chunk = nextChunk(chunk, size)
 	}
+}
+
+// Paging a scan: etcd counts every key left in the range to answer each
+// page, so a scan of n keys in pages of c costs n²/c. Pages grow while they
+// are small in bytes, which keeps a scan of a million pods near linear,
+// and shrink if they grow large, which bounds one response's memory.
+const (
+	scanPageBytes = 4 << 20
+	maxScanChunk  = 1 << 16
+)
+
+func nextChunk(chunk, pageBytes int) int {
+	switch {
+	case pageBytes < scanPageBytes/2 && chunk < maxScanChunk:
+		return min(2*chunk, maxScanChunk)
+	case pageBytes > 2*scanPageBytes && chunk > 1:
+		return chunk / 2
+	}
+	return chunk
 }
 
 // backoff spaces out retries against an etcd that keeps failing.
