@@ -139,13 +139,11 @@ func (s *bridge) checkLost(pods ...*framework.Pod) {
 func (s *bridge) markLost(node string, pods []*framework.Pod) {
 	var updates []store.PodUpdate
 	for _, p := range pods {
-		src, ok := p.Source.(*berthv1.Pod)
-		// An assumption's record is still pending: not a candidate.
-		if !ok || src == nil || !lostCandidate(src, node) || !s.sched.OwnsPod(p) {
+		// An assumption's record is still pending: MarkNodeLost leaves it.
+		next, err := sourceOf(p)
+		if err != nil || !store.MarkNodeLost(next, node) || !s.sched.OwnsPod(p) {
 			continue
 		}
-		next, _ := sourceOf(p)
-		next.Status.NodeLost = true
 		updates = append(updates, store.PodUpdate{Pod: next, ExpectedModRevision: p.Revision})
 	}
 	if len(updates) == 0 || s.store == nil {
@@ -159,11 +157,7 @@ func (s *bridge) markLost(node string, pods []*framework.Pod) {
 			p := updates[i].Pod
 			if errors.Is(res.Err, store.ErrConflict) {
 				_, _, res.Err = s.store.ModifyPod(ctx, p.GetNamespace(), p.GetName(), p.GetUid(), func(cur *berthv1.Pod) (bool, error) {
-					if !lostCandidate(cur, node) {
-						return false, nil
-					}
-					cur.Status.NodeLost = true
-					return true, nil
+					return store.MarkNodeLost(cur, node), nil
 				})
 			}
 			if res.Err != nil && !errors.Is(res.Err, store.ErrNotFound) && !errors.Is(res.Err, store.ErrConflict) && ctx.Err() == nil {
@@ -171,15 +165,6 @@ func (s *bridge) markLost(node string, pods []*framework.Pod) {
 			}
 		}
 	}()
-}
-
-// lostCandidate: the stored pod holds node and is not marked yet.
-func lostCandidate(p *berthv1.Pod, node string) bool {
-	switch p.GetStatus().GetPhase() {
-	case berthv1.PodPhase_POD_PHASE_BOUND, berthv1.PodPhase_POD_PHASE_RUNNING:
-		return p.GetNodeName() == node && !p.GetStatus().GetNodeLost()
-	}
-	return false
 }
 
 func (s *bridge) logger() *zap.Logger {

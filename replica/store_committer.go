@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/berth-io/berth/convert"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
@@ -22,8 +21,7 @@ import (
 // store's conflicts into the core's.
 //
 // The pod status each decision writes (bound, unschedulable, preempted) is
-// one of the pod lifecycle's transitions; it lives here, beside the write,
-// until the store offers one home for them.
+// one of the pod lifecycle's transitions, the store's (store/lifecycle.go).
 type storeCommitter struct{ store *store.Store }
 
 var (
@@ -65,13 +63,7 @@ func (c storeCommitter) binding(p *framework.Pod, nodeName string) (store.Bindin
 	if err != nil {
 		return store.Binding{}, err
 	}
-	next.NodeName = nodeName
-	next.Status = &berthv1.PodStatus{
-		Phase:       berthv1.PodPhase_POD_PHASE_BOUND,
-		StartTime:   timestamppb.Now(),
-		ScheduledBy: c.store.ReplicaID(),
-		Rejections:  next.GetStatus().GetRejections(), // kept for the pod's life
-	}
+	store.MarkBound(next, nodeName, c.store.ReplicaID(), time.Now())
 	return store.Binding{
 		Pod:                 next,
 		ExpectedModRevision: p.Revision,
@@ -88,13 +80,7 @@ func (c storeCommitter) RecordUnschedulable(ctx context.Context, p *framework.Po
 		return err
 	}
 	diag := convert.DiagnosisToWire(why, time.Now())
-	next.Status = &berthv1.PodStatus{
-		Phase:             berthv1.PodPhase_POD_PHASE_UNSCHEDULABLE,
-		Message:           why.Message,
-		NominatedNodeName: p.NominatedNodeName,
-		Diagnosis:         diag,
-		Rejections:        next.GetStatus().GetRejections(),
-	}
+	store.MarkUnschedulable(next, why.Message, p.NominatedNodeName, diag)
 	return c.update(ctx, p, next)
 }
 
@@ -105,10 +91,7 @@ func (c storeCommitter) RecordUnschedulable(ctx context.Context, p *framework.Po
 func (c storeCommitter) Evict(ctx context.Context, preemptor *framework.Pod, _ string, victims []*framework.Pod) error {
 	by := preemptor.Key()
 	mark := func(p *berthv1.Pod) error {
-		if p.Status == nil {
-			p.Status = &berthv1.PodStatus{}
-		}
-		p.Status.PreemptedBy = by
+		store.MarkPreempted(p, by)
 		return nil
 	}
 	// Marks go out together from the records the cache holds; a victim
@@ -121,7 +104,7 @@ func (c storeCommitter) Evict(ctx context.Context, preemptor *framework.Pod, _ s
 			stale = append(stale, v)
 			continue
 		}
-		_ = mark(next)
+		store.MarkPreempted(next, by)
 		updates = append(updates, store.PodUpdate{Pod: next, ExpectedModRevision: v.Revision})
 	}
 	var errs []error

@@ -7,8 +7,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/store"
@@ -33,29 +31,16 @@ type podStore interface {
 
 // podService takes pods in and answers for them: submit, read, update and
 // delete here; the orchestrator's reports in pod_reports.go; pod groups in
-// podgroup_service.go. admit, UpdatePod and the reports each write one of
-// the pod lifecycle's transitions beside their RPC.
+// podgroup_service.go. The pod lifecycle's transitions they ask for are the
+// store's (store/lifecycle.go).
 type podService struct {
 	berthv1.UnimplementedPodServiceServer
 	store podStore
 	sched Scheduler
 }
 
-// admit prepares a validated pod for storage: Berth owns uid and status.
-func admit(p *berthv1.Pod, now time.Time) *berthv1.Pod {
-	// The store assigns a uid when none is given, after its identical-pod
-	// check, so a plain resubmit stays idempotent.
-	p = proto.Clone(p).(*berthv1.Pod)
-	p.Status = &berthv1.PodStatus{Phase: berthv1.PodPhase_POD_PHASE_PENDING}
-	if p.NodeName != "" {
-		// The orchestrator declares a pod that already runs there.
-		p.Status = &berthv1.PodStatus{Phase: berthv1.PodPhase_POD_PHASE_BOUND, StartTime: timestamppb.New(now)}
-	}
-	return p
-}
-
 func (ps *podService) SubmitPod(ctx context.Context, req *berthv1.SubmitPodRequest) (*berthv1.SubmitPodResponse, error) {
-	res := ps.store.CreatePods(ctx, []*berthv1.Pod{admit(req.GetPod(), time.Now())})[0]
+	res := ps.store.CreatePods(ctx, []*berthv1.Pod{store.Admit(req.GetPod(), time.Now())})[0]
 	if res.Err != nil {
 		return nil, toStatus(res.Err, "pod "+req.GetPod().GetNamespace()+"/"+req.GetPod().GetName())
 	}
@@ -75,7 +60,7 @@ func (ps *podService) SubmitPods(ctx context.Context, req *berthv1.SubmitPodsReq
 			results[i] = &berthv1.SubmitPodResult{Code: int32(st.Code()), Message: st.Message()}
 			continue
 		}
-		valid = append(valid, admit(p, now))
+		valid = append(valid, store.Admit(p, now))
 		index = append(index, i)
 	}
 	for j, res := range ps.store.CreatePods(ctx, valid) {
@@ -115,20 +100,11 @@ func (ps *podService) ListPods(ctx context.Context, req *berthv1.ListPodsRequest
 	return &berthv1.ListPodsResponse{Pods: pods, NextPageToken: next}, nil
 }
 
-// decided reports whether the scheduler has reached a verdict on a pod.
-func decided(p *berthv1.Pod) bool {
-	switch p.GetStatus().GetPhase() {
-	case berthv1.PodPhase_POD_PHASE_PENDING, berthv1.PodPhase_POD_PHASE_UNSPECIFIED:
-		return false
-	}
-	return true
-}
-
 // UpdatePod edits the mutable fields of a pending pod.
 func (ps *podService) UpdatePod(ctx context.Context, req *berthv1.UpdatePodRequest) (*berthv1.UpdatePodResponse, error) {
 	what := "pod " + req.GetNamespace() + "/" + req.GetName()
 	p, rev, err := ps.store.UpdatePod(ctx, req.GetNamespace(), req.GetName(), req.GetUid(), func(p *berthv1.Pod) error {
-		if decided(p) && p.GetStatus().GetPhase() != berthv1.PodPhase_POD_PHASE_UNSCHEDULABLE {
+		if !store.AwaitsPlacement(p.GetStatus().GetPhase()) {
 			return status.Errorf(codes.FailedPrecondition, "%s is %v; only pending pods can be updated", what, p.GetStatus().GetPhase())
 		}
 		if req.GetUpdateSchedulingGates() {

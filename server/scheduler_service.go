@@ -63,16 +63,16 @@ func (ss *schedulerService) WatchBindings(req *berthv1.WatchBindingsRequest, str
 // answer comes from the same durable record every replica sees.
 func (ss *schedulerService) Schedule(ctx context.Context, req *berthv1.ScheduleRequest) (*berthv1.ScheduleResponse, error) {
 	what := "pod " + req.GetPod().GetNamespace() + "/" + req.GetPod().GetName()
-	res := ss.store.CreatePods(ctx, []*berthv1.Pod{admit(req.GetPod(), time.Now())})[0]
+	res := ss.store.CreatePods(ctx, []*berthv1.Pod{store.Admit(req.GetPod(), time.Now())})[0]
 	if res.Err != nil {
 		return nil, toStatus(res.Err, what)
 	}
-	if decided(res.Pod) {
+	if store.Decided(res.Pod.GetStatus().GetPhase()) {
 		return &berthv1.ScheduleResponse{Pod: res.Pod, Revision: res.Revision}, nil
 	}
 	uid := res.Pod.GetUid()
 	p, rev, err := ss.store.WaitPod(ctx, res.Pod.GetNamespace(), res.Pod.GetName(), res.Revision+1, func(p *berthv1.Pod) bool {
-		return p.GetUid() == uid && decided(p)
+		return p.GetUid() == uid && store.Decided(p.GetStatus().GetPhase())
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -97,7 +97,7 @@ func (ss *schedulerService) Explain(ctx context.Context, req *berthv1.ExplainReq
 		}
 		wire, rev = p, r
 	} else {
-		wire = admit(req.GetPod(), time.Now())
+		wire = store.Admit(req.GetPod(), time.Now())
 		wire.NodeName = ""
 	}
 	ex, err := ss.sched.Explain(ctx, convert.PodToCore(wire, rev))

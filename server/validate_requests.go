@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/store"
 )
 
 // requestRule checks one request type's fields.
@@ -85,7 +86,7 @@ var requestRules = indexRules(
 	}),
 	rule(func(v *violations, r *berthv1.CompletePodRequest) {
 		validatePodReport(v, r.GetNamespace(), r.GetName(), r.GetUid(), "", "message", r.GetMessage())
-		if p := r.GetPhase(); p != berthv1.PodPhase_POD_PHASE_SUCCEEDED && p != berthv1.PodPhase_POD_PHASE_FAILED {
+		if p := r.GetPhase(); !store.Finished(p) {
 			v.add("phase", "must be POD_PHASE_SUCCEEDED or POD_PHASE_FAILED, got %v", p)
 		}
 	}),

@@ -56,6 +56,19 @@ func Finished(phase berthv1.PodPhase) bool {
 	return phase == berthv1.PodPhase_POD_PHASE_SUCCEEDED || phase == berthv1.PodPhase_POD_PHASE_FAILED
 }
 
+// Decided tells whether the scheduler has reached a verdict on a pod in
+// phase: it left PENDING (placed, found unschedulable, or finished).
+func Decided(phase berthv1.PodPhase) bool {
+	return phase != berthv1.PodPhase_POD_PHASE_PENDING && phase != berthv1.PodPhase_POD_PHASE_UNSPECIFIED
+}
+
+// AwaitsPlacement tells whether a pod in phase still waits for a node
+// (undecided, or UNSCHEDULABLE and to be tried again), so what steers its
+// scheduling may still change.
+func AwaitsPlacement(phase berthv1.PodPhase) bool {
+	return !Decided(phase) || phase == berthv1.PodPhase_POD_PHASE_UNSCHEDULABLE
+}
+
 // holdsNode tells whether a stored pod occupies a node: the binding
 // stream's sense of bound.
 func holdsNode(p *berthv1.Pod) bool {

@@ -70,7 +70,15 @@ func outcomeOf(t *testing.T, write bool, err error) outcome {
 func TestPhasePredicates(t *testing.T) {
 	holds := map[berthv1.PodPhase]bool{bound: true, running: true}
 	finished := map[berthv1.PodPhase]bool{succeeded: true, failed: true}
+	undecided := map[berthv1.PodPhase]bool{unspecified: true, pending: true}
+	awaits := map[berthv1.PodPhase]bool{unspecified: true, pending: true, unschedulable: true}
 	for _, ph := range allPhases {
+		if got := Decided(ph); got != !undecided[ph] {
+			t.Errorf("Decided(%v) = %v, want %v", ph, got, !undecided[ph])
+		}
+		if got := AwaitsPlacement(ph); got != awaits[ph] {
+			t.Errorf("AwaitsPlacement(%v) = %v, want %v", ph, got, awaits[ph])
+		}
 		if got := HoldsNode(ph); got != holds[ph] {
 			t.Errorf("HoldsNode(%v) = %v, want %v", ph, got, holds[ph])
 		}
