@@ -82,11 +82,14 @@ func decodeMessages[T proto.Message](data []byte, newMsg func() T) ([]T, error) 
 			items = list
 		}
 		for j, item := range items {
+			m := newMsg()
+			if err := amountsToWire(item, m.ProtoReflect().Descriptor(), ""); err != nil {
+				return nil, fmt.Errorf("document %d, item %d: %w", i+1, j+1, err)
+			}
 			raw, err := json.Marshal(item)
 			if err != nil {
 				return nil, fmt.Errorf("document %d, item %d: %w", i+1, j+1, err)
 			}
-			m := newMsg()
 			if err := protojson.Unmarshal(raw, m); err != nil {
 				return nil, fmt.Errorf("document %d, item %d: %w", i+1, j+1, err)
 			}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
@@ -46,43 +45,43 @@ func (p printer) structured() bool { return p.format != formatTable }
 
 // object writes one message as JSON or YAML.
 func (p printer) object(m proto.Message) error {
-	raw, err := protojson.Marshal(m)
+	tree, err := humanTree(m)
 	if err != nil {
 		return err
 	}
-	return p.raw(raw)
+	return p.tree(tree)
 }
 
 // list writes messages as one JSON array or YAML sequence.
 func list[T proto.Message](p printer, ms []T) error {
-	raws := make([]json.RawMessage, 0, len(ms))
+	seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 	for _, m := range ms {
-		raw, err := protojson.Marshal(m)
+		tree, err := humanTree(m)
 		if err != nil {
 			return err
 		}
-		raws = append(raws, raw)
+		seq.Content = append(seq.Content, tree)
 	}
-	arr, err := json.Marshal(raws)
-	if err != nil {
-		return err
-	}
-	return p.raw(arr)
+	return p.tree(seq)
 }
 
-// raw re-indents protojson output, whose spacing protojson deliberately
-// varies between builds, so the output is stable.
-func (p printer) raw(compact []byte) error {
+// tree writes protojson output, rewritten by humanTree, re-indented:
+// protojson deliberately varies its spacing between builds, and the output
+// should be stable.
+func (p printer) tree(n *yaml.Node) error {
 	if p.format == formatYAML {
-		out, err := yamlFromJSON(compact)
+		out, err := blockYAML(n)
 		if err != nil {
 			return err
 		}
 		_, err = p.w.Write(out)
 		return err
 	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, compact, "", "  "); err != nil {
+	var compact, buf bytes.Buffer
+	if err := writeJSON(&compact, n); err != nil {
+		return err
+	}
+	if err := json.Indent(&buf, compact.Bytes(), "", "  "); err != nil {
 		return err
 	}
 	buf.WriteByte('\n')
@@ -90,12 +89,9 @@ func (p printer) raw(compact []byte) error {
 	return err
 }
 
-// yamlFromJSON converts JSON to block-style YAML, keeping the key order.
-func yamlFromJSON(data []byte) ([]byte, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, err
-	}
+// blockYAML writes a tree read from JSON as block-style YAML, keeping the
+// key order.
+func blockYAML(doc *yaml.Node) ([]byte, error) {
 	var clearStyle func(n *yaml.Node)
 	clearStyle = func(n *yaml.Node) {
 		n.Style = 0 // JSON arrives as flow style with quoted strings
@@ -103,11 +99,11 @@ func yamlFromJSON(data []byte) ([]byte, error) {
 			clearStyle(c)
 		}
 	}
-	clearStyle(&doc)
+	clearStyle(doc)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return nil, err
 	}
 	if err := enc.Close(); err != nil {

@@ -135,8 +135,8 @@ func TestStructuredOutput(t *testing.T) {
 		want := `{
   "name": "n1",
   "allocatable": {
-    "cpu": "500",
-    "memory": "1024"
+    "cpu": "500m",
+    "memory": "1Ki"
   },
   "unschedulable": true
 }
@@ -151,8 +151,9 @@ func TestStructuredOutput(t *testing.T) {
 		if err := p.object(&berthv1.Node{Name: "n1", Allocatable: map[string]int64{"cpu": 500}, Labels: map[string]string{"version": "1.0"}}); err != nil {
 			t.Fatal(err)
 		}
-		// Strings that YAML would read as numbers or booleans stay quoted.
-		want := "name: n1\nallocatable:\n  cpu: \"500\"\nlabels:\n  version: \"1.0\"\n"
+		// Strings that YAML would read as numbers or booleans stay quoted;
+		// amounts are quantities, as the table shows them.
+		want := "name: n1\nallocatable:\n  cpu: 500m\nlabels:\n  version: \"1.0\"\n"
 		if diff := cmp.Diff(want, buf.String()); diff != "" {
 			t.Errorf("yaml (-want,+got):\n%s", diff)
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/berth-io/berth/clients/go/berthtest"
@@ -60,12 +60,9 @@ func TestRunNodeCommands(t *testing.T) {
 
 	// Global flags work before and after the command name.
 	out = mustInvoke(t, srv, "-o", "json", "node", "get", "n3")
-	var resp berthv1.GetNodeResponse
-	if err := protojson.Unmarshal([]byte(out), &resp); err != nil {
-		t.Fatalf("node get -o json printed %q: %v", out, err)
-	}
+	resp := decodeOne(t, out, func() *berthv1.GetNodeResponse { return new(berthv1.GetNodeResponse) })
 	if resp.GetNode().GetAllocatable()["cpu"] != 2000 || resp.GetUsage() == nil {
-		t.Errorf("node get -o json = %v, want n3 with cpu 2000 and a usage", &resp)
+		t.Errorf("node get -o json = %v, want n3 with cpu 2000 and a usage", resp)
 	}
 	mustInvoke(t, srv, "pod", "submit", "p", "--node", "n3", "--cpu", "500m")
 	out = mustInvoke(t, srv, "node", "get", "n3", "--timeout", "5s")
@@ -145,16 +142,13 @@ func TestRunPodCommands(t *testing.T) {
 	}
 
 	out = mustInvoke(t, srv, "pod", "get", "web", "-n", "team-a", "-o", "json")
-	var got berthv1.Pod
-	if err := protojson.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatal(err)
-	}
+	got := decodeOne(t, out, newPod)
 	wantPod := &berthv1.Pod{
 		Namespace: "team-a", Name: "web", Uid: "uid-1", Priority: 5,
 		Containers: []*berthv1.Container{{Name: "main", Requests: map[string]int64{"cpu": 500, "memory": 1 << 30}}},
 		Status:     &berthv1.PodStatus{Phase: berthv1.PodPhase_POD_PHASE_PENDING},
 	}
-	if diff := cmp.Diff(wantPod, &got, protocmp.Transform()); diff != "" {
+	if diff := cmp.Diff(wantPod, got, protocmp.Transform()); diff != "" {
 		t.Errorf("pod get (-want,+got):\n%s", diff)
 	}
 
@@ -228,6 +222,17 @@ func TestRunErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// decodeOne reads the one message -o json or yaml printed, quantities and
+// all, as -f would.
+func decodeOne[T proto.Message](t *testing.T, out string, newMsg func() T) T {
+	t.Helper()
+	msgs, err := decodeMessages([]byte(out), newMsg)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("reading back %q: %d messages, %v", out, len(msgs), err)
+	}
+	return msgs[0]
 }
 
 // hasRow reports whether a line of table holds exactly the given cells.
