@@ -3,14 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"iter"
 	"os"
 	"strings"
-	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -40,26 +40,12 @@ type cli struct {
 	global         globals
 }
 
-// globals are the flags every command accepts, before or after its name.
-type globals struct {
-	addr    string
-	output  string
-	timeout time.Duration
-}
-
-func (g *globals) register(fs *flag.FlagSet) {
-	// The current values are the defaults, so a flag given before the
-	// command name survives the parsing of the command's own flags.
-	fs.StringVar(&g.addr, "addr", g.addr, "server `address` (env BERTH_ADDR)")
-	fs.StringVar(&g.output, "o", g.output, "output `format`: table, json or yaml")
-	fs.DurationVar(&g.timeout, "timeout", g.timeout, "time limit of the command, 0 for none (watch has none)")
-}
-
 // runFunc runs a command with its positional arguments, after its flags
 // have been parsed.
 type runFunc func(ctx context.Context, args []string) error
 
-// command is one entry of the command table.
+// command is one entry of the command table, from which the cobra tree is
+// built.
 type command struct {
 	name    string // e.g. "node add"
 	args    string // synopsis of the positional arguments
@@ -67,96 +53,171 @@ type command struct {
 	// streaming commands run until interrupted; --timeout does not apply.
 	streaming bool
 	// setup registers the command's flags and returns what runs it.
-	setup func(c *cli, fs *flag.FlagSet) runFunc
+	setup func(c *cli, fs *pflag.FlagSet) runFunc
 }
 
 func commands() []command {
 	return []command{
 		{name: "node add", args: "NAME [flags] | -f FILE", summary: "Create or replace nodes", setup: (*cli).nodeAdd},
-		{name: "node list", summary: "List nodes", setup: (*cli).nodeList},
+		{name: "node list", args: "[-l SELECTOR]", summary: "List nodes", setup: (*cli).nodeList},
 		{name: "node get", args: "NAME", summary: "Show a node and what its pods request", setup: (*cli).nodeGet},
 		{name: "node delete", args: "NAME", summary: "Delete a node", setup: (*cli).nodeDelete},
 		{name: "node renew", args: "NAME", summary: "Renew a node's lease (keep it reachable)", setup: (*cli).nodeRenew},
 		{name: "pod submit", args: "NAME [flags] | -f FILE", summary: "Submit pods for scheduling", setup: (*cli).podSubmit},
-		{name: "pod list", summary: "List pods", setup: (*cli).podList},
+		{name: "pod list", args: "[-n NS | -A] [-l SELECTOR]", summary: "List pods", setup: (*cli).podList},
 		{name: "pod get", args: "NAME", summary: "Show a pod and why it is not scheduled", setup: (*cli).podGet},
-		{name: "pod delete", args: "NAME", summary: "Delete a pod", setup: (*cli).podDelete},
+		{name: "pod delete", args: "NAME | -l SELECTOR | --all", summary: "Delete a pod, or the pods of a namespace that match", setup: (*cli).podDelete},
 		{name: "pod confirm", args: "NAME", summary: "Report that a bound pod started (RUNNING)", setup: (*cli).podConfirm},
 		{name: "pod reject", args: "NAME", summary: "Report that the node could not start a pod", setup: (*cli).podReject},
 		{name: "pod complete", args: "NAME --phase P", summary: "Report that a pod finished", setup: (*cli).podComplete},
 		{name: "podgroup apply", args: "NAME [flags] | -f FILE", summary: "Create or replace pod groups (gangs)", setup: (*cli).podGroupApply},
-		{name: "podgroup list", summary: "List pod groups", setup: (*cli).podGroupList},
+		{name: "podgroup list", args: "[-n NS | -A]", summary: "List pod groups", setup: (*cli).podGroupList},
 		{name: "podgroup get", args: "NAME", summary: "Show a pod group and how many members are bound", setup: (*cli).podGroupGet},
 		{name: "podgroup delete", args: "NAME", summary: "Delete a pod group", setup: (*cli).podGroupDelete},
 		{name: "explain", args: "NAME | -f FILE", summary: "Dry-run a pod: every node's verdict and scores", setup: (*cli).explain},
 		{name: "watch", summary: "Print binding events until interrupted", streaming: true, setup: (*cli).watch},
+		{name: "version", summary: "Print the version berthctl was built from", setup: (*cli).version},
 	}
 }
 
-// lookup finds the command named by the first one or two words of args.
-func lookup(args []string) (command, []string, bool) {
-	for _, cmd := range commands() {
-		words := strings.Fields(cmd.name)
-		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == cmd.name {
-			return cmd, args[len(words):], true
-		}
-	}
-	return command{}, nil, false
+// Summaries of the commands that only group others.
+var groupSummaries = map[string]string{
+	"node":     "Manage nodes",
+	"pod":      "Manage pods",
+	"podgroup": "Manage pod groups",
 }
 
 func (c *cli) run(ctx context.Context, args []string) int {
-	c.global = globals{addr: berth.DefaultAddr, output: formatTable, timeout: 10 * time.Second}
-	if addr := c.getenv("BERTH_ADDR"); addr != "" {
-		c.global.addr = addr
-	}
-	top := flag.NewFlagSet("berthctl", flag.ContinueOnError)
-	top.SetOutput(c.stderr)
-	c.global.register(top)
-	top.Usage = func() { c.usage(top) }
-	if err := top.Parse(args); err != nil {
-		return parseFailure(err)
-	}
-	cmd, rest, ok := lookup(top.Args())
-	if !ok {
-		if top.NArg() == 1 && top.Arg(0) == "help" {
-			c.usage(top)
-			return exitOK
-		}
-		if top.NArg() > 0 {
-			fmt.Fprintf(c.stderr, "berthctl: unknown command %q\n\n", strings.Join(top.Args(), " "))
-		}
-		c.usage(top)
-		return exitUsage
-	}
-
-	fs := flag.NewFlagSet("berthctl "+cmd.name, flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	c.global.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(c.stderr, "usage: berthctl %s %s\n\n%s.\n\nflags:\n", cmd.name, cmd.args, cmd.summary)
-		fs.PrintDefaults()
-	}
-	runCmd := cmd.setup(c, fs)
-	positional, err := parseArgs(fs, rest)
-	if err != nil {
-		return parseFailure(err)
-	}
-	if !cmd.streaming && c.global.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.global.timeout)
-		defer cancel()
-	}
-	return c.fail(runCmd(ctx, positional))
+	root := c.rootCommand()
+	root.SetArgs(args)
+	return c.fail(root.ExecuteContext(ctx))
 }
 
-func (c *cli) usage(top *flag.FlagSet) {
-	fmt.Fprintf(c.stderr, "usage: berthctl [global flags] COMMAND [flags]\n\ncommands:\n")
-	for _, cmd := range commands() {
-		fmt.Fprintf(c.stderr, "  %-16s %-26s %s\n", cmd.name, cmd.args, cmd.summary)
+// rootCommand builds the cobra tree from the command table.
+func (c *cli) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "berthctl [global flags] COMMAND [flags]",
+		Short:         "Command-line client of the Berth scheduler",
+		SilenceErrors: true, // fail reports them, with the exit code
+		SilenceUsage:  true,
+		Args:          cobra.ArbitraryArgs,
+		RunE:          c.unknownCommand,
+
+		SuggestionsMinimumDistance: 2,
 	}
-	fmt.Fprintf(c.stderr, "\nglobal flags (also accepted after the command):\n")
-	top.PrintDefaults()
-	fmt.Fprintf(c.stderr, "\nRun 'berthctl COMMAND -h' for the flags of a command.\n")
+	root.SetIn(c.stdin)
+	root.SetOut(c.stdout)
+	root.SetErr(c.stderr)
+	// Help goes to stderr, as it did before cobra: stdout carries only
+	// what a command produces (and completion scripts).
+	root.SetHelpFunc(c.help)
+	root.SetUsageFunc(func(cmd *cobra.Command) error { c.help(cmd, nil); return nil })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		msg := err.Error()
+		// The wording of the flag package, which scripts may match.
+		for _, p := range []string{"unknown flag: ", "unknown shorthand flag: "} {
+			if rest, ok := strings.CutPrefix(msg, p); ok {
+				msg = "flag provided but not defined: " + rest
+			}
+		}
+		return usageError{msg}
+	})
+	c.global.register(root.PersistentFlags(), c.getenv)
+
+	groups := map[string]*cobra.Command{}
+	for _, spec := range commands() {
+		parent := root
+		words := strings.Fields(spec.name)
+		for _, w := range words[:len(words)-1] {
+			g, ok := groups[w]
+			if !ok {
+				g = &cobra.Command{Use: w + " COMMAND", Short: groupSummaries[w], Args: cobra.ArbitraryArgs, RunE: c.unknownCommand,
+					SuggestionsMinimumDistance: 2}
+				groups[w] = g
+				parent.AddCommand(g)
+			}
+			parent = g
+		}
+		parent.AddCommand(c.leafCommand(spec, words[len(words)-1]))
+	}
+	return root
+}
+
+// leafCommand is the cobra command that runs spec.
+func (c *cli) leafCommand(spec command, word string) *cobra.Command {
+	use := word
+	if spec.args != "" {
+		use += " " + spec.args
+	}
+	cmd := &cobra.Command{Use: use, Short: spec.summary, Args: cobra.ArbitraryArgs}
+	runCmd := spec.setup(c, cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		if !spec.streaming && c.global.timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.global.timeout)
+			defer cancel()
+		}
+		return runCmd(ctx, args)
+	}
+	return cmd
+}
+
+// unknownCommand runs for a command that only groups others: without a
+// subcommand it shows the usage; with a wrong one it suggests near names.
+func (c *cli) unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		c.help(cmd, nil)
+		return errUsageShown
+	}
+	msg := fmt.Sprintf("unknown command %q", strings.TrimPrefix(cmd.CommandPath()+" "+strings.Join(args, " "), cmd.Root().Name()+" "))
+	if suggestions := cmd.SuggestionsFor(args[0]); len(suggestions) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(suggestions, "\n\t")
+	}
+	return usageError{msg}
+}
+
+// help writes the usage of cmd: every command below it, with its
+// arguments, its own flags and the global ones.
+func (c *cli) help(cmd *cobra.Command, _ []string) {
+	w := c.stderr
+	fmt.Fprintf(w, "usage: %s\n\n%s.\n", cmd.UseLine(), cmd.Short)
+	if cmd.HasAvailableSubCommands() {
+		fmt.Fprintf(w, "\ncommands:\n")
+		tw := newTable(w)
+		var walk func(*cobra.Command)
+		walk = func(sub *cobra.Command) {
+			for _, s := range sub.Commands() {
+				if !s.IsAvailableCommand() {
+					continue
+				}
+				if s.Name() == "completion" { // one line, not one per shell
+					fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Name(), "bash|zsh|fish|powershell", "Print a shell completion script")
+					continue
+				}
+				if s.HasAvailableSubCommands() {
+					walk(s)
+					continue
+				}
+				path := strings.TrimPrefix(s.CommandPath(), cmd.Root().Name()+" ")
+				_, args, _ := strings.Cut(s.Use, " ")
+				fmt.Fprintf(tw, "  %s\t%s\t%s\n", path, args, s.Short)
+			}
+		}
+		walk(cmd)
+		tw.Flush()
+	}
+	if cmd.HasAvailableLocalFlags() && cmd.HasParent() {
+		fmt.Fprintf(w, "\nflags:\n%s", cmd.LocalFlags().FlagUsages())
+	}
+	global := cmd.InheritedFlags()
+	if !cmd.HasParent() {
+		global = cmd.PersistentFlags()
+	}
+	fmt.Fprintf(w, "\nglobal flags (also accepted after the command):\n%s", global.FlagUsages())
+	if cmd.HasAvailableSubCommands() {
+		fmt.Fprintf(w, "\nRun 'berthctl COMMAND -h' for the flags of a command.\n")
+	}
 }
 
 // usageError is a mistake on the command line.
@@ -168,14 +229,8 @@ func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Sprintf(format, args...)}
 }
 
-// parseFailure is the exit code after a flag parsing error, which the flag
-// package has already reported along with the usage.
-func parseFailure(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	return exitUsage
-}
+// errUsageShown fails a command line whose usage was already printed.
+var errUsageShown = errors.New("usage shown")
 
 // fail reports err, if any, on stderr and returns the exit code for it.
 func (c *cli) fail(err error) int {
@@ -183,6 +238,8 @@ func (c *cli) fail(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.Is(err, errUsageShown):
+		return exitUsage
 	case errors.As(err, &ue):
 		fmt.Fprintf(c.stderr, "berthctl: %s\nRun with -h for usage.\n", ue.msg)
 		return exitUsage
@@ -216,11 +273,6 @@ func printError(w io.Writer, err error) {
 			}
 		}
 	}
-}
-
-// dial connects to the server named by --addr.
-func (c *cli) dial(ctx context.Context) (*berth.Client, error) {
-	return berth.Dial(ctx, c.global.addr)
 }
 
 // printer returns the printer of -o, on stdout.

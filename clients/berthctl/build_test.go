@@ -1,11 +1,11 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/testing/protocmp"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
@@ -13,16 +13,15 @@ import (
 
 // parseInto registers flags with register, parses args like the CLI does
 // and returns the positional arguments.
-func parseInto(t *testing.T, register func(*flag.FlagSet), args ...string) []string {
+func parseInto(t *testing.T, register func(*pflag.FlagSet), args ...string) []string {
 	t.Helper()
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	register(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := fs.Parse(args); err != nil {
 		t.Fatalf("parse %v: %v", args, err)
 	}
-	return pos
+	return fs.Args()
 }
 
 func TestNodeFromFlags(t *testing.T) {
@@ -138,8 +137,8 @@ func TestPodFromFlags(t *testing.T) {
 func TestParseArgsInterspersed(t *testing.T) {
 	var verbose bool
 	var labels listFlag
-	register := func(fs *flag.FlagSet) {
-		fs.BoolVar(&verbose, "v", false, "")
+	register := func(fs *pflag.FlagSet) {
+		fs.BoolVarP(&verbose, "verbose", "v", false, "") // pflag: one letter is a shorthand
 		fs.Var(&labels, "label", "")
 	}
 	pos := parseInto(t, register, "a", "--label", "x=1", "b", "-v", "--label=y=2", "--", "-c", "--label")

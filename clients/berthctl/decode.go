@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -39,7 +39,7 @@ func readMessages[T proto.Message](path string, stdin io.Reader, newMsg func() T
 // specsFromFileOrFlags returns what a create-style command acts on: the
 // messages of -f FILE (then no NAME and no spec flag may be given), or the
 // one message the spec flags describe for the NAME argument.
-func specsFromFileOrFlags[T proto.Message](c *cli, fs *flag.FlagSet, file string, specFlags, args []string, newMsg func() T, build func(name string) (T, error)) ([]T, error) {
+func specsFromFileOrFlags[T proto.Message](c *cli, fs *pflag.FlagSet, file string, specFlags, args []string, newMsg func() T, build func(name string) (T, error)) ([]T, error) {
 	if file == "" {
 		if err := wantArgs(args, "NAME"); err != nil {
 			return nil, err

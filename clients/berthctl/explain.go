@@ -2,20 +2,21 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	berth "github.com/berth-io/berth/clients/go"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
 
 // explain dry-runs a stored pending pod (by name) or a pod from a file.
-func (c *cli) explain(fs *flag.FlagSet) runFunc {
+func (c *cli) explain(fs *pflag.FlagSet) runFunc {
 	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the stored pod")
-	file := fs.String("f", "", "explain the pod in `FILE` (YAML or JSON berth.v1.Pod; - for stdin) instead of a stored one")
+	file := fs.StringP("filename", "f", "", "explain the pod in `FILE` (YAML or JSON berth.v1.Pod; - for stdin) instead of a stored one")
 	return func(ctx context.Context, args []string) error {
 		req := &berthv1.ExplainRequest{}
 		check := func() error {

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/proto"
 
 	berth "github.com/berth-io/berth/clients/go"
@@ -21,7 +21,7 @@ type podReportFlags struct {
 	uid       *string
 }
 
-func (f *podReportFlags) register(fs *flag.FlagSet) {
+func (f *podReportFlags) register(fs *pflag.FlagSet) {
 	f.namespace = namespaceFlag(fs, defaultNamespace, "`namespace` of the pod")
 	f.uid = fs.String("uid", "", "report about the pod with this `uid` only (default: whatever pod has the name now)")
 }
@@ -59,7 +59,7 @@ func (c *cli) podReport(ctx context.Context, args []string, f *podReportFlags,
 	})
 }
 
-func (c *cli) podConfirm(fs *flag.FlagSet) runFunc {
+func (c *cli) podConfirm(fs *pflag.FlagSet) runFunc {
 	var f podReportFlags
 	f.register(fs)
 	node := fs.String("node", "", "the `node` the pod started on; must be the pod's node")
@@ -75,7 +75,7 @@ func (c *cli) podConfirm(fs *flag.FlagSet) runFunc {
 	}
 }
 
-func (c *cli) podReject(fs *flag.FlagSet) runFunc {
+func (c *cli) podReject(fs *pflag.FlagSet) runFunc {
 	var f podReportFlags
 	f.register(fs)
 	node := fs.String("node", "", "the `node` that could not start the pod; must be the pod's node")
@@ -96,7 +96,7 @@ func (c *cli) podReject(fs *flag.FlagSet) runFunc {
 	}
 }
 
-func (c *cli) podComplete(fs *flag.FlagSet) runFunc {
+func (c *cli) podComplete(fs *pflag.FlagSet) runFunc {
 	var f podReportFlags
 	f.register(fs)
 	phase := fs.String("phase", "", "how the pod ended: succeeded or failed (required)")
@@ -117,7 +117,7 @@ func (c *cli) podComplete(fs *flag.FlagSet) runFunc {
 	}
 }
 
-func (c *cli) nodeRenew(fs *flag.FlagSet) runFunc {
+func (c *cli) nodeRenew(fs *pflag.FlagSet) runFunc {
 	return func(ctx context.Context, args []string) error {
 		return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {
 			ttl, restored, err := client.RenewNodeLease(ctx, name)

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
@@ -14,35 +14,14 @@ type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+func (l *listFlag) Type() string       { return "strings" }
 
-var _ flag.Value = (*listFlag)(nil)
-
-// parseArgs parses flags that may appear before, between or after the
-// positional arguments ("node add n1 --cpu 4" as well as "node add --cpu 4
-// n1"), which flag.Parse alone does not allow. Everything after "--" is
-// positional.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var tail []string
-	if i := slices.Index(args, "--"); i >= 0 {
-		args, tail = args[:i], args[i+1:]
-	}
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return append(positional, tail...), nil
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
+var _ pflag.Value = (*listFlag)(nil)
 
 // setFlags returns the names of the flags given on the command line.
-func setFlags(fs *flag.FlagSet) map[string]bool {
+func setFlags(fs *pflag.FlagSet) map[string]bool {
 	set := make(map[string]bool)
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
 	return set
 }
 

@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	berth "github.com/berth-io/berth/clients/go"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
@@ -22,7 +23,7 @@ type nodeSpecFlags struct {
 // nodeSpecFlagNames are the flags that conflict with -f.
 var nodeSpecFlagNames = []string{"cpu", "memory", "ephemeral-storage", "pods", "label", "taint", "resource", "unschedulable", "lease-ttl"}
 
-func (f *nodeSpecFlags) register(fs *flag.FlagSet) {
+func (f *nodeSpecFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.cpu, "cpu", "", "allocatable cpu: cores (\"4\") or millicores (\"3500m\")")
 	fs.StringVar(&f.memory, "memory", "", "allocatable memory, e.g. 8Gi")
 	fs.StringVar(&f.ephemeralStorage, "ephemeral-storage", "", "allocatable ephemeral storage, e.g. 100Gi")
@@ -71,10 +72,10 @@ func (f *nodeSpecFlags) build(name string) (*berthv1.Node, error) {
 	return n, nil
 }
 
-func (c *cli) nodeAdd(fs *flag.FlagSet) runFunc {
+func (c *cli) nodeAdd(fs *pflag.FlagSet) runFunc {
 	var spec nodeSpecFlags
 	spec.register(fs)
-	file := fs.String("f", "", "read nodes from `FILE`: a YAML or JSON berth.v1.Node, a list, or several YAML documents (- for stdin)")
+	file := fs.StringP("filename", "f", "", "read nodes from `FILE`: a YAML or JSON berth.v1.Node, a list, or several YAML documents (- for stdin)")
 	return func(ctx context.Context, args []string) error {
 		var nodes []*berthv1.Node
 		check := func() (err error) {
@@ -96,7 +97,7 @@ func (c *cli) nodeAdd(fs *flag.FlagSet) runFunc {
 }
 
 // conflictsWithFile rejects spec flags given together with -f.
-func conflictsWithFile(fs *flag.FlagSet, specFlags []string) error {
+func conflictsWithFile(fs *pflag.FlagSet, specFlags []string) error {
 	set := setFlags(fs)
 	for _, name := range specFlags {
 		if set[name] {
@@ -106,23 +107,38 @@ func conflictsWithFile(fs *flag.FlagSet, specFlags []string) error {
 	return nil
 }
 
-func (c *cli) nodeList(fs *flag.FlagSet) runFunc {
+func (c *cli) nodeList(fs *pflag.FlagSet) runFunc {
 	limit := fs.Int("limit", 0, "show at most `N` nodes, 0 for all")
+	labels := fs.StringP("selector", "l", "", "only nodes whose labels match, e.g. zone=a,disk!=hdd or 'zone in (a,b)'")
 	return func(ctx context.Context, args []string) error {
-		return c.connect(ctx, noArgs(args), func(p printer, client *berth.Client) error {
-			nodes, err := collect(client.AllNodes(ctx), *limit)
+		var sel selector
+		check := func() (err error) {
+			if err = wantArgs(args); err != nil {
+				return err
+			}
+			if sel, err = parseSelector(*labels); err != nil {
+				return usageError{err.Error()}
+			}
+			return nil
+		}
+		return c.connect(ctx, check, func(p printer, client *berth.Client) error {
+			// With a selector, --limit counts the nodes that match.
+			nodes, err := collect(filterSeq(client.AllNodes(ctx), sel), *limit)
 			if err != nil {
 				return err
 			}
-			if p.structured() {
+			switch {
+			case p.structured():
 				return list(p, nodes)
+			case p.wide():
+				return nodeWideTable(c.stdout, nodes)
 			}
 			return nodeTable(c.stdout, nodes)
 		})
 	}
 }
 
-func (c *cli) nodeGet(fs *flag.FlagSet) runFunc {
+func (c *cli) nodeGet(fs *pflag.FlagSet) runFunc {
 	return func(ctx context.Context, args []string) error {
 		return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {
 			node, usage, err := client.GetNode(ctx, name)
@@ -138,7 +154,7 @@ func (c *cli) nodeGet(fs *flag.FlagSet) runFunc {
 	}
 }
 
-func (c *cli) nodeDelete(fs *flag.FlagSet) runFunc {
+func (c *cli) nodeDelete(fs *pflag.FlagSet) runFunc {
 	return func(ctx context.Context, args []string) error {
 		return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {
 			rev, err := client.DeleteNode(ctx, name)

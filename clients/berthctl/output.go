@@ -22,6 +22,7 @@ const (
 	formatTable = "table"
 	formatJSON  = "json"
 	formatYAML  = "yaml"
+	formatWide  = "wide" // the table with more columns
 )
 
 // printer writes resources in the chosen format. In JSON a list is one
@@ -34,14 +35,17 @@ type printer struct {
 
 func newPrinter(format string, w io.Writer) (printer, error) {
 	switch format {
-	case formatTable, formatJSON, formatYAML:
+	case formatTable, formatWide, formatJSON, formatYAML:
 		return printer{format: format, w: w}, nil
 	}
-	return printer{}, usageErrorf("invalid output format %q: want table, json or yaml", format)
+	return printer{}, usageErrorf("invalid output format %q: want table, wide, json or yaml", format)
 }
 
 // structured reports whether the format is JSON or YAML.
-func (p printer) structured() bool { return p.format != formatTable }
+func (p printer) structured() bool { return p.format == formatJSON || p.format == formatYAML }
+
+// wide reports whether tables get their extra columns.
+func (p printer) wide() bool { return p.format == formatWide }
 
 // object writes one message as JSON or YAML.
 func (p printer) object(m proto.Message) error {
@@ -134,6 +138,42 @@ func nodeTable(w io.Writer, nodes []*berthv1.Node) error {
 	return tw.Flush()
 }
 
+// nodeWideTable is nodeTable with the rest of what a node offers and its
+// labels.
+func nodeWideTable(w io.Writer, nodes []*berthv1.Node) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "NAME\tCPU\tMEMORY\tPODS\tEPHEMERAL-STORAGE\tOTHER RESOURCES\tTAINTS\tLEASE\tSTATUS\tLABELS")
+	for _, n := range nodes {
+		status := "Schedulable"
+		switch {
+		case n.GetUnreachable():
+			status = "Unreachable"
+		case n.GetUnschedulable():
+			status = "Cordoned"
+		}
+		a := n.GetAllocatable()
+		var other []string
+		for _, r := range resourceNames(a) {
+			if !slices.Contains([]string{"cpu", "memory", "pods", "ephemeral-storage"}, r) {
+				other = append(other, r+"="+formatQuantity(r, a[r]))
+			}
+		}
+		lease := "<none>"
+		if ttl := n.GetLeaseTtlSeconds(); ttl > 0 {
+			lease = fmt.Sprintf("%ds", ttl)
+		}
+		taints := make([]string, 0, len(n.GetTaints()))
+		for _, t := range n.GetTaints() {
+			taints = append(taints, formatTaint(t))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.GetName(),
+			formatQuantity("cpu", a["cpu"]), formatQuantity("memory", a["memory"]), formatQuantity("pods", a["pods"]),
+			formatQuantity("ephemeral-storage", a["ephemeral-storage"]), orNone(strings.Join(other, ",")),
+			orNone(strings.Join(taints, ",")), lease, status, formatMap(n.GetLabels()))
+	}
+	return tw.Flush()
+}
+
 // nodeDetail describes one node with what its pods request against what it
 // offers.
 func nodeDetail(w io.Writer, n *berthv1.Node, usage *berthv1.NodeUsage) error {
@@ -207,6 +247,21 @@ func podTable(w io.Writer, pods []*berthv1.Pod) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.GetNamespace(), p.GetName(),
 			phaseName(p.GetStatus().GetPhase()), orNone(p.GetNodeName()), p.GetPriority(),
 			formatQuantity("cpu", req["cpu"]), formatQuantity("memory", req["memory"]))
+	}
+	return tw.Flush()
+}
+
+// podWideTable is podTable with the pod's group, nominated node and
+// labels.
+func podWideTable(w io.Writer, pods []*berthv1.Pod) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "NAMESPACE\tNAME\tPHASE\tNODE\tNOMINATED NODE\tPRIORITY\tCPU\tMEMORY\tPOD GROUP\tUID\tLABELS")
+	for _, p := range pods {
+		req := podRequests(p)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.GetNamespace(), p.GetName(),
+			phaseName(p.GetStatus().GetPhase()), orNone(p.GetNodeName()), orNone(p.GetStatus().GetNominatedNodeName()),
+			p.GetPriority(), formatQuantity("cpu", req["cpu"]), formatQuantity("memory", req["memory"]),
+			orNone(p.GetPodGroup()), p.GetUid(), formatMap(p.GetLabels()))
 	}
 	return tw.Flush()
 }

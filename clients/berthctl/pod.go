@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"math"
+
+	"github.com/spf13/pflag"
 
 	berth "github.com/berth-io/berth/clients/go"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
@@ -23,7 +24,7 @@ type podSpecFlags struct {
 // podSpecFlagNames are the flags that conflict with -f.
 var podSpecFlagNames = []string{"cpu", "memory", "image", "node", "pod-group", "priority", "label", "node-selector", "toleration", "resource"}
 
-func (f *podSpecFlags) register(fs *flag.FlagSet) {
+func (f *podSpecFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.cpu, "cpu", "", "cpu request: cores (\"2\") or millicores (\"500m\")")
 	fs.StringVar(&f.memory, "memory", "", "memory request, e.g. 1Gi")
 	fs.StringVar(&f.image, "image", "", "container image (used for image locality)")
@@ -84,17 +85,15 @@ func (f *podSpecFlags) build(namespace, name string) (*berthv1.Pod, error) {
 }
 
 // namespaceFlag registers -n and --namespace on one variable.
-func namespaceFlag(fs *flag.FlagSet, def, usage string) *string {
-	ns := fs.String("namespace", def, usage)
-	fs.StringVar(ns, "n", def, "short for --namespace")
-	return ns
+func namespaceFlag(fs *pflag.FlagSet, def, usage string) *string {
+	return fs.StringP("namespace", "n", def, usage)
 }
 
-func (c *cli) podSubmit(fs *flag.FlagSet) runFunc {
+func (c *cli) podSubmit(fs *pflag.FlagSet) runFunc {
 	var spec podSpecFlags
 	spec.register(fs)
 	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the pod (with -f: of pods that name none)")
-	file := fs.String("f", "", "read pods from `FILE`: a YAML or JSON berth.v1.Pod, a list, or several YAML documents (- for stdin)")
+	file := fs.StringP("filename", "f", "", "read pods from `FILE`: a YAML or JSON berth.v1.Pod, a list, or several YAML documents (- for stdin)")
 	return func(ctx context.Context, args []string) error {
 		var pods []*berthv1.Pod
 		check := func() (err error) {
@@ -156,40 +155,70 @@ func (c *cli) submitMany(ctx context.Context, p printer, client *berth.Client, p
 	return nil
 }
 
-func (c *cli) podList(fs *flag.FlagSet) runFunc {
+// allNamespacesFlag registers -A. Lists already cover every namespace
+// without -n; -A says so explicitly, as kubectl users type it.
+func allNamespacesFlag(fs *pflag.FlagSet) *bool {
+	return fs.BoolP("all-namespaces", "A", false, "list across all namespaces (the default without -n)")
+}
+
+// listNamespace is the namespace a list command covers, "" for all.
+func listNamespace(fs *pflag.FlagSet, ns string, all bool) (string, error) {
+	if all && fs.Changed("namespace") {
+		return "", usageErrorf("-A and -n cannot be used together")
+	}
+	if all {
+		return "", nil
+	}
+	return ns, nil
+}
+
+func (c *cli) podList(fs *pflag.FlagSet) runFunc {
 	ns := namespaceFlag(fs, "", "only pods in `namespace` (default all)")
+	all := allNamespacesFlag(fs)
 	phase := fs.String("phase", "", "only pods in `phase`: pending, bound, unschedulable, running, succeeded or failed")
 	node := fs.String("node", "", "only pods bound to `node`")
 	limit := fs.Int("limit", 0, "show at most `N` pods, 0 for all")
+	labels := fs.StringP("selector", "l", "", "only pods whose labels match, e.g. app=web,tier!=db or 'env in (a,b)'")
 	return func(ctx context.Context, args []string) error {
-		filter := berth.PodFilter{Namespace: *ns, NodeName: *node}
-		if *limit > 0 && *limit < 500 {
-			filter.PageSize = int32(*limit)
-		}
+		filter := berth.PodFilter{NodeName: *node}
+		var sel selector
 		check := func() error {
 			if err := wantArgs(args); err != nil {
 				return err
 			}
 			var err error
+			if filter.Namespace, err = listNamespace(fs, *ns, *all); err != nil {
+				return err
+			}
 			if filter.Phase, err = parsePhase(*phase); err != nil {
 				return usageError{err.Error()}
+			}
+			if sel, err = parseSelector(*labels); err != nil {
+				return usageError{err.Error()}
+			}
+			// Without a selector the server may stop after a short page.
+			if *limit > 0 && *limit < 500 && sel == nil {
+				filter.PageSize = int32(*limit)
 			}
 			return nil
 		}
 		return c.connect(ctx, check, func(p printer, client *berth.Client) error {
-			pods, err := collect(client.AllPods(ctx, filter), *limit)
+			pods, err := collect(filterSeq(client.AllPods(ctx, filter), sel), *limit)
 			if err != nil {
 				return err
 			}
-			if p.structured() {
+			switch {
+			case p.structured():
 				return list(p, pods)
+			case p.wide():
+				return podWideTable(c.stdout, pods)
 			}
 			return podTable(c.stdout, pods)
 		})
 	}
 }
 
-func (c *cli) podGet(fs *flag.FlagSet) runFunc {
+func (c *cli) podGet(fs *pflag.FlagSet) runFunc {
 	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the pod")
 	return func(ctx context.Context, args []string) error {
 		return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {
@@ -205,20 +234,79 @@ func (c *cli) podGet(fs *flag.FlagSet) runFunc {
 	}
 }
 
-func (c *cli) podDelete(fs *flag.FlagSet) runFunc {
-	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the pod")
+func (c *cli) podDelete(fs *pflag.FlagSet) runFunc {
+	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the pod, or of the pods to delete with -l or --all")
 	uid := fs.String("uid", "", "delete only if the pod has this `uid`")
+	labels := fs.StringP("selector", "l", "", "delete the pods of the namespace whose labels match, e.g. app=web")
+	all := fs.Bool("all", false, "delete every pod of the namespace")
 	return func(ctx context.Context, args []string) error {
-		return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {
-			rev, err := client.DeletePod(ctx, *ns, name, *uid)
-			if err != nil {
-				return err
+		if *labels == "" && !*all {
+			return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {
+				rev, err := client.DeletePod(ctx, *ns, name, *uid)
+				if err != nil {
+					return err
+				}
+				if p.structured() {
+					return p.object(&berthv1.DeletePodResponse{Revision: rev})
+				}
+				fmt.Fprintf(c.stdout, "pod/%s/%s deleted (revision %d)\n", *ns, name, rev)
+				return nil
+			})
+		}
+		var sel selector
+		check := func() (err error) {
+			switch {
+			case len(args) > 0:
+				return usageErrorf("give NAME, -l or --all, not more than one")
+			case *labels != "" && *all:
+				return usageErrorf("-l and --all cannot be used together")
+			case *uid != "":
+				return usageErrorf("--uid names one pod: give NAME")
 			}
-			if p.structured() {
-				return p.object(&berthv1.DeletePodResponse{Revision: rev})
+			if sel, err = parseSelector(*labels); err != nil {
+				return usageError{err.Error()}
 			}
-			fmt.Fprintf(c.stdout, "pod/%s/%s deleted (revision %d)\n", *ns, name, rev)
 			return nil
+		}
+		return c.connect(ctx, check, func(p printer, client *berth.Client) error {
+			return c.deleteMatching(ctx, p, client, *ns, sel)
 		})
 	}
+}
+
+// deleteMatching deletes the pods of namespace whose labels match sel, each
+// by its uid so that a pod replaced since the listing is left alone.
+func (c *cli) deleteMatching(ctx context.Context, p printer, client *berth.Client, namespace string, sel selector) error {
+	pods, err := collect(filterSeq(client.AllPods(ctx, berth.PodFilter{Namespace: namespace}), sel), 0)
+	if err != nil {
+		return err
+	}
+	if len(pods) == 0 && !p.structured() {
+		fmt.Fprintf(c.stderr, "no pods to delete in namespace %s\n", namespace)
+		return nil
+	}
+	var done []*berthv1.DeletePodResponse
+	var failed int
+	for _, pod := range pods {
+		rev, err := client.DeletePod(ctx, pod.GetNamespace(), pod.GetName(), pod.GetUid())
+		if err != nil {
+			failed++
+			fmt.Fprintf(c.stderr, "pod/%s/%s: ", pod.GetNamespace(), pod.GetName())
+			printError(c.stderr, err)
+			continue
+		}
+		done = append(done, &berthv1.DeletePodResponse{Revision: rev})
+		if !p.structured() {
+			fmt.Fprintf(c.stdout, "pod/%s/%s deleted (revision %d)\n", pod.GetNamespace(), pod.GetName(), rev)
+		}
+	}
+	if p.structured() {
+		if err := list(p, done); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d pods were not deleted", failed, len(pods))
+	}
+	return nil
 }

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"math"
 	"time"
 
+	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	berth "github.com/berth-io/berth/clients/go"
@@ -23,7 +23,7 @@ type podGroupSpecFlags struct {
 // podGroupSpecFlagNames are the flags that conflict with -f.
 var podGroupSpecFlagNames = []string{"min-member", "schedule-timeout"}
 
-func (f *podGroupSpecFlags) register(fs *flag.FlagSet) {
+func (f *podGroupSpecFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.minMember, "min-member", 1, "members that must fit before any is bound")
 	fs.DurationVar(&f.timeout, "schedule-timeout", 0, "how long placed members wait for the rest, 0 for the server's default (60s)")
 }
@@ -43,11 +43,11 @@ func (f *podGroupSpecFlags) build(namespace, name string) (*berthv1.PodGroup, er
 	return g, nil
 }
 
-func (c *cli) podGroupApply(fs *flag.FlagSet) runFunc {
+func (c *cli) podGroupApply(fs *pflag.FlagSet) runFunc {
 	var spec podGroupSpecFlags
 	spec.register(fs)
 	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the group (with -f: of groups that name none)")
-	file := fs.String("f", "", "read groups from `FILE`: a YAML or JSON berth.v1.PodGroup, a list, or several YAML documents (- for stdin)")
+	file := fs.StringP("filename", "f", "", "read groups from `FILE`: a YAML or JSON berth.v1.PodGroup, a list, or several YAML documents (- for stdin)")
 	return func(ctx context.Context, args []string) error {
 		var groups []*berthv1.PodGroup
 		check := func() (err error) {
@@ -74,7 +74,7 @@ func (c *cli) podGroupApply(fs *flag.FlagSet) runFunc {
 	}
 }
 
-func (c *cli) podGroupGet(fs *flag.FlagSet) runFunc {
+func (c *cli) podGroupGet(fs *pflag.FlagSet) runFunc {
 	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the group")
 	return func(ctx context.Context, args []string) error {
 		return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {
@@ -90,11 +90,20 @@ func (c *cli) podGroupGet(fs *flag.FlagSet) runFunc {
 	}
 }
 
-func (c *cli) podGroupList(fs *flag.FlagSet) runFunc {
+func (c *cli) podGroupList(fs *pflag.FlagSet) runFunc {
 	ns := namespaceFlag(fs, "", "only groups in `namespace` (default all)")
+	all := allNamespacesFlag(fs)
 	return func(ctx context.Context, args []string) error {
-		return c.connect(ctx, noArgs(args), func(p printer, client *berth.Client) error {
-			resp, err := client.PodService().ListPodGroups(ctx, &berthv1.ListPodGroupsRequest{Namespace: *ns})
+		var namespace string
+		check := func() (err error) {
+			if err = wantArgs(args); err != nil {
+				return err
+			}
+			namespace, err = listNamespace(fs, *ns, *all)
+			return err
+		}
+		return c.connect(ctx, check, func(p printer, client *berth.Client) error {
+			resp, err := client.PodService().ListPodGroups(ctx, &berthv1.ListPodGroupsRequest{Namespace: namespace})
 			if err != nil {
 				return err
 			}
@@ -106,7 +115,7 @@ func (c *cli) podGroupList(fs *flag.FlagSet) runFunc {
 	}
 }
 
-func (c *cli) podGroupDelete(fs *flag.FlagSet) runFunc {
+func (c *cli) podGroupDelete(fs *pflag.FlagSet) runFunc {
 	ns := namespaceFlag(fs, defaultNamespace, "`namespace` of the group")
 	return func(ctx context.Context, args []string) error {
 		return c.onNamed(ctx, args, func(p printer, client *berth.Client, name string) error {

@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 
+	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	berth "github.com/berth-io/berth/clients/go"
@@ -17,7 +17,7 @@ import (
 // watch prints binding events as they happen: aligned lines in table
 // format, one JSON object per line with -o json, YAML documents with -o
 // yaml. It ends without error when interrupted.
-func (c *cli) watch(fs *flag.FlagSet) runFunc {
+func (c *cli) watch(fs *pflag.FlagSet) runFunc {
 	from := fs.Int64("from-revision", 0, "print the events after `revision` R; 0 prints every current binding first")
 	return func(ctx context.Context, args []string) error {
 		return c.connect(ctx, noArgs(args), func(p printer, client *berth.Client) error {
