@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // readFile opens path, or stdin for "-".
@@ -83,6 +85,7 @@ func decodeMessages[T proto.Message](data []byte, newMsg func() T) ([]T, error) 
 		}
 		for j, item := range items {
 			m := newMsg()
+			item = unwrapResponse(item, m.ProtoReflect().Descriptor())
 			if err := amountsToWire(item, m.ProtoReflect().Descriptor(), ""); err != nil {
 				return nil, fmt.Errorf("document %d, item %d: %w", i+1, j+1, err)
 			}
@@ -100,6 +103,27 @@ func decodeMessages[T proto.Message](data []byte, newMsg func() T) ([]T, error) 
 		return nil, errors.New("no objects found")
 	}
 	return out, nil
+}
+
+// unwrapResponse finds the object in what a get or apply command printed
+// with -o json or yaml, e.g. the node of {node: ..., usage: ...}, so that
+// output can be fed back with -f. Anything holding a field of md is md
+// itself and stays as it is.
+func unwrapResponse(item any, md protoreflect.MessageDescriptor) any {
+	obj, ok := item.(map[string]any)
+	if !ok {
+		return item
+	}
+	for key := range obj {
+		if fieldNamed(md, key) != nil {
+			return item
+		}
+	}
+	name := string(md.Name())
+	if inner, ok := obj[strings.ToLower(name[:1])+name[1:]].(map[string]any); ok {
+		return inner
+	}
+	return item
 }
 
 // looksLikeJSON is true when the input starts with '{' or '['. Such input is
