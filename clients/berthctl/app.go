@@ -54,27 +54,29 @@ type command struct {
 	streaming bool
 	// setup registers the command's flags and returns what runs it.
 	setup func(c *cli, fs *pflag.FlagSet) runFunc
+	// names, if set, lists the stored objects the NAME argument completes to.
+	names nameLister
 }
 
 func commands() []command {
 	return []command{
 		{name: "node add", args: "NAME [flags] | -f FILE", summary: "Create or replace nodes", setup: (*cli).nodeAdd},
 		{name: "node list", args: "[-l SELECTOR]", summary: "List nodes", setup: (*cli).nodeList},
-		{name: "node get", args: "NAME", summary: "Show a node and what its pods request", setup: (*cli).nodeGet},
-		{name: "node delete", args: "NAME", summary: "Delete a node", setup: (*cli).nodeDelete},
-		{name: "node renew", args: "NAME", summary: "Renew a node's lease (keep it reachable)", setup: (*cli).nodeRenew},
+		{name: "node get", args: "NAME", summary: "Show a node and what its pods request", setup: (*cli).nodeGet, names: nodeNames},
+		{name: "node delete", args: "NAME", summary: "Delete a node", setup: (*cli).nodeDelete, names: nodeNames},
+		{name: "node renew", args: "NAME", summary: "Renew a node's lease (keep it reachable)", setup: (*cli).nodeRenew, names: nodeNames},
 		{name: "pod submit", args: "NAME [flags] | -f FILE", summary: "Submit pods for scheduling", setup: (*cli).podSubmit},
 		{name: "pod list", args: "[-n NS | -A] [-l SELECTOR]", summary: "List pods", setup: (*cli).podList},
-		{name: "pod get", args: "NAME", summary: "Show a pod and why it is not scheduled", setup: (*cli).podGet},
-		{name: "pod delete", args: "NAME | -l SELECTOR | --all", summary: "Delete a pod, or the pods of a namespace that match", setup: (*cli).podDelete},
-		{name: "pod confirm", args: "NAME", summary: "Report that a bound pod started (RUNNING)", setup: (*cli).podConfirm},
-		{name: "pod reject", args: "NAME", summary: "Report that the node could not start a pod", setup: (*cli).podReject},
-		{name: "pod complete", args: "NAME --phase P", summary: "Report that a pod finished", setup: (*cli).podComplete},
+		{name: "pod get", args: "NAME", summary: "Show a pod and why it is not scheduled", setup: (*cli).podGet, names: podNames},
+		{name: "pod delete", args: "NAME | -l SELECTOR | --all", summary: "Delete a pod, or the pods of a namespace that match", setup: (*cli).podDelete, names: podNames},
+		{name: "pod confirm", args: "NAME", summary: "Report that a bound pod started (RUNNING)", setup: (*cli).podConfirm, names: podNames},
+		{name: "pod reject", args: "NAME", summary: "Report that the node could not start a pod", setup: (*cli).podReject, names: podNames},
+		{name: "pod complete", args: "NAME --phase P", summary: "Report that a pod finished", setup: (*cli).podComplete, names: podNames},
 		{name: "podgroup apply", args: "NAME [flags] | -f FILE", summary: "Create or replace pod groups (gangs)", setup: (*cli).podGroupApply},
 		{name: "podgroup list", args: "[-n NS | -A]", summary: "List pod groups", setup: (*cli).podGroupList},
-		{name: "podgroup get", args: "NAME", summary: "Show a pod group and how many members are bound", setup: (*cli).podGroupGet},
-		{name: "podgroup delete", args: "NAME", summary: "Delete a pod group", setup: (*cli).podGroupDelete},
-		{name: "explain", args: "NAME | -f FILE", summary: "Dry-run a pod: every node's verdict and scores", setup: (*cli).explain},
+		{name: "podgroup get", args: "NAME", summary: "Show a pod group and how many members are bound", setup: (*cli).podGroupGet, names: podGroupNames},
+		{name: "podgroup delete", args: "NAME", summary: "Delete a pod group", setup: (*cli).podGroupDelete, names: podGroupNames},
+		{name: "explain", args: "NAME | -f FILE", summary: "Dry-run a pod: every node's verdict and scores", setup: (*cli).explain, names: podNames},
 		{name: "watch", summary: "Print binding events until interrupted", streaming: true, setup: (*cli).watch},
 		{name: "version", summary: "Print the version berthctl was built from", setup: (*cli).version},
 	}
@@ -89,7 +91,7 @@ var groupSummaries = map[string]string{
 
 func (c *cli) run(ctx context.Context, args []string) int {
 	root := c.rootCommand()
-	root.SetArgs(args)
+	root.SetArgs(doubleDashLongFlags(root, args))
 	return c.fail(root.ExecuteContext(ctx))
 }
 
@@ -123,6 +125,8 @@ func (c *cli) rootCommand() *cobra.Command {
 		return usageError{msg}
 	})
 	c.global.register(root.PersistentFlags(), c.getenv)
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
+		[]string{formatTable, formatWide, formatJSON, formatYAML}, cobra.ShellCompDirectiveNoFileComp))
 
 	groups := map[string]*cobra.Command{}
 	for _, spec := range commands() {
@@ -143,6 +147,35 @@ func (c *cli) rootCommand() *cobra.Command {
 	return root
 }
 
+// doubleDashLongFlags rewrites "-cpu 4" as "--cpu 4": the flag package
+// berthctl used before cobra took long flags after one dash, and scripts may
+// still write them so. Only names of long flags are rewritten, so "-n ns"
+// and "-A" keep their meaning; nothing after "--" is touched.
+func doubleDashLongFlags(root *cobra.Command, args []string) []string {
+	long := map[string]bool{}
+	var collect func(*cobra.Command)
+	collect = func(cmd *cobra.Command) {
+		cmd.LocalFlags().VisitAll(func(f *pflag.Flag) { long[f.Name] = true })
+		cmd.PersistentFlags().VisitAll(func(f *pflag.Flag) { long[f.Name] = true })
+		for _, sub := range cmd.Commands() {
+			collect(sub)
+		}
+	}
+	collect(root)
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
+		if len(name) > 1 && strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && long[name] {
+			a = "-" + a
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 // leafCommand is the cobra command that runs spec.
 func (c *cli) leafCommand(spec command, word string) *cobra.Command {
 	use := word
@@ -151,6 +184,9 @@ func (c *cli) leafCommand(spec command, word string) *cobra.Command {
 	}
 	cmd := &cobra.Command{Use: use, Short: spec.summary, Args: cobra.ArbitraryArgs}
 	runCmd := spec.setup(c, cmd.Flags())
+	if spec.names != nil {
+		cmd.ValidArgsFunction = c.completeNames(spec.names)
+	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
 		if !spec.streaming && c.global.timeout > 0 {

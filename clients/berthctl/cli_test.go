@@ -164,6 +164,9 @@ func TestListAndDeleteBySelector(t *testing.T) {
 
 func TestConventions(t *testing.T) {
 	srv := berthtest.Start(t)
+	for _, n := range []string{"cpu-1", "gpu-1", "gpu-2"} {
+		mustInvoke(t, srv, "node", "add", n)
+	}
 	tests := []struct {
 		name       string
 		args       []string
@@ -177,6 +180,9 @@ func TestConventions(t *testing.T) {
 		{name: "bash completion", args: []string{"completion", "bash"}, wantCode: exitOK, wantStdout: []string{"berthctl", "complete"}},
 		{name: "zsh completion", args: []string{"completion", "zsh"}, wantCode: exitOK, wantStdout: []string{"#compdef berthctl"}},
 		{name: "dynamic completion of commands", args: []string{"__complete", "pod", "l"}, wantCode: exitOK, wantStdout: []string{"list"}},
+		{name: "completion of -o", args: []string{"__complete", "node", "list", "-o", ""}, wantCode: exitOK, wantStdout: []string{"wide", "yaml"}},
+		{name: "completion of names", args: []string{"__complete", "node", "get", "gp"}, wantCode: exitOK, wantStdout: []string{"gpu-1\n", "gpu-2\n"}},
+		{name: "long flag after one dash", args: []string{"node", "list", "-o", "json", "-timeout", "5s", "-limit", "1"}, wantCode: exitOK, wantStdout: []string{`"name": "cpu-1"`}},
 		{name: "version", args: []string{"version"}, wantCode: exitOK, wantStdout: []string{"berthctl ", "go:", "go1."}},
 		{name: "group without subcommand", args: []string{"pod"}, wantCode: exitUsage, wantStderr: []string{"pod submit"}},
 		{name: "token without TLS", args: []string{"node", "list", "--token", "t"}, wantCode: exitUsage, wantStderr: []string{"--token needs TLS"}},
