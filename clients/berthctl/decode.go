@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -94,7 +95,10 @@ func decodeMessages[T proto.Message](data []byte, newMsg func() T) ([]T, error) 
 				return nil, fmt.Errorf("document %d, item %d: %w", i+1, j+1, err)
 			}
 			if err := protojson.Unmarshal(raw, m); err != nil {
-				return nil, fmt.Errorf("document %d, item %d: %w", i+1, j+1, err)
+				// The position is in the JSON made here, not in the file;
+				// protojson's unstable spacing is made plain.
+				msg := internalPosition.ReplaceAllString(strings.ReplaceAll(err.Error(), "\u00a0", " "), "")
+				return nil, fmt.Errorf("document %d, item %d: %s", i+1, j+1, msg)
 			}
 			out = append(out, m)
 		}
@@ -104,6 +108,9 @@ func decodeMessages[T proto.Message](data []byte, newMsg func() T) ([]T, error) 
 	}
 	return out, nil
 }
+
+// internalPosition is how protojson errors give a position.
+var internalPosition = regexp.MustCompile(`\(line \d+:\d+\): `)
 
 // unwrapResponse finds the object in what a get or apply command printed
 // with -o json or yaml, e.g. the node of {node: ..., usage: ...}, so that

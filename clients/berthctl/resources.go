@@ -119,8 +119,10 @@ func wireAmount(resourceName string, amount any) (any, error) {
 		number = a.String()
 	case float64:
 		number = strconv.FormatFloat(a, 'g', -1, 64)
+	case int, int64, uint64: // YAML integers
+		return amount, nil
 	default:
-		return amount, nil // int from YAML, or a shape protojson reports
+		return nil, fmt.Errorf("%v is not an amount: want a quantity such as \"500m\" or \"1Gi\"", amount)
 	}
 	if _, err := strconv.ParseInt(number, 10, 64); err == nil {
 		return amount, nil

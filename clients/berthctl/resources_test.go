@@ -48,6 +48,16 @@ func TestQuantitiesInFiles(t *testing.T) {
 			wantErr: []string{"pods.json: document 1, item 2: overhead.cpu: invalid quantity \"-1\"", "negative"},
 		},
 		{
+			name: "no internal JSON positions", file: "pods.yaml",
+			in:      "name: a\ncontainers: [{name: main, requests: {cpu: true}}, {nme: x}]\n",
+			wantErr: []string{"pods.yaml: document 1, item 1: containers[0].requests.cpu: true is not an amount"},
+		},
+		{
+			name: "unknown field", file: "pods.yaml",
+			in:      "name: a\ncontainers: [{nme: x}]\n",
+			wantErr: []string{"pods.yaml: document 1, item 1: proto: unknown field \"nme\""},
+		},
+		{
 			name: "a fractional number is not guessed at", file: "pods.yaml",
 			in:      "name: a\ncontainers: [{name: main, requests: {cpu: 1.5}}]\n",
 			wantErr: []string{"containers[0].requests.cpu: number 1.5 is not a whole amount in millicores", `"1.5"`},
