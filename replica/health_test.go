@@ -149,15 +149,28 @@ func TestMetricsIncludeEmbeddedEtcd(t *testing.T) {
 	}
 }
 
-// A replica listening on a wildcard host advertises a dialable address.
+// advertisedAddress polls ListReplicas until the lone replica is listed,
+// and returns its address.
+func advertisedAddress(t *testing.T, sch berthv1.SchedulerServiceClient) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := sch.ListReplicas(tctx(t), &berthv1.ListReplicasRequest{})
+		if err == nil && len(resp.GetReplicas()) == 1 {
+			return resp.GetReplicas()[0].GetAddress()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ListReplicas: %v, %v; want one replica", resp, err)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval
+	}
+}
+
+// A replica advertises its listener's address, or the one it is told.
 func TestAdvertisedAddress(t *testing.T) {
 	_, members := startReplicas(t, 1)
-	resp, err := members[0].sch.ListReplicas(tctx(t), &berthv1.ListReplicasRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.GetReplicas()) != 1 || resp.GetReplicas()[0].GetAddress() != members[0].srv.Addr() {
-		t.Errorf("ListReplicas: %v; want the one replica at %s", resp.GetReplicas(), members[0].srv.Addr())
+	if got := advertisedAddress(t, members[0].sch); got != members[0].srv.Addr() {
+		t.Errorf("advertised %q, want the listener's %s", got, members[0].srv.Addr())
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -181,19 +194,7 @@ func TestAdvertisedAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	sch := berthv1.NewSchedulerServiceClient(conn)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := sch.ListReplicas(tctx(t), &berthv1.ListReplicasRequest{})
-		if err == nil && len(resp.GetReplicas()) == 1 {
-			if got := resp.GetReplicas()[0].GetAddress(); got != "berth-0.berth:7070" {
-				t.Errorf("advertised %q, want berth-0.berth:7070", got)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ListReplicas: %v, %v", resp, err)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval
+	if got := advertisedAddress(t, berthv1.NewSchedulerServiceClient(conn)); got != "berth-0.berth:7070" {
+		t.Errorf("advertised %q, want berth-0.berth:7070", got)
 	}
 }
