@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // newRegistry is the replica's metrics registry, with the Go runtime's and
@@ -31,8 +32,9 @@ type metricsListener struct {
 	http *http.Server
 }
 
-// listenMetrics opens the listener at addr; "-" disables it (nil, nil).
-func listenMetrics(addr string, reg *prometheus.Registry) (*metricsListener, error) {
+// listenMetrics opens the listener at addr serving what g gathers; reg
+// takes the handler's own metrics. "-" disables it (nil, nil).
+func listenMetrics(addr string, g prometheus.Gatherer, reg *prometheus.Registry) (*metricsListener, error) {
 	if addr == "-" {
 		return nil, nil
 	}
@@ -41,7 +43,7 @@ func listenMetrics(addr string, reg *prometheus.Registry) (*metricsListener, err
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{Registry: reg}))
 	// Profiles on the operator-only listener: the first thing to ask
 	// for when a replica is slow.
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -62,6 +64,41 @@ func (m *metricsListener) shutdown(grace time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	_ = m.http.Shutdown(ctx)
 	cancel()
+}
+
+// etcdServerMetrics are the embedded etcd server's metrics, which etcd
+// registers in the default registry when its package loads. Only its
+// etcd_ families: the default registry's Go and process collectors would
+// repeat the replica's own, and its gRPC metrics are etcd's server, named
+// like the replica's.
+func etcdServerMetrics() prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := prometheus.DefaultGatherer.Gather()
+		kept := mfs[:0]
+		for _, mf := range mfs {
+			if strings.HasPrefix(mf.GetName(), "etcd_") {
+				kept = append(kept, mf)
+			}
+		}
+		return kept, err
+	})
+}
+
+// advertiseAddr is addr as others can dial it: a wildcard host (0.0.0.0,
+// ::) becomes this host's name.
+func advertiseAddr(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+		return addr.String()
+	}
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		return addr.String()
+	}
+	return net.JoinHostPort(name, port)
 }
 
 type addrString string

@@ -27,6 +27,10 @@ import (
 type Config struct {
 	// Listen is the gRPC address; default 127.0.0.1:7070. Port 0 picks one.
 	Listen string
+	// Advertise is the gRPC address other replicas and ListReplicas report
+	// for this one. Default: the listener's address, with the host name in
+	// place of a wildcard host (0.0.0.0, ::).
+	Advertise string
 	// MetricsListen serves Prometheus /metrics; default 127.0.0.1:7071;
 	// "-" disables it.
 	MetricsListen string
@@ -35,9 +39,10 @@ type Config struct {
 	// EtcdEndpoints selects an external etcd cluster instead of the
 	// embedded one.
 	EtcdEndpoints []string
-	// Embedded tunes the embedded etcd (quota, request limit, compaction
-	// retention, maintenance); Dir, Logger and the metrics registry are
-	// filled in by Start.
+	// Embedded tunes the embedded etcd (client address, quota, request
+	// limit, compaction retention, maintenance); Dir, Logger and the
+	// metrics registry are filled in by Start. Its server metrics join the
+	// replica's on /metrics.
 	Embedded store.EmbeddedConfig
 	// Store carries the remaining etcd client settings (TLS, auth,
 	// timeouts, prefix); its Endpoints are filled in by Start.
@@ -94,6 +99,7 @@ type Replica struct {
 	// given up.
 	schedDone    chan struct{}
 	memberCancel context.CancelFunc
+	healthCancel context.CancelFunc
 	group        *errgroup.Group
 	stopOnce     sync.Once
 	stopErr      error
@@ -127,9 +133,8 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 		return nil, err
 	}
 	r.run()
-	r.front.SetServing()
-	r.logger.Info("berth serving", zap.String("grpc", r.lis.Addr().String()), zap.Stringer("metrics", r.metrics.addr()),
-		zap.Strings("etcd", r.etcdEndpoints), zap.Bool("embedded_etcd", r.embedded != nil), zap.String("replica", r.cfg.ReplicaID))
+	r.logger.Info("berth serving", zap.String("grpc", r.lis.Addr().String()), zap.String("advertise", r.cfg.Advertise),
+		zap.Stringer("metrics", r.metrics.addr()), zap.String("replica", r.cfg.ReplicaID))
 	return r, nil
 }
 
@@ -154,7 +159,8 @@ func (r *Replica) openStore(ctx context.Context) error {
 			return err
 		}
 		ec := r.cfg.Embedded
-		ec.Dir, ec.Logger, ec.Maintenance.Registerer = dir, r.logger.Named("etcd"), r.reg
+		ec.Dir, ec.Logger, ec.Maintenance.Registerer = dir, r.logger, r.reg
+		r.logger.Info("starting embedded etcd", zap.String("dir", dir), zap.String("client", ec.ClientAddr))
 		r.embedded, err = store.StartEmbedded(ctx, ec)
 		if err != nil {
 			return fmt.Errorf("start embedded etcd in %s: %w", dir, err)
@@ -173,6 +179,8 @@ func (r *Replica) openStore(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
+	r.logger.Info("store open", zap.Strings("etcd", r.etcdEndpoints), zap.Bool("embedded_etcd", r.embedded != nil),
+		zap.String("prefix", storeCfg.Prefix))
 	return nil
 }
 
@@ -201,13 +209,20 @@ func (r *Replica) listen() error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", r.cfg.Listen, err)
 	}
-	r.metrics, err = listenMetrics(r.cfg.MetricsListen, r.reg)
+	var gatherer prometheus.Gatherer = r.reg
+	if r.embedded != nil {
+		gatherer = prometheus.Gatherers{r.reg, etcdServerMetrics()}
+	}
+	r.metrics, err = listenMetrics(r.cfg.MetricsListen, gatherer, r.reg)
 	if err != nil {
 		r.lis.Close()
 		return err
 	}
 	if r.cfg.ReplicaID == "" {
 		r.cfg.ReplicaID = defaultReplicaID(r.lis.Addr(), r.embedded != nil)
+	}
+	if r.cfg.Advertise == "" {
+		r.cfg.Advertise = advertiseAddr(r.lis.Addr())
 	}
 	return nil
 }
@@ -216,9 +231,10 @@ func (r *Replica) listen() error {
 // end them in order: scheduling before the membership that fences its
 // commits.
 func (r *Replica) run() {
-	var schedCtx, memberCtx context.Context
+	var schedCtx, memberCtx, healthCtx context.Context
 	schedCtx, r.schedCancel = context.WithCancel(context.Background())
 	memberCtx, r.memberCancel = context.WithCancel(context.Background())
+	healthCtx, r.healthCancel = context.WithCancel(context.Background())
 	r.schedDone = make(chan struct{})
 	g := &errgroup.Group{}
 	r.group = g
@@ -233,9 +249,11 @@ func (r *Replica) run() {
 		case <-schedCtx.Done():
 			return nil
 		}
+		r.logger.Info("scheduler started", zap.Int("logical_shards", r.sched.LogicalShards()))
 		r.sched.Run(schedCtx)
 		return nil
 	})
+	g.Go(func() error { return r.newHealthProbe().run(healthCtx) })
 	g.Go(func() error { return r.front.Serve(r.lis) })
 	if r.metrics != nil {
 		g.Go(r.metrics.serve)
@@ -247,7 +265,7 @@ func (r *Replica) run() {
 func (r *Replica) runMembership(ctx context.Context) error {
 	err := r.store.RunMembership(ctx, store.MembershipConfig{
 		ID:      r.cfg.ReplicaID,
-		Address: r.lis.Addr().String(),
+		Address: r.cfg.Advertise,
 		TTL:     r.cfg.LeaseTTL,
 		Shards:  r.sched.LogicalShards(),
 	}, r.sched)
@@ -268,6 +286,30 @@ func (r *Replica) runSync(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// newHealthProbe follows storage, membership and the cache into the
+// front's health checks.
+func (r *Replica) newHealthProbe() *healthProbe {
+	interval, timeout := probeTiming(r.cfg.LeaseTTL)
+	return &healthProbe{
+		storage: func(ctx context.Context) error {
+			_, err := r.store.CurrentRevision(ctx)
+			return err
+		},
+		member: func() bool { return r.store.SessionLease() != 0 },
+		synced: func() bool {
+			select {
+			case <-r.syncReady:
+				return true
+			default:
+				return false
+			}
+		},
+		report:   r.front.SetHealth,
+		interval: interval, timeout: timeout,
+		log: r.logger.Named("health"),
+	}
 }
 
 // Addr is the gRPC listener's address.
@@ -298,7 +340,10 @@ func (r *Replica) WaitSynced(ctx context.Context) error {
 // etcd last.
 func (r *Replica) Stop() error {
 	r.stopOnce.Do(func() {
-		r.logger.Info("berth shutting down")
+		r.logger.Info("berth draining")
+		// Stopped first, so no probe reports on a store being closed; the
+		// drain turns every service NOT_SERVING at once.
+		r.healthCancel()
 		r.drain()
 		r.schedCancel()
 		<-r.schedDone

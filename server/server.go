@@ -70,6 +70,9 @@ func New(cfg Config) *Server {
 		store: cfg.Store, sched: cfg.Scheduler, streams: s.streams, watchers: watchers,
 	})
 	healthpb.RegisterHealthServer(s.grpc, s.health)
+	// Not serving until the replica says what it can do: the health
+	// server's own default is a SERVING "".
+	s.SetHealth(Health{})
 	reflection.Register(s.grpc)
 	grpcMetrics.InitializeMetrics(s.grpc)
 	return s
@@ -78,9 +81,6 @@ func New(cfg Config) *Server {
 // Serve accepts RPCs on lis until Shutdown; it returns
 // grpc.ErrServerStopped if Shutdown came first.
 func (s *Server) Serve(lis net.Listener) error { return s.grpc.Serve(lis) }
-
-// SetServing reports the replica healthy to health checks.
-func (s *Server) SetServing() { s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING) }
 
 // Shutdown reports not serving, ends watch streams (their subscribers
 // resume elsewhere), and stops accepting RPCs while in-flight ones, and

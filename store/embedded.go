@@ -26,7 +26,9 @@ type EmbeddedConfig struct {
 	// ClientAddr is the host:port clients connect to; default
 	// "127.0.0.1:0", where port 0 picks a free port (see Endpoints).
 	ClientAddr string
-	// Logger receives etcd's own logs at warn level and above; default none.
+	// Logger is the parent of etcd's own log (named "etcd": warn and above,
+	// without the benign shutdown and start-up noise) and of maintenance's;
+	// default none.
 	Logger *zap.Logger
 	// MaxTxnOps is the server's limit on ops per Txn; default 1024, so that
 	// group commits carry many writes. Pass the same to Config.MaxTxnOps.
@@ -151,7 +153,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		if err == nil {
 			emb := &Embedded{etcd: e, endpoints: []string{clientURL.String()}}
 			if maintain {
-				if emb.maintainer, err = newMaintainer(clientURL.String(), keep, cfg.Logger.Named("maintenance"), cfg.Maintenance.Registerer); err != nil {
+				if emb.maintainer, err = newMaintainer(clientURL.String(), keep, cfg.Logger.Named("etcd-maintenance"), cfg.Maintenance.Registerer); err != nil {
 					e.Close()
 					return nil, err
 				}
@@ -176,7 +178,7 @@ func (c EmbeddedConfig) ApplyTo(ec *embed.Config) {
 	ec.QuotaBackendBytes = c.QuotaBackendBytes
 	ec.AutoCompactionMode, ec.AutoCompactionRetention = compactionMode(c.AutoCompactionRetention)
 	ec.LogLevel = "warn"
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(c.Logger.Named("etcd").WithOptions(zap.IncreaseLevel(zap.WarnLevel)))
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(etcdLogger(c.Logger))
 }
 
 func startAndWait(ctx context.Context, ec *embed.Config) (*embed.Etcd, error) {

@@ -138,7 +138,7 @@ func (m *member) runSession(ctx context.Context) (err error) {
 	s.metrics.sessionStarted()
 	m.live, m.claims, m.mine = map[string]bool{}, map[int]shardClaim{}, map[int]int64{}
 	defer func() {
-		m.releaseAll("lost")
+		m.releaseAll("lost", ctx.Err() != nil)
 		s.session.Store(nil)
 		// Revoke so the shards move now rather than after a TTL; bounded,
 		// since etcd may be what failed.
@@ -307,7 +307,9 @@ func (m *member) reconcile(ctx context.Context) error {
 	return nil
 }
 
-func (m *member) releaseAll(move string) {
+// releaseAll gives up every shard; leaving says the replica is stopping on
+// purpose, which is no cause for a warning.
+func (m *member) releaseAll(move string, leaving bool) {
 	var gone []int
 	for i := range m.mine {
 		m.owner.ReleaseShard(i)
@@ -317,7 +319,11 @@ func (m *member) releaseAll(move string) {
 	}
 	if len(gone) > 0 {
 		slices.Sort(gone)
-		m.log.Warn("released every shard", zap.Ints("shards", gone))
+		log := m.log.Warn
+		if leaving {
+			log = m.log.Info
+		}
+		log("released every shard", zap.Ints("shards", gone))
 	}
 }
 

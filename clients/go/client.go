@@ -3,11 +3,8 @@ package berth
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/retry"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
@@ -32,17 +29,10 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	retryOpts := []retry.CallOption{
-		retry.WithMax(cfg.maxAttempts), // the interceptor counts attempts, not retries
-		retry.WithCodes(codes.Unavailable, codes.ResourceExhausted),
-		retry.WithBackoff(func(_ context.Context, attempt uint) time.Duration {
-			return cfg.backoff.delay(attempt)
-		}),
-	}
 	dialOpts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(cfg.creds),
 		// Streams are not retried here: WatchBindings resumes by revision itself.
-		grpc.WithChainUnaryInterceptor(retry.UnaryClientInterceptor(retryOpts...)),
+		grpc.WithChainUnaryInterceptor(retryUnary(cfg.maxAttempts, cfg.backoff)),
 	}, cfg.dialOptions...)
 	conn, err := grpc.NewClient(addr, dialOpts...)
 	if err != nil {

@@ -7,7 +7,9 @@
 // ClusterService, PodService and SchedulerService for anything else.
 //
 // Unary calls that fail with Unavailable or ResourceExhausted are retried
-// with exponential backoff and jitter (5 attempts by default). Every Berth
-// write is idempotent, so a retry after a lost response cannot apply a change
-// twice: see the method comments for what a retried call can report.
+// with exponential backoff and jitter (5 attempts by default), never past
+// the caller's deadline: when time runs out the server's own last answer is
+// returned (its status code and message), not a bare DeadlineExceeded. Every
+// Berth write is idempotent, so a retry after a lost response cannot apply a
+// change twice: see the method comments for what a retried call can report.
 package berth

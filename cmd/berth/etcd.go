@@ -257,6 +257,7 @@ func etcdMember(ctx context.Context, args []string, stderr io.Writer) error {
 	level := zap.NewAtomicLevelAt(lvl)
 	zc := zap.NewProductionConfig()
 	zc.Level, zc.Sampling = level, nil
+	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder // as berth serve's
 	logger, err := zc.Build()
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ Usage:
   berth serve [flags]   run a replica (embedded etcd unless --etcd-endpoints)
   berth bench [flags]   measure end-to-end scheduling throughput
   berth etcd [flags]    run one etcd member in-process (for a cluster without an etcd binary)
+  berth version         print the version, VCS revision and Go version (also --version)
   berth help            show this text
 
 Run "berth <command> -h" for a command's flags.
@@ -54,12 +56,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runBench(ctx, args[1:], stdout, stderr)
 	case "etcd":
 		err = etcdMember(ctx, args[1:], stderr)
+	case "version", "--version", "-version":
+		printVersion(stdout)
+		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
 		fmt.Fprintf(stderr, "berth: unknown command %q\n\n%s", args[0], usage)
 		return 2
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0 // the flag set printed the usage asked for
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "berth %s: %v\n", args[0], err)

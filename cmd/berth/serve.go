@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -19,9 +21,18 @@ import (
 	"github.com/berth-io/berth/store"
 )
 
+const serveUsage = `Usage: berth serve [flags]
+
+Runs one replica: the gRPC API, the scheduler, and (unless --etcd-endpoints)
+an embedded etcd. SIGTERM or SIGINT drains it and stops it cleanly.
+
+Flags:
+`
+
 // serveFlags binds the replica's flags to a replica.Config.
 func serveFlags(fs *flag.FlagSet, cfg *replica.Config, logLevel *string, endpoints *string) {
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "gRPC listen address")
+	fs.StringVar(&cfg.Advertise, "advertise", "", "gRPC address other replicas and ListReplicas report for this one (default: the listen address, with the host name for a wildcard host)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "127.0.0.1:7071", `Prometheus /metrics listen address ("-" disables)`)
 	fs.StringVar(&cfg.DataDir, "data-dir", "./berth-data", "embedded etcd data directory")
 	fs.StringVar(endpoints, "etcd-endpoints", "", "comma-separated external etcd endpoints (instead of the embedded etcd)")
@@ -47,6 +58,18 @@ func serveFlags(fs *flag.FlagSet, cfg *replica.Config, logLevel *string, endpoin
 // embeddedEtcdFlags binds the embedded etcd's limits and upkeep; with
 // --etcd-endpoints they are the external cluster operator's business.
 func embeddedEtcdFlags(fs *flag.FlagSet, ec *store.EmbeddedConfig) {
+	// This default is the one place that decides whether the embedded etcd
+	// opens a TCP client port, and where: the replica itself calls it
+	// in-process, the port is for etcdctl, backups and maintenance.
+	ec.ClientAddr = "127.0.0.1:0"
+	fs.Func("etcd-listen-client", `embedded etcd: client listen address, host:port or http://host:port; port 0 picks a free one (default "127.0.0.1:0")`, func(v string) error {
+		addr, err := embeddedClientAddr(v)
+		if err != nil {
+			return err
+		}
+		ec.ClientAddr = addr
+		return nil
+	})
 	ec.QuotaBackendBytes = 4 << 30
 	fs.Func("etcd-quota-bytes", "embedded etcd: database size at which writes are refused with ResourceExhausted until maintenance frees space (default 4 GiB)", func(v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -71,11 +94,28 @@ func embeddedEtcdFlags(fs *flag.FlagSet, ec *store.EmbeddedConfig) {
 		"embedded etcd: time between compaction, defragmentation and NOSPACE recovery passes (negative: none)")
 }
 
+// embeddedClientAddr accepts host:port or an http URL of one.
+func embeddedClientAddr(v string) (string, error) {
+	if strings.Contains(v, "://") {
+		u, err := url.Parse(v)
+		if err != nil {
+			return "", err
+		}
+		if u.Scheme != "http" || u.Path != "" {
+			return "", fmt.Errorf("want host:port or http://host:port, got %q", v)
+		}
+		v = u.Host
+	}
+	if _, _, err := net.SplitHostPort(v); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	var cfg replica.Config
 	var logLevel, endpoints string
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("serve", serveUsage, stderr)
 	serveFlags(fs, &cfg, &logLevel, &endpoints)
 	var etcdClient etcdClientFlags
 	etcdClient.bind(fs)
@@ -133,6 +173,8 @@ func applySchedulerConfig(fs *flag.FlagSet, path string, cfg *replica.Config) er
 	return nil
 }
 
+// newLogger is the JSON logger to stderr of berth serve, with ISO 8601
+// timestamps a person and a log pipeline both read.
 func newLogger(level string) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
@@ -141,5 +183,6 @@ func newLogger(level string) (*zap.Logger, error) {
 	zc := zap.NewProductionConfig()
 	zc.Level = zap.NewAtomicLevelAt(lvl)
 	zc.Sampling = nil
+	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
 	return zc.Build()
 }

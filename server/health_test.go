@@ -1,0 +1,68 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// Health is per service: storage alone serves the cluster and pod APIs;
+// scheduling and the replica as a whole need membership too; nothing
+// serves before the replica reports.
+func TestHealthPerService(t *testing.T) {
+	front := New(Config{Store: &budgetStore{}, Registerer: prometheus.NewRegistry(), Logger: zaptest.NewLogger(t)})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- front.Serve(lis) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := healthpb.NewHealthClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const (
+		on  = healthpb.HealthCheckResponse_SERVING
+		off = healthpb.HealthCheckResponse_NOT_SERVING
+	)
+	check := func(when string, want map[string]healthpb.HealthCheckResponse_ServingStatus) {
+		t.Helper()
+		for svc, w := range want {
+			resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
+			if err != nil || resp.GetStatus() != w {
+				t.Errorf("%s: %q is %v (%v), want %v", when, svc, resp.GetStatus(), err, w)
+			}
+		}
+	}
+	all := func(s healthpb.HealthCheckResponse_ServingStatus) map[string]healthpb.HealthCheckResponse_ServingStatus {
+		return map[string]healthpb.HealthCheckResponse_ServingStatus{
+			"": s, HealthClusterService: s, HealthPodService: s, HealthSchedulerService: s,
+		}
+	}
+	check("before any report", all(off))
+	front.SetHealth(Health{Storage: true})
+	check("storage only", map[string]healthpb.HealthCheckResponse_ServingStatus{
+		"": off, HealthClusterService: on, HealthPodService: on, HealthSchedulerService: off,
+	})
+	front.SetServing()
+	check("whole", all(on))
+	front.SetHealth(Health{Scheduling: true})
+	check("storage lost", all(off))
+
+	conn.Close()
+	front.Shutdown(time.Minute)
+	if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		t.Errorf("serve: %v", err)
+	}
+}
