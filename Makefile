@@ -69,9 +69,12 @@ proto: tools
 bench: build
 	$(BIN)/berth bench --nodes 5000 --pods 10000
 
+# ghz profiles against a running replica (ADDR, default 127.0.0.1:7070);
+# GHZ_PROFILES picks some of: health submit-pod schedule list-pods.
+GHZ_PROFILES ?= all
 ghz:
 	$(GO) install github.com/bojand/ghz/cmd/ghz@v0.120.0
-	deploy/ghz/submit-pod.sh
+	deploy/ghz/run.sh $(GHZ_PROFILES)
 
 clean:
 	rm -rf $(BIN) berth-data
