@@ -23,6 +23,7 @@ ADDR=${ADDR:-127.0.0.1:7070}
 NODES=${NODES:-100}
 LIST_PODS=${LIST_PODS:-500}
 RUN=${RUN:-r$(date +%s)}
+RUN=${RUN,,} # names are DNS labels
 OUT=${OUT:-$(mktemp -d -t berth-ghz-XXXXXX)}
 NS=ghz
 WORK=$(mktemp -d -t berth-ghz-data-XXXXXX)
@@ -153,8 +154,9 @@ run_list_pods() {
 ratios() {
 	command -v jq >/dev/null && [[ -f $OUT/health.json ]] || return 0
 	echo
-	echo "profile      calls/s  vs health   p50 ms  vs health   p99 ms  vs health"
 	local p
+	{
+	printf 'profile\tcalls/s\tvs health\tp50 ms\tvs health\tp99 ms\tvs health\n'
 	for p in health submit-pod schedule list-pods; do
 		[[ -f $OUT/$p.json ]] || continue
 		jq -r --slurpfile h "$OUT/health.json" --arg p "$p" '
@@ -163,7 +165,8 @@ ratios() {
 		   (q(.; 50) * 100 | floor / 100), (q(.; 50) / q($h[0]; 50) * 10 | floor / 10),
 		   (q(.; 99) * 100 | floor / 100), (q(.; 99) / q($h[0]; 99) * 10 | floor / 10)]
 		  | "\(.[0])\t\(.[1])\t\(.[2])x\t\(.[3])\t\(.[4])x\t\(.[5])\t\(.[6])x"' "$OUT/$p.json"
-	done | column -t -s $'\t'
+	done
+	} | column -t -s $'\t'
 }
 
 [[ $# -gt 0 ]] || { sed -n '2,19p' "$0" >&2; exit 2; }
