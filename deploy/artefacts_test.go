@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,3 +156,37 @@ func TestDashboardShape(t *testing.T) {
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// TestDashboardQueriesParse hands every dashboard query to promtool as a
+// recording rule, Grafana's variables filled in, so a query Prometheus
+// would reject fails here rather than as an empty panel.
+func TestDashboardQueriesParse(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed")
+	}
+	exprs, err := dashboardExprs(dashboardPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grafana := strings.NewReplacer("$__rate_interval", "5m", "$job", "berth", "$instance", ".*")
+	type recording struct {
+		Record string `yaml:"record"`
+		Expr   string `yaml:"expr"`
+	}
+	var rules []recording
+	for i, e := range exprs {
+		rules = append(rules, recording{fmt.Sprintf("dashboard:query_%d", i), grafana.Replace(e.expr)})
+	}
+	b, err := yaml.Marshal(map[string]any{"groups": []any{map[string]any{"name": "dashboard", "rules": rules}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "dashboard-rules.yaml")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(promtool, "check", "rules", path).CombinedOutput(); err != nil {
+		t.Errorf("promtool rejects a dashboard query: %v\n%s", err, out)
+	}
+}
