@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -124,4 +125,20 @@ func toStrings(v any) []string {
 		out = append(out, s.(string))
 	}
 	return out
+}
+
+// TestKustomizeBuilds renders the kustomization where kubectl is
+// installed: names, labels and the image rewrite must resolve.
+func TestKustomizeBuilds(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl not installed")
+	}
+	out, err := exec.Command(kubectl, "kustomize", "kubernetes").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("namespace: berth")) || !bytes.Contains(out, []byte("image: registry.example/berth:latest")) {
+		t.Errorf("rendered manifests lack the namespace or the image rewrite:\n%s", out)
+	}
 }
