@@ -40,6 +40,9 @@ type Config struct {
 	ShardLoops     int    // scheduling loops of the embedded server (0: one per CPU)
 	Replicas       int    // in-process replicas sharing one embedded etcd (not with Addr)
 	Quiet          bool   // no progress lines
+	// JSONPath, when set, also receives the results as scheduler_perf-style
+	// JSON (PerfData), written even when a workload failed.
+	JSONPath string
 }
 
 // Validate rejects what the flags must not say; Run calls it.
@@ -64,7 +67,12 @@ func Run(ctx context.Context, bc Config, out io.Writer) error {
 	if err := bc.Validate(); err != nil {
 		return err
 	}
-	_, err := runBenchmarks(ctx, bc, out)
+	results, err := runBenchmarks(ctx, bc, out)
+	if bc.JSONPath != "" {
+		if jerr := writePerfData(bc.JSONPath, results); jerr != nil {
+			return errors.Join(err, fmt.Errorf("--json: %w", jerr))
+		}
+	}
 	return err
 }
 

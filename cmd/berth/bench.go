@@ -103,6 +103,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	fs.IntVar(&bc.ShardLoops, "shard-loops", 0, "scheduling loops of the embedded server (0: one per CPU)")
 	fs.IntVar(&bc.Replicas, "replicas", 1, "replicas to start, in this process, sharing one embedded etcd; calls are spread over them (not with --addr)")
 	fs.BoolVar(&bc.Quiet, "quiet", false, "no progress lines")
+	fs.StringVar(&bc.JSONPath, "json", "", `also write the results to this file as scheduler_perf-style JSON ({"version":"v1","dataItems":[...]})`)
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (bench and embedded server) to this file")
 	fs.IntVar(&bf.gcPercent, "gc-percent", defaultGCPercent, gcPercentUsage+" (as for serve: the embedded server shares the process)")
 	fs.StringVar(&bf.memProfile, "memprofile", "", "write the whole process's allocations (bench and embedded server) to this file when the run ends")

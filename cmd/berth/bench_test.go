@@ -9,7 +9,7 @@ import (
 
 func TestParseBenchFlags(t *testing.T) {
 	var stderr bytes.Buffer
-	bf, err := parseBenchFlags([]string{"--workload", "all", "--nodes", "7", "--pods", "9", "--node-cpu", "5"}, &stderr)
+	bf, err := parseBenchFlags([]string{"--workload", "all", "--nodes", "7", "--pods", "9", "--node-cpu", "5", "--json", "out.json"}, &stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,6 +18,9 @@ func TestParseBenchFlags(t *testing.T) {
 	got := bench.Config{Workload: bc.Workload, Sizes: bc.Sizes, Shape: bc.Shape}
 	if got != want {
 		t.Errorf("parsed %+v, want %+v", got, want)
+	}
+	if bc.JSONPath != "out.json" {
+		t.Errorf("--json parsed as %q, want out.json", bc.JSONPath)
 	}
 	for _, args := range [][]string{{"--batch", "0"}, {"--pods", "-1"}, {"extra"}} {
 		if _, err := parseBenchFlags(args, &stderr); err == nil {

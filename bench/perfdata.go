@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"encoding/json"
+	"os"
+	"strconv"
+	"time"
+)
+
+// PerfData is a run's results in the shape of Kubernetes' scheduler_perf
+// output, so dashboards and comparison scripts built for that read ours.
+type PerfData struct {
+	Version   string     `json:"version"`
+	DataItems []DataItem `json:"dataItems"`
+}
+
+// DataItem is one measured quantity of one workload.
+type DataItem struct {
+	Data   map[string]float64 `json:"data"`
+	Unit   string             `json:"unit"`
+	Labels map[string]string  `json:"labels"`
+}
+
+// Metric labels of the items perfData writes.
+const (
+	metricThroughput    = "SchedulingThroughput"
+	metricSubmitToBound = "submit_to_bound"
+)
+
+// perfData turns the results into data items: per workload that bound
+// pods, its throughput and its submit-to-bound latency. Skipped workloads
+// and those that bound nothing have no numbers to give; failed ones are
+// kept, labelled, since a partial number still says something.
+func perfData(results []runResult) PerfData {
+	pd := PerfData{Version: "v1", DataItems: []DataItem{}}
+	for _, r := range results {
+		if r.skipped != "" || len(r.latencies) == 0 {
+			continue
+		}
+		labels := func(metric string) map[string]string {
+			l := map[string]string{
+				"Metric":   metric,
+				"workload": r.workload,
+				"nodes":    strconv.Itoa(r.nodes),
+				"initPods": strconv.Itoa(r.initPods),
+				"pods":     strconv.Itoa(r.pods),
+			}
+			if r.err != nil || len(r.violations) > 0 {
+				l["status"] = "failed"
+			}
+			return l
+		}
+		// One number for the whole measured phase: the bench records no
+		// per-interval samples to take percentiles of.
+		pd.DataItems = append(pd.DataItems, DataItem{
+			Data:   map[string]float64{"Average": r.podsPerSec()},
+			Unit:   "pods/s",
+			Labels: labels(metricThroughput),
+		}, DataItem{
+			Data: map[string]float64{
+				"Average": ms(meanDuration(r.latencies)),
+				"Perc50":  ms(r.percentile(0.50)),
+				"Perc90":  ms(r.percentile(0.90)),
+				"Perc99":  ms(r.percentile(0.99)),
+				"Max":     ms(r.latencies[len(r.latencies)-1]),
+			},
+			Unit:   "ms",
+			Labels: labels(metricSubmitToBound),
+		})
+	}
+	return pd
+}
+
+// writePerfData writes the results as indented JSON to path.
+func writePerfData(path string, results []runResult) error {
+	b, err := json.MarshalIndent(perfData(results), "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func meanDuration(ds []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
