@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/berth-io/berth/server/admission"
 )
 
 // zapLogger adapts zap to the logging interceptor. Disabled levels return
@@ -84,9 +86,11 @@ func validationStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h
 }
 
 // interceptorOptions builds the chain: metrics outermost so they see every
-// outcome, then logging, then validation, and panic recovery innermost so a
-// panic becomes codes.Internal that logging and metrics still record.
-func interceptorOptions(logger *zap.Logger, metrics *grpcprom.ServerMetrics) []grpc.ServerOption {
+// outcome, then logging, then admission (after both, so a shed call is
+// counted and logged; before validation and the handlers, so a shed call
+// costs nothing), then validation, and panic recovery innermost so a panic
+// becomes codes.Internal that logging and metrics still record.
+func interceptorOptions(logger *zap.Logger, metrics *grpcprom.ServerMetrics, admit *admission.Controller) []grpc.ServerOption {
 	logOpts := []logging.Option{
 		logging.WithLogOnEvents(logging.FinishCall),
 		logging.WithLevels(callLevel),
@@ -100,12 +104,14 @@ func interceptorOptions(logger *zap.Logger, metrics *grpcprom.ServerMetrics) []g
 		grpc.ChainUnaryInterceptor(
 			metrics.UnaryServerInterceptor(),
 			logging.UnaryServerInterceptor(zl, logOpts...),
+			admit.Unary, // load shedding: before any work is done
 			validationUnary,
 			recovery.UnaryServerInterceptor(recoverOpts...),
 		),
 		grpc.ChainStreamInterceptor(
 			metrics.StreamServerInterceptor(),
 			logging.StreamServerInterceptor(zl, logOpts...),
+			admit.Stream, // stream limits: before any work is done
 			validationStream,
 			recovery.StreamServerInterceptor(recoverOpts...),
 		),
