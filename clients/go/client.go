@@ -35,14 +35,16 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	retryOpts := []retry.CallOption{
 		retry.WithMax(cfg.maxAttempts), // the interceptor counts attempts, not retries
 		retry.WithCodes(codes.Unavailable, codes.ResourceExhausted),
-		retry.WithBackoff(func(_ context.Context, attempt uint) time.Duration {
-			return cfg.backoff.delay(attempt)
+		retry.WithBackoff(func(ctx context.Context, attempt uint) time.Duration {
+			return retryWait(ctx, cfg.backoff, attempt)
 		}),
 	}
 	dialOpts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(cfg.creds),
 		// Streams are not retried here: WatchBindings resumes by revision itself.
-		grpc.WithChainUnaryInterceptor(retry.UnaryClientInterceptor(retryOpts...)),
+		// A shed call's RetryInfo delay is the least the retry waits
+		// (retryinfo.go): hint scope, retries, then the per-attempt record.
+		grpc.WithChainUnaryInterceptor(withRetryHint, retry.UnaryClientInterceptor(retryOpts...), recordRetryHint),
 	}, cfg.dialOptions...)
 	conn, err := grpc.NewClient(addr, dialOpts...)
 	if err != nil {
