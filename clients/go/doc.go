@@ -7,7 +7,8 @@
 // ClusterService, PodService and SchedulerService for anything else.
 //
 // Unary calls that fail with Unavailable or ResourceExhausted are retried
-// with exponential backoff and jitter (5 attempts by default). Every Berth
+// with exponential backoff and jitter (5 attempts by default), waiting at
+// least the delay a shedding server names in its RetryInfo. Every Berth
 // write is idempotent, so a retry after a lost response cannot apply a change
 // twice: see the method comments for what a retried call can report.
 package berth
