@@ -38,10 +38,14 @@ func startBerthWithMetrics(t *testing.T, extra ...string) (*proc, string) {
 	return startBerth(t, t.TempDir(), append([]string{"--metrics-listen", maddr}, extra...)...), maddr
 }
 
+// metricsHTTP keeps no idle connections, whose goroutines would outlive
+// the test.
+var metricsHTTP = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 // scrape reads the unlabelled samples of the named metrics.
 func scrape(t *testing.T, maddr string, names ...string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + maddr + "/metrics")
+	resp, err := metricsHTTP.Get("http://" + maddr + "/metrics")
 	if err != nil {
 		t.Fatalf("scrape: %v", err)
 	}
@@ -75,7 +79,7 @@ func scrape(t *testing.T, maddr string, names ...string) map[string]float64 {
 // shedTotal sums berth_admission_shed_total over its labels.
 func shedTotal(t *testing.T, maddr string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + maddr + "/metrics")
+	resp, err := metricsHTTP.Get("http://" + maddr + "/metrics")
 	if err != nil {
 		t.Fatalf("scrape: %v", err)
 	}
@@ -368,7 +372,7 @@ func sampleMax(t *testing.T, maddr, name string, peak *atomic.Int64) func() {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			resp, err := http.Get("http://" + maddr + "/metrics")
+			resp, err := metricsHTTP.Get("http://" + maddr + "/metrics")
 			if err == nil {
 				sc := bufio.NewScanner(resp.Body)
 				for sc.Scan() {
@@ -473,7 +477,7 @@ func TestE2EOverloadIsShed(t *testing.T) {
 		maxInFlight = 8
 		workers     = 400 // 10x what is let in or may wait (8 + 32)
 		perWorker   = 10
-		rssCap      = 1 << 30
+		rssCap      = 256 << 20
 	)
 	p, maddr := startBerthWithMetrics(t, "--max-inflight", strconv.Itoa(maxInFlight), "--max-wait", "200ms")
 	c := newClients(t, p.addr)
