@@ -360,6 +360,19 @@ func TestE2ESlowWatchersAreCutOffAndResume(t *testing.T) {
 		t.Logf("slow watcher %d: %d events before the cut-off, resumed from revision %d for %d more", i, len(first), resume, len(second))
 		checkOnceInOrder(t, i, first, second, resume, pods)
 	}
+
+	// A watcher stuck mid-listing (20,000 bound pods, windows full) must
+	// not hold up a graceful stop.
+	stuck := openSlowWatcher(t, p.addr, 0)
+	if _, err := stuck.stream.Header(); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, 10*time.Second, "stuck watcher subscribed", func() error { return gauge(t, maddr, "berth_watch_subscribers", 2) })
+	took := p.stopWithin(10 * time.Second)
+	t.Logf("SIGTERM with a watcher stuck mid-listing: exited in %v", took.Round(time.Millisecond))
+	if strings.Contains(p.logs(), "graceful stop timed out") {
+		t.Errorf("graceful stop waited out its grace on a stuck watcher:\n%s", p.logs())
+	}
 }
 
 // sampleMax records the highest value of a gauge until the returned func

@@ -115,3 +115,27 @@ func shedCount(t *testing.T, reg *prometheus.Registry, method, reason string) fl
 	}
 	return 0
 }
+
+func TestHandlersIdle(t *testing.T) {
+	var h handlers
+	select {
+	case <-h.idle():
+	default:
+		t.Fatal("no handler running, yet not idle")
+	}
+	h.enter()
+	h.enter()
+	idle := h.idle()
+	h.exit()
+	select {
+	case <-idle:
+		t.Fatal("idle with a handler still running")
+	default:
+	}
+	h.exit()
+	select {
+	case <-idle:
+	default:
+		t.Fatal("not idle once every handler returned")
+	}
+}

@@ -47,20 +47,33 @@ func (ss *schedulerService) WatchBindings(req *berthv1.WatchBindingsRequest, str
 	defer ss.watchers.Dec()
 
 	sent := newSentRevisions(req.GetFromRevision())
-	err := ss.store.WatchBindings(ctx, req.GetFromRevision(), func(ev *berthv1.BindingEvent) error {
-		sent.starting(ev.GetRevision())
-		if err := stream.Send(&berthv1.WatchBindingsResponse{Event: ev}); err != nil {
-			return err
-		}
-		sent.done(ev.GetRevision())
-		return nil
-	}, store.OnSynced(func(rev int64) error {
-		if err := stream.Send(&berthv1.WatchBindingsResponse{ProgressRevision: rev}); err != nil {
-			return err
-		}
-		sent.synced(rev)
-		return nil
-	}))
+	result := make(chan error, 1)
+	go func() {
+		result <- ss.store.WatchBindings(ctx, req.GetFromRevision(), func(ev *berthv1.BindingEvent) error {
+			sent.starting(ev.GetRevision())
+			if err := stream.Send(&berthv1.WatchBindingsResponse{Event: ev}); err != nil {
+				return err
+			}
+			sent.done(ev.GetRevision())
+			return nil
+		}, store.OnSynced(func(rev int64) error {
+			if err := stream.Send(&berthv1.WatchBindingsResponse{ProgressRevision: rev}); err != nil {
+				return err
+			}
+			sent.synced(rev)
+			return nil
+		}))
+	}()
+	var err error
+	select {
+	case err = <-result:
+	case <-ctx.Done():
+		// A Send stuck on a client that stopped reading would hold this
+		// handler, and with it a graceful stop, until the connection
+		// closed. It holds the goroutine above instead: returning ends the
+		// stream, which makes the stuck Send fail and that goroutine end.
+		err = ctx.Err()
+	}
 	var behind *store.FellBehindError
 	if errors.As(err, &behind) {
 		err = &store.FellBehindError{Resume: sent.resume(behind.Resume), Why: behind.Why}

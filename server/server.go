@@ -69,13 +69,14 @@ type Server struct {
 	// streams ends with Shutdown; long-lived streams watch it.
 	streams    context.Context
 	endStreams context.CancelFunc
+	running    *handlers
 }
 
 // New builds the front with every service registered; it serves once
 // Serve is called.
 func New(cfg Config) *Server {
 	cfg.setDefaults()
-	s := &Server{logger: cfg.Logger, health: health.NewServer()}
+	s := &Server{logger: cfg.Logger, health: health.NewServer(), running: &handlers{}}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 
 	watchers := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -92,7 +93,7 @@ func New(cfg Config) *Server {
 	admit.Exempt = exemptFromAdmission(admit.Exempt)
 	admitter := admission.New(admit, func(method, reason string) { shed.WithLabelValues(method, reason).Inc() })
 
-	opts := append(interceptorOptions(cfg.Logger.Named("grpc"), grpcMetrics, admitter),
+	opts := append(interceptorOptions(cfg.Logger.Named("grpc"), grpcMetrics, admitter, s.running),
 		grpc.MaxRecvMsgSize(16<<20),
 		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
@@ -135,8 +136,13 @@ func (s *Server) SetServing() { s.health.SetServingStatus("", healthpb.HealthChe
 
 // Shutdown reports not serving, ends watch streams (their subscribers
 // resume elsewhere), and stops accepting RPCs while in-flight ones, and
-// their commits, finish. After grace the remaining connections are closed.
+// their commits, finish. Once every handler has returned, connections get
+// a short while to flush their last answers: one whose client stopped
+// reading would never flush, and must not hold the stop for the whole
+// grace. After grace the remaining connections are closed regardless.
 func (s *Server) Shutdown(grace time.Duration) {
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
 	s.health.Shutdown()
 	s.endStreams()
 	done := make(chan struct{})
@@ -146,9 +152,24 @@ func (s *Server) Shutdown(grace time.Duration) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(grace):
+		return
+	case <-deadline.C:
 		s.logger.Warn("graceful stop timed out; closing remaining connections")
-		s.grpc.Stop()
-		<-done
+	case <-s.running.idle():
+		flush := time.NewTimer(min(flushGrace, grace))
+		defer flush.Stop()
+		select {
+		case <-done:
+			return
+		case <-flush.C:
+			s.logger.Info("every call answered; closing connections that are not reading")
+		case <-deadline.C:
+		}
 	}
+	s.grpc.Stop()
+	<-done
 }
+
+// flushGrace is how long connections get to flush once every handler has
+// returned: ample for a reading client on any network worth serving.
+const flushGrace = time.Second
