@@ -20,6 +20,7 @@ import (
 
 	"github.com/berth-io/berth/scheduler"
 	"github.com/berth-io/berth/server"
+	"github.com/berth-io/berth/server/admission"
 	"github.com/berth-io/berth/store"
 )
 
@@ -57,7 +58,9 @@ type Config struct {
 	LeaseTTL time.Duration
 	// ShutdownGrace bounds the graceful stop; default 10s.
 	ShutdownGrace time.Duration
-	Logger        *zap.Logger
+	// Limits bounds what the gRPC front takes on.
+	Limits Limits
+	Logger *zap.Logger
 }
 
 func (cfg *Config) setDefaults() {
@@ -126,9 +129,7 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 	if err := r.newScheduler(ctx); err != nil {
 		return nil, err
 	}
-	r.front = server.New(server.Config{
-		Store: r.store, Scheduler: r.sched, Registerer: r.reg, Logger: r.logger,
-	})
+	r.front = server.New(r.frontConfig())
 	if err := r.listen(); err != nil {
 		return nil, err
 	}
@@ -136,6 +137,41 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 	r.logger.Info("berth serving", zap.String("grpc", r.lis.Addr().String()), zap.String("advertise", r.cfg.Advertise),
 		zap.Stringer("metrics", r.metrics.addr()), zap.String("replica", r.cfg.ReplicaID))
 	return r, nil
+}
+
+// Limits are the gRPC front's bounds: past them calls and streams are
+// turned away with ResourceExhausted and a RetryInfo rather than queued into
+// memory. Zero fields take the defaults noted.
+type Limits struct {
+	// MaxInFlight is how many unary calls run at once (default 1024); up to
+	// four times as many wait up to MaxWait (default 2s) for a slot.
+	MaxInFlight int
+	MaxWait     time.Duration
+	// MaxStreams bounds the streams open at once (default 4096), and
+	// MaxStreamsPerClient those from one client host (default 256).
+	MaxStreams          int
+	MaxStreamsPerClient int
+	// MaxStreamsPerConnection is HTTP/2's per-connection bound (default
+	// 1024).
+	MaxStreamsPerConnection uint32
+	// KeepaliveTime and KeepaliveTimeout find clients that vanished: a
+	// connection silent for KeepaliveTime is pinged and closed, with its
+	// streams, if no answer comes within KeepaliveTimeout (defaults 30s,
+	// 10s).
+	KeepaliveTime, KeepaliveTimeout time.Duration
+}
+
+func (r *Replica) frontConfig() server.Config {
+	l := r.cfg.Limits
+	return server.Config{
+		Store: r.store, Scheduler: r.sched, Registerer: r.reg, Logger: r.logger,
+		Admission: admission.Config{
+			MaxInFlight: l.MaxInFlight, MaxWait: l.MaxWait,
+			MaxStreams: l.MaxStreams, MaxStreamsPerPeer: l.MaxStreamsPerClient,
+		},
+		MaxConcurrentStreams: l.MaxStreamsPerConnection,
+		KeepaliveTime:        l.KeepaliveTime, KeepaliveTimeout: l.KeepaliveTimeout,
+	}
 }
 
 // newMetrics makes the registry every part of the replica reports to.

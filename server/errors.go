@@ -23,6 +23,14 @@ const ErrorReasonCompacted = "REVISION_COMPACTED"
 // resume once space is freed (the embedded etcd frees it by itself).
 const ErrorReasonNoSpace = "DATABASE_SPACE_EXCEEDED"
 
+// ErrorReasonFellBehind is the errdetails.ErrorInfo reason of a watch cut
+// off because its subscriber read too slowly (code ResourceExhausted).
+// Metadata "resume_revision" is R: every event up to R was sent, and a new
+// WatchBindings from R continues the stream. The events of the one revision
+// after R may arrive again (a cut-off can split the events one transaction
+// wrote); skip those already seen by pod and type.
+const ErrorReasonFellBehind = "WATCH_FELL_BEHIND"
+
 // toStatus maps store and context errors to gRPC statuses. Anything not
 // recognised is Internal, and its text is kept for the operator's log.
 func toStatus(err error, what string) error {
@@ -33,7 +41,17 @@ func toStatus(err error, what string) error {
 		return err
 	}
 	var compacted *store.CompactedError
+	var behind *store.FellBehindError
 	switch {
+	case errors.As(err, &behind):
+		st := status.New(codes.ResourceExhausted, fmt.Sprintf("%s: watch fell behind (%s); resume from revision %d", what, behind.Why, behind.Resume))
+		if d, derr := st.WithDetails(&errdetails.ErrorInfo{
+			Reason: ErrorReasonFellBehind, Domain: "berth.v1",
+			Metadata: map[string]string{"resume_revision": strconv.FormatInt(behind.Resume, 10)},
+		}); derr == nil {
+			st = d
+		}
+		return st.Err()
 	case errors.As(err, &compacted):
 		st := status.New(codes.FailedPrecondition, fmt.Sprintf("%s: revision compacted; oldest available revision is %d: re-list with from_revision 0", what, compacted.CompactRevision))
 		if d, derr := st.WithDetails(&errdetails.ErrorInfo{

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/berth-io/berth/server/admission"
 )
 
 // zapLogger adapts zap to the logging interceptor. Disabled levels return
@@ -83,10 +85,13 @@ func validationStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h
 	return handler(srv, validatingStream{ss})
 }
 
-// interceptorOptions builds the chain: metrics outermost so they see every
-// outcome, then logging, then validation, and panic recovery innermost so a
-// panic becomes codes.Internal that logging and metrics still record.
-func interceptorOptions(logger *zap.Logger, metrics *grpcprom.ServerMetrics) []grpc.ServerOption {
+// interceptorOptions builds the chain: a count of running handlers (for
+// Shutdown) outermost, then metrics so they see every outcome, then
+// logging, then admission (after both, so a shed call is counted and
+// logged; before validation and the handlers, so a shed call costs
+// nothing), then validation, and panic recovery innermost so a panic
+// becomes codes.Internal that logging and metrics still record.
+func interceptorOptions(logger *zap.Logger, metrics *grpcprom.ServerMetrics, admit *admission.Controller, running *handlers) []grpc.ServerOption {
 	logOpts := []logging.Option{
 		logging.WithLogOnEvents(logging.FinishCall),
 		logging.WithLevels(callLevel),
@@ -98,14 +103,18 @@ func interceptorOptions(logger *zap.Logger, metrics *grpcprom.ServerMetrics) []g
 	zl := zapLogger(logger)
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(
+			running.unary, // counts handlers for Shutdown; outermost
 			metrics.UnaryServerInterceptor(),
 			logging.UnaryServerInterceptor(zl, logOpts...),
+			admit.Unary, // load shedding: before any work is done
 			validationUnary,
 			recovery.UnaryServerInterceptor(recoverOpts...),
 		),
 		grpc.ChainStreamInterceptor(
+			running.stream, // counts handlers for Shutdown; outermost
 			metrics.StreamServerInterceptor(),
 			logging.StreamServerInterceptor(zl, logOpts...),
+			admit.Stream, // stream limits: before any work is done
 			validationStream,
 			recovery.StreamServerInterceptor(recoverOpts...),
 		),

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,11 +46,38 @@ func (ss *schedulerService) WatchBindings(req *berthv1.WatchBindingsRequest, str
 	ss.watchers.Inc()
 	defer ss.watchers.Dec()
 
-	err := ss.store.WatchBindings(ctx, req.GetFromRevision(), func(ev *berthv1.BindingEvent) error {
-		return stream.Send(&berthv1.WatchBindingsResponse{Event: ev})
-	}, store.OnSynced(func(rev int64) error {
-		return stream.Send(&berthv1.WatchBindingsResponse{ProgressRevision: rev})
-	}))
+	sent := newSentRevisions(req.GetFromRevision())
+	result := make(chan error, 1)
+	go func() {
+		result <- ss.store.WatchBindings(ctx, req.GetFromRevision(), func(ev *berthv1.BindingEvent) error {
+			sent.starting(ev.GetRevision())
+			if err := stream.Send(&berthv1.WatchBindingsResponse{Event: ev}); err != nil {
+				return err
+			}
+			sent.done(ev.GetRevision())
+			return nil
+		}, store.OnSynced(func(rev int64) error {
+			if err := stream.Send(&berthv1.WatchBindingsResponse{ProgressRevision: rev}); err != nil {
+				return err
+			}
+			sent.synced(rev)
+			return nil
+		}))
+	}()
+	var err error
+	select {
+	case err = <-result:
+	case <-ctx.Done():
+		// A Send stuck on a client that stopped reading would hold this
+		// handler, and with it a graceful stop, until the connection
+		// closed. It holds the goroutine above instead: returning ends the
+		// stream, which makes the stuck Send fail and that goroutine end.
+		err = ctx.Err()
+	}
+	var behind *store.FellBehindError
+	if errors.As(err, &behind) {
+		err = &store.FellBehindError{Resume: sent.resume(behind.Resume), Why: behind.Why}
+	}
 	if ss.streams.Err() != nil && stream.Context().Err() == nil {
 		return status.Error(codes.Unavailable, "server shutting down; resume from the last revision received")
 	}
@@ -57,6 +85,54 @@ func (ss *schedulerService) WatchBindings(req *berthv1.WatchBindingsRequest, str
 		return status.FromContextError(stream.Context().Err()).Err()
 	}
 	return toStatus(err, "watch bindings")
+}
+
+// sentRevisions tracks what a watch stream has sent, so that a subscriber
+// cut off for falling behind is told a revision it can resume from without
+// a gap. One transaction's events share a revision, and a cut-off can fall
+// between them: only a revision followed by a later one (or by a progress
+// marker) is known to have been sent whole.
+//
+// A stuck Send runs on the store's goroutine while the handler reads
+// resume, hence the lock.
+type sentRevisions struct {
+	mu       sync.Mutex
+	last     int64 // revision of the last event sent
+	complete int64 // every event up to here was sent
+}
+
+// newSentRevisions starts at from: a resume from R has all of R. From 0,
+// the listing's events carry each pod's own revision, so nothing is known
+// complete until its progress marker.
+func newSentRevisions(from int64) *sentRevisions {
+	return &sentRevisions{last: from, complete: from}
+}
+
+func (s *sentRevisions) starting(rev int64) {
+	s.mu.Lock()
+	if rev > s.last {
+		s.complete = s.last
+	}
+	s.mu.Unlock()
+}
+
+func (s *sentRevisions) done(rev int64) {
+	s.mu.Lock()
+	s.last = max(s.last, rev)
+	s.mu.Unlock()
+}
+
+func (s *sentRevisions) synced(rev int64) {
+	s.mu.Lock()
+	s.last, s.complete = rev, rev
+	s.mu.Unlock()
+}
+
+// resume is the revision to resume from, never past the store's own.
+func (s *sentRevisions) resume(storeResume int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return min(s.complete, storeResume)
 }
 
 // Schedule is SubmitPod followed by a wait on the pod's own key, so the

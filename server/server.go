@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/server/admission"
 )
 
 // Config is what the front needs from the replica that runs it.
@@ -30,6 +31,34 @@ type Config struct {
 	// Registerer receives the RPC and watch-stream metrics.
 	Registerer prometheus.Registerer
 	Logger     *zap.Logger
+	// Admission bounds the calls and streams taken on at once; zero fields
+	// take package admission's defaults. Health checks are always exempt.
+	Admission admission.Config
+	// MaxConcurrentStreams bounds the streams of one connection (HTTP/2
+	// SETTINGS); default 1024. The admission limits bound them per client
+	// and in total.
+	MaxConcurrentStreams uint32
+	// KeepaliveTime is how long a connection may be silent before the
+	// server pings it, and KeepaliveTimeout how long the ping may go
+	// unanswered before the connection, and its streams, are closed: how a
+	// client that vanished without closing is noticed. Defaults 30s and
+	// 10s.
+	KeepaliveTime, KeepaliveTimeout time.Duration
+}
+
+func (cfg *Config) setDefaults() {
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.MaxConcurrentStreams == 0 {
+		cfg.MaxConcurrentStreams = 1024
+	}
+	if cfg.KeepaliveTime <= 0 {
+		cfg.KeepaliveTime = 30 * time.Second
+	}
+	if cfg.KeepaliveTimeout <= 0 {
+		cfg.KeepaliveTimeout = 10 * time.Second
+	}
 }
 
 // Server is the gRPC front of one replica.
@@ -40,15 +69,14 @@ type Server struct {
 	// streams ends with Shutdown; long-lived streams watch it.
 	streams    context.Context
 	endStreams context.CancelFunc
+	running    *handlers
 }
 
 // New builds the front with every service registered; it serves once
 // Serve is called.
 func New(cfg Config) *Server {
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
-	s := &Server{logger: cfg.Logger, health: health.NewServer()}
+	cfg.setDefaults()
+	s := &Server{logger: cfg.Logger, health: health.NewServer(), running: &handlers{}}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 
 	watchers := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -57,11 +85,22 @@ func New(cfg Config) *Server {
 	grpcMetrics := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
 		grpcprom.WithHistogramBuckets(prometheus.ExponentialBuckets(0.0001, 2, 18)),
 	))
-	cfg.Registerer.MustRegister(watchers, grpcMetrics)
+	shed := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "berth_admission_shed_total", Help: "Calls and streams turned away with ResourceExhausted by admission control, by method and reason.",
+	}, []string{"method", "reason"})
+	cfg.Registerer.MustRegister(watchers, grpcMetrics, shed)
+	admit := cfg.Admission
+	admit.Exempt = exemptFromAdmission(admit.Exempt)
+	admitter := admission.New(admit, func(method, reason string) { shed.WithLabelValues(method, reason).Inc() })
 
-	opts := append(interceptorOptions(cfg.Logger.Named("grpc"), grpcMetrics),
+	opts := append(interceptorOptions(cfg.Logger.Named("grpc"), grpcMetrics, admitter, s.running),
 		grpc.MaxRecvMsgSize(16<<20),
+		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		// Pings find clients that vanished (a killed process behind a NAT,
+		// a cut cable) so their streams end instead of holding subscribers
+		// and goroutines for as long as TCP would.
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: cfg.KeepaliveTime, Timeout: cfg.KeepaliveTimeout}),
 	)
 	s.grpc = grpc.NewServer(opts...)
 	berthv1.RegisterClusterServiceServer(s.grpc, &clusterService{store: cfg.Store, sched: cfg.Scheduler})
@@ -78,14 +117,32 @@ func New(cfg Config) *Server {
 	return s
 }
 
+// exemptFromAdmission adds the health checks to the methods never shed: a
+// load balancer must see an overloaded replica as alive, not dead.
+func exemptFromAdmission(given map[string]bool) map[string]bool {
+	exempt := map[string]bool{
+		healthpb.Health_Check_FullMethodName: true,
+		healthpb.Health_Watch_FullMethodName: true,
+	}
+	for m, ok := range given {
+		exempt[m] = exempt[m] || ok
+	}
+	return exempt
+}
+
 // Serve accepts RPCs on lis until Shutdown; it returns
 // grpc.ErrServerStopped if Shutdown came first.
 func (s *Server) Serve(lis net.Listener) error { return s.grpc.Serve(lis) }
 
 // Shutdown reports not serving, ends watch streams (their subscribers
 // resume elsewhere), and stops accepting RPCs while in-flight ones, and
-// their commits, finish. After grace the remaining connections are closed.
+// their commits, finish. Once every handler has returned, connections get
+// a short while to flush their last answers: one whose client stopped
+// reading would never flush, and must not hold the stop for the whole
+// grace. After grace the remaining connections are closed regardless.
 func (s *Server) Shutdown(grace time.Duration) {
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
 	s.health.Shutdown()
 	s.endStreams()
 	done := make(chan struct{})
@@ -95,9 +152,24 @@ func (s *Server) Shutdown(grace time.Duration) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(grace):
+		return
+	case <-deadline.C:
 		s.logger.Warn("graceful stop timed out; closing remaining connections")
-		s.grpc.Stop()
-		<-done
+	case <-s.running.idle():
+		flush := time.NewTimer(min(flushGrace, grace))
+		defer flush.Stop()
+		select {
+		case <-done:
+			return
+		case <-flush.C:
+			s.logger.Info("every call answered; closing connections that are not reading")
+		case <-deadline.C:
+		}
 	}
+	s.grpc.Stop()
+	<-done
 }
+
+// flushGrace is how long connections get to flush once every handler has
+// returned: ample for a reading client on any network worth serving.
+const flushGrace = time.Second

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/berth-io/berth/clients/go/berthtest"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
@@ -243,5 +246,55 @@ func TestDialRejectsCancelledContext(t *testing.T) {
 	cancel()
 	if _, err := Dial(ctx, "127.0.0.1:1"); !errors.Is(err, context.Canceled) {
 		t.Errorf("Dial with cancelled ctx: %v, want context.Canceled", err)
+	}
+}
+
+// A call shed with a RetryInfo is retried no sooner than the server asked,
+// even with the client's own backoff at zero.
+func TestRetryHonoursRetryInfo(t *testing.T) {
+	const asked = 300 * time.Millisecond
+	srv := berthtest.Start(t)
+	srv.SetUnaryFault(func(method string, call int) error {
+		if method != upsertNodeMethod || call > 0 {
+			return nil
+		}
+		st, err := status.New(codes.ResourceExhausted, "overloaded").
+			WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(asked)})
+		if err != nil {
+			return err
+		}
+		return st.Err()
+	})
+	c := dialTest(t, srv)
+	start := time.Now()
+	if _, _, err := c.UpsertNode(t.Context(), &berthv1.Node{Name: "n1", Allocatable: map[string]int64{"cpu": 1000}}); err != nil {
+		t.Fatalf("UpsertNode: %v", err)
+	}
+	// A lower bound only: a timer never fires early, so this cannot flake.
+	if waited := time.Since(start); waited < asked {
+		t.Errorf("retried after %v, before the %v the server asked for", waited, asked)
+	}
+	if calls := srv.Calls(upsertNodeMethod); calls != 2 {
+		t.Errorf("server saw %d calls, want 2", calls)
+	}
+}
+
+func TestRetryWaitTakesTheLonger(t *testing.T) {
+	b := backoff{base: 100 * time.Millisecond, max: time.Second}
+	shed := func(d time.Duration) error {
+		st, err := status.New(codes.ResourceExhausted, "overloaded").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Err()
+	}
+	if got := retryWait(shed(10*time.Second), b, 1); got != 10*time.Second {
+		t.Errorf("server asked 10s, own backoff <= 100ms: waited %v", got)
+	}
+	if got := retryWait(status.Error(codes.Unavailable, "down"), b, 1); got < 50*time.Millisecond || got > 100*time.Millisecond {
+		t.Errorf("no hint: waited %v, want the own backoff in [50ms, 100ms]", got)
+	}
+	if got := retryWait(status.Error(codes.Unavailable, "down"), backoff{}, 1); got != 0 {
+		t.Errorf("no hint, no backoff: waited %v", got)
 	}
 }

@@ -7,7 +7,8 @@
 // ClusterService, PodService and SchedulerService for anything else.
 //
 // Unary calls that fail with Unavailable or ResourceExhausted are retried
-// with exponential backoff and jitter (5 attempts by default), never past
+// with exponential backoff and jitter (5 attempts by default), waiting at
+// least the delay a shedding server names in its RetryInfo, and never past
 // the caller's deadline: when time runs out the server's own last answer is
 // returned (its status code and message), not a bare DeadlineExceeded. Every
 // Berth write is idempotent, so a retry after a lost response cannot apply a

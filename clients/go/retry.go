@@ -35,7 +35,7 @@ func retryUnary(maxAttempts uint, bo backoff) grpc.UnaryClientInterceptor {
 				return err
 			}
 			answered = err
-			d := bo.delay(attempt)
+			d := retryWait(err, bo, attempt)
 			if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
 				return err
 			}

@@ -38,6 +38,34 @@ func (e *CompactedError) Error() string {
 // reports FailedPrecondition.
 func (e *CompactedError) Unwrap() error { return e.status }
 
+// FellBehindReason is the errdetails.ErrorInfo reason of a watch the server
+// cut off because its reader fell too far behind (ResourceExhausted);
+// metadata ResumeRevisionKey holds a revision every event up to which was
+// sent.
+const (
+	FellBehindReason  = "WATCH_FELL_BEHIND"
+	ResumeRevisionKey = "resume_revision"
+)
+
+// asFellBehind recognises a cut-off for reading too slowly and returns the
+// server's resume revision.
+func asFellBehind(err error) (int64, bool) {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.ResourceExhausted {
+		return 0, false
+	}
+	for _, d := range st.Details() {
+		info, ok := d.(*errdetails.ErrorInfo)
+		if !ok || info.GetReason() != FellBehindReason {
+			continue
+		}
+		if rev, perr := strconv.ParseInt(info.GetMetadata()[ResumeRevisionKey], 10, 64); perr == nil {
+			return rev, true
+		}
+	}
+	return 0, false
+}
+
 var compactedMessage = regexp.MustCompile(`oldest available revision is (\d+)`)
 
 // asCompacted recognises a compaction failure. The structured ErrorInfo is
@@ -79,6 +107,12 @@ func asCompacted(err error) (*CompactedError, bool) {
 // whole revision again and skips the events fn already had. This relies on
 // the server's promise that events arrive in non-decreasing revision order.
 //
+// A server that cuts the stream off because fn (or the network) is too slow
+// to keep up says where to resume (WATCH_FELL_BEHIND); the watch resumes
+// from there, or from the last event fn received if that is earlier (events
+// sent but lost with the stream), at once when fn had made progress, and
+// with the same skipping of events already seen.
+//
 // It returns ctx.Err() when ctx ends, fn's error unchanged when fn fails,
 // *CompactedError when the revision to resume from was compacted, and any
 // other server error (InvalidArgument, Unimplemented, ...) as is. fn runs
@@ -103,6 +137,14 @@ func (c *Client) WatchBindings(ctx context.Context, fromRevision int64, fn func(
 		}
 		if progressed {
 			failures = 0
+		}
+		if rev, ok := asFellBehind(err); ok {
+			cursor.capResume(rev)
+			if progressed {
+				// The reader was slow, not the server: its buffer has
+				// room again, so no backoff.
+				continue
+			}
 		}
 		failures++
 		if err := c.backoff.wait(ctx, failures); err != nil {
@@ -186,6 +228,17 @@ type watchCursor struct {
 	// carry each pod's own revision), so it is redone from 0, skipping
 	// these.
 	listed map[eventKey]struct{}
+	// capped, if not 0, is a server's resume revision lower than the
+	// cursor's own; it lasts until fn receives more.
+	capped int64
+}
+
+// capResume resumes from rev if that is earlier than the cursor's own
+// point: events at or before the cursor's own are skipped as seen.
+func (w *watchCursor) capResume(rev int64) {
+	if rev > 0 {
+		w.capped = rev
+	}
 }
 
 func newWatchCursor(from int64) *watchCursor {
@@ -198,13 +251,21 @@ func newWatchCursor(from int64) *watchCursor {
 
 // progress records the server's word that everything up to rev was sent.
 func (w *watchCursor) progress(rev int64) {
-	w.listed = nil
+	w.listed, w.capped = nil, 0
 	w.from, w.last = rev, 0
 	clear(w.atLast)
 }
 
 // resumeFrom is the from_revision of the next stream.
 func (w *watchCursor) resumeFrom() int64 {
+	own := w.ownResume()
+	if w.capped > 0 && w.listed == nil {
+		return min(own, w.capped)
+	}
+	return own
+}
+
+func (w *watchCursor) ownResume() int64 {
 	switch {
 	case w.listed != nil:
 		return 0
@@ -236,6 +297,7 @@ func (w *watchCursor) seen(ev *berthv1.BindingEvent) bool {
 }
 
 func (w *watchCursor) delivered(ev *berthv1.BindingEvent) {
+	w.capped = 0
 	if w.listed != nil {
 		w.listed[keyOf(ev)] = struct{}{}
 		return

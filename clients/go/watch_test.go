@@ -346,3 +346,78 @@ func TestWatchCursorProgress(t *testing.T) {
 		t.Fatalf("after b@10: resume from %d, want 9 (revision 10 asked again)", got)
 	}
 }
+
+// A stream cut off for falling behind resumes at once from the server's
+// resume revision (or the cursor's own, if earlier), and fn sees every
+// event once and in order. The backoff is an hour: a resume that waited
+// would end the test on its deadline instead.
+func TestWatchResumesAfterFallingBehind(t *testing.T) {
+	log := []*berthv1.BindingEvent{
+		bound("a", 5),
+		bound("b", 6), bound("c", 6), bound("d", 6),
+		bound("e", 7),
+		unbound("a", 8),
+		bound("f", 9),
+	}
+	want := []string{"+a@5", "+b@6", "+c@6", "+d@6", "+e@7", "-a@8", "+f@9"}
+	tests := []struct {
+		name      string
+		fault     berthtest.WatchFault
+		wantFroms []int64
+	}{
+		{
+			name: "cut off inside a revision: the server's resume is before it",
+			fault: func(stream, sent int) error {
+				if stream == 0 && sent == 3 { // after a@5, b@6, c@6
+					return berthtest.FellBehindError(5)
+				}
+				return nil
+			},
+			wantFroms: []int64{4, 5},
+		},
+		{
+			name: "the server sent more than arrived: the cursor's own point wins",
+			fault: func(stream, sent int) error {
+				if stream == 0 && sent == 5 { // after e@7; the server counts a@8 as sent
+					return berthtest.FellBehindError(8)
+				}
+				return nil
+			},
+			wantFroms: []int64{4, 6},
+		},
+		{
+			name: "the server's resume is older than the cursor's: seen events are skipped",
+			fault: func(stream, sent int) error {
+				if stream == 0 && sent == 5 {
+					return berthtest.FellBehindError(5)
+				}
+				return nil
+			},
+			wantFroms: []int64{4, 5},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := berthtest.Start(t)
+			srv.AddEvents(log...)
+			srv.SetWatchFault(tt.fault)
+			c, err := Dial(t.Context(), srv.Addr, WithBackoff(time.Hour, time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			var got []string
+			if err := c.WatchBindings(ctx, 4, collectUntil(want[len(want)-1], &got)); !errors.Is(err, errStop) {
+				t.Fatalf("WatchBindings = %v, want fn's error", err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("events (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantFroms, srv.WatchRequests()); diff != "" {
+				t.Errorf("from revisions (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -38,6 +38,8 @@ func serveFlags(fs *flag.FlagSet, cfg *replica.Config, logLevel *string, endpoin
 	fs.StringVar(endpoints, "etcd-endpoints", "", "comma-separated external etcd endpoints (instead of the embedded etcd)")
 	fs.StringVar(&cfg.Store.Prefix, "etcd-prefix", "/berth", "etcd key prefix")
 	fs.DurationVar(&cfg.Store.RequestTimeout, "etcd-request-timeout", 5*time.Second, "bound on each etcd request")
+	fs.IntVar(&cfg.Store.WatchBuffer, "watch-buffer", 65536, "recent binding events kept for watchers; a watcher further behind is cut off and resumes")
+	fs.DurationVar(&cfg.Store.WatchMaxLag, "watch-max-lag", 30*time.Second, "how far behind in time a watcher may fall, or a send to it block, before it is cut off and resumes")
 	fs.IntVar(&cfg.Store.CommitWorkers, "etcd-commit-workers", 0, "group-commit Txns in flight at once (0: the store's default)")
 	embeddedEtcdFlags(fs, &cfg.Embedded)
 	fs.IntVar(&cfg.Scheduler.Shards, "shard-loops", 0, "scheduling loops (0: one per CPU)")
@@ -52,7 +54,28 @@ func serveFlags(fs *flag.FlagSet, cfg *replica.Config, logLevel *string, endpoin
 		cfg.Scheduler.PercentageOfNodesToScore = int32(n)
 		return nil
 	})
+	frontFlags(fs, &cfg.Limits)
 	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+// frontFlags binds the gRPC front's limits: past them calls and streams are
+// turned away with ResourceExhausted and a RetryInfo instead of queueing
+// into memory.
+func frontFlags(fs *flag.FlagSet, l *replica.Limits) {
+	fs.IntVar(&l.MaxInFlight, "max-inflight", 1024, "unary calls handled at once; up to 4x more wait up to --max-wait for a slot, the rest are shed with ResourceExhausted")
+	fs.DurationVar(&l.MaxWait, "max-wait", 2*time.Second, "how long a call waits for an in-flight slot before it is shed")
+	fs.IntVar(&l.MaxStreams, "max-streams", 4096, "streams (WatchBindings) open at once across all clients")
+	fs.IntVar(&l.MaxStreamsPerClient, "max-streams-per-client", 256, "streams open at once from one client host")
+	fs.Func("max-streams-per-connection", "HTTP/2 streams one connection may open at once (default 1024)", func(v string) error {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n == 0 {
+			return fmt.Errorf("want a positive count, got %q", v)
+		}
+		l.MaxStreamsPerConnection = uint32(n)
+		return nil
+	})
+	fs.DurationVar(&l.KeepaliveTime, "keepalive-time", 30*time.Second, "ping a connection silent this long, to find clients that vanished")
+	fs.DurationVar(&l.KeepaliveTimeout, "keepalive-timeout", 10*time.Second, "close a connection (and its streams) whose ping goes unanswered this long")
 }
 
 // embeddedEtcdFlags binds the embedded etcd's limits and upkeep; with

@@ -256,6 +256,23 @@ func CompactedError(oldest int64) error {
 	return st.Err()
 }
 
+// FellBehindError builds the error of a watch cut off for reading too
+// slowly: ResourceExhausted with an ErrorInfo WATCH_FELL_BEHIND whose
+// metadata resume_revision says where to resume.
+func FellBehindError(resume int64) error {
+	st := status.New(codes.ResourceExhausted,
+		fmt.Sprintf("watch bindings: watch fell behind; resume from revision %d", resume))
+	st, err := st.WithDetails(&errdetails.ErrorInfo{
+		Reason:   "WATCH_FELL_BEHIND",
+		Domain:   "berth.io",
+		Metadata: map[string]string{"resume_revision": fmt.Sprint(resume)},
+	})
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	return st.Err()
+}
+
 // page returns the items after token, at most size (0: 500) capped by the
 // server's maximum, and the next token.
 func page[T any](s *Server, keys []string, items map[string]T, size int32, token string) ([]T, string) {
