@@ -301,10 +301,10 @@ func (s *Store) startFrom(ctx context.Context, fromRev int64, send func(*berthv1
 	return fromRev, nil
 }
 
-// catchUp follows a watch of the subscriber's own until it reaches what the
-// ring covers. Progress notifications tell it when the watch has delivered
-// everything up to a revision, since events alone cannot: a quiet stretch
-// has none.
+// catchUp follows a watch of the subscriber's own until it has delivered
+// everything up to what the ring covers, then hands over. On a quiet
+// cluster that is the next event, which is also the first the subscriber
+// needs: until then the private watch is simply its live stream.
 func (s *Store) catchUp(ctx context.Context, h *bindingHub, after int64, send func(*berthv1.BindingEvent) error) (int64, error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
@@ -318,7 +318,6 @@ func (s *Store) catchUp(ctx context.Context, h *bindingHub, after int64, send fu
 		}
 		return nil
 	}
-	_ = s.client.RequestProgress(wctx)
 	for resp := range wch {
 		if resp.CompactRevision != 0 {
 			return 0, &CompactedError{CompactRevision: resp.CompactRevision}
@@ -327,6 +326,7 @@ func (s *Store) catchUp(ctx context.Context, h *bindingHub, after int64, send fu
 			return 0, s.callError(ctx, "catch up bindings", err)
 		}
 		if resp.IsProgressNotify() {
+			// Everything up to the header's revision has been sent.
 			after = max(after, resp.Header.Revision)
 		} else if err := s.deliverResponse(resp, &after, emit); err != nil {
 			var se sendError
@@ -338,7 +338,6 @@ func (s *Store) catchUp(ctx context.Context, h *bindingHub, after int64, send fu
 		if after >= h.coveredRev() {
 			return after, nil
 		}
-		_ = s.client.RequestProgress(wctx)
 	}
 	if ctx.Err() != nil {
 		return 0, ctx.Err()
@@ -372,6 +371,11 @@ func (h *bindingHub) follow(ctx context.Context, seq uint64, after int64, send f
 
 func (h *bindingHub) deliver(ctx context.Context, seq uint64, after int64, send func(*berthv1.BindingEvent) error, sending *syncTime) error {
 	buf := make([]*berthv1.BindingEvent, fanoutBatch)
+	// The listing or catch-up that came before may have run ahead of the
+	// hub's own watch: the events it already delivered can still arrive in
+	// the ring after the cursor, and are passed over. Only the join can be
+	// ahead; once past it, events of one revision all count.
+	joined := after
 	for {
 		n, wake, err := h.read(seq, after, buf)
 		if err != nil {
@@ -389,6 +393,10 @@ func (h *bindingHub) deliver(ctx context.Context, seq uint64, after int64, send 
 			}
 		}
 		for _, ev := range buf[:n] {
+			if ev.Revision <= joined {
+				seq++
+				continue
+			}
 			sending.set(time.Now(), after)
 			err := send(ev)
 			sending.set(time.Time{}, after)
