@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -25,14 +26,16 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// metricsListener is the operator-only HTTP listener: /metrics and pprof.
+// metricsListener is the operator-only HTTP listener: /metrics, and pprof
+// when enabled.
 type metricsListener struct {
 	lis  net.Listener
 	http *http.Server
 }
 
 // listenMetrics opens the listener at addr; "-" disables it (nil, nil).
-func listenMetrics(addr string, reg *prometheus.Registry) (*metricsListener, error) {
+// With tlsCfg it serves HTTPS.
+func listenMetrics(addr string, reg *prometheus.Registry, withPprof bool, tlsCfg *tls.Config) (*metricsListener, error) {
 	if addr == "-" {
 		return nil, nil
 	}
@@ -42,11 +45,16 @@ func listenMetrics(addr string, reg *prometheus.Registry) (*metricsListener, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	// Profiles on the operator-only listener: the first thing to ask
-	// for when a replica is slow.
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if withPprof {
+		// Profiles are the first thing to ask for when a replica is slow,
+		// but they expose memory contents and cost CPU: opt-in (issue 10).
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	if tlsCfg != nil {
+		lis = tls.NewListener(lis, tlsCfg)
+	}
 	return &metricsListener{lis: lis, http: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}, nil
 }
 

@@ -50,6 +50,8 @@ type Config struct {
 	// LeaseTTL is the replica's etcd lease: after this long without
 	// renewal its shards move to other replicas. Default 10s.
 	LeaseTTL time.Duration
+	// Security: TLS, authentication, authorization and audit (issue 10).
+	Security Security
 	// ShutdownGrace bounds the graceful stop; default 10s.
 	ShutdownGrace time.Duration
 	Logger        *zap.Logger
@@ -85,6 +87,7 @@ type Replica struct {
 	front    *server.Server
 	lis      net.Listener
 	metrics  *metricsListener
+	sec      *security
 	// etcdEndpoints are the store's, for the start-up log.
 	etcdEndpoints []string
 
@@ -114,6 +117,9 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 		}
 	}()
 	r.newMetrics()
+	if r.sec, err = loadSecurity(cfg); err != nil {
+		return nil, err
+	}
 	if err := r.openStore(ctx); err != nil {
 		return nil, err
 	}
@@ -122,6 +128,7 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 	}
 	r.front = server.New(server.Config{
 		Store: r.store, Scheduler: r.sched, Registerer: r.reg, Logger: r.logger,
+		TLS: r.sec.grpcTLS(), Auth: r.sec.auth,
 	})
 	if err := r.listen(); err != nil {
 		return nil, err
@@ -129,7 +136,8 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 	r.run()
 	r.front.SetServing()
 	r.logger.Info("berth serving", zap.String("grpc", r.lis.Addr().String()), zap.Stringer("metrics", r.metrics.addr()),
-		zap.Strings("etcd", r.etcdEndpoints), zap.Bool("embedded_etcd", r.embedded != nil), zap.String("replica", r.cfg.ReplicaID))
+		zap.Strings("etcd", r.etcdEndpoints), zap.Bool("embedded_etcd", r.embedded != nil), zap.String("replica", r.cfg.ReplicaID),
+		zap.Bool("tls", r.sec.tls != nil), zap.Bool("auth", r.sec.auth.Enabled()))
 	return r, nil
 }
 
@@ -201,7 +209,7 @@ func (r *Replica) listen() error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", r.cfg.Listen, err)
 	}
-	r.metrics, err = listenMetrics(r.cfg.MetricsListen, r.reg)
+	r.metrics, err = listenMetrics(r.cfg.MetricsListen, r.reg, r.cfg.Security.EnablePprof, r.sec.httpTLS())
 	if err != nil {
 		r.lis.Close()
 		return err
@@ -329,5 +337,8 @@ func (r *Replica) closeBackends() {
 	}
 	if r.embedded != nil {
 		r.embedded.Close()
+	}
+	if r.sec != nil {
+		r.sec.close()
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/berth-io/berth/server/auth"
 )
 
 // zapLogger adapts zap to the logging interceptor. Disabled levels return
@@ -84,9 +86,10 @@ func validationStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h
 }
 
 // interceptorOptions builds the chain: metrics outermost so they see every
-// outcome, then logging, then validation, and panic recovery innermost so a
-// panic becomes codes.Internal that logging and metrics still record.
-func interceptorOptions(logger *zap.Logger, metrics *grpcprom.ServerMetrics) []grpc.ServerOption {
+// outcome, then logging, then authorization (az; nil: none) so a refused
+// call reaches nothing else, then validation, and panic recovery innermost
+// so a panic becomes codes.Internal that logging and metrics still record.
+func interceptorOptions(logger *zap.Logger, metrics *grpcprom.ServerMetrics, az *auth.Authorizer) []grpc.ServerOption {
 	logOpts := []logging.Option{
 		logging.WithLogOnEvents(logging.FinishCall),
 		logging.WithLevels(callLevel),
@@ -96,18 +99,18 @@ func interceptorOptions(logger *zap.Logger, metrics *grpcprom.ServerMetrics) []g
 		return status.Error(codes.Internal, fmt.Sprintf("internal error: %v", p))
 	})}
 	zl := zapLogger(logger)
-	return []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(
-			metrics.UnaryServerInterceptor(),
-			logging.UnaryServerInterceptor(zl, logOpts...),
-			validationUnary,
-			recovery.UnaryServerInterceptor(recoverOpts...),
-		),
-		grpc.ChainStreamInterceptor(
-			metrics.StreamServerInterceptor(),
-			logging.StreamServerInterceptor(zl, logOpts...),
-			validationStream,
-			recovery.StreamServerInterceptor(recoverOpts...),
-		),
+	unary := []grpc.UnaryServerInterceptor{
+		metrics.UnaryServerInterceptor(),
+		logging.UnaryServerInterceptor(zl, logOpts...),
 	}
+	stream := []grpc.StreamServerInterceptor{
+		metrics.StreamServerInterceptor(),
+		logging.StreamServerInterceptor(zl, logOpts...),
+	}
+	if az != nil { // issue 10: authn/authz before anything that reads the request
+		unary, stream = append(unary, az.Unary), append(stream, az.Stream)
+	}
+	unary = append(unary, validationUnary, recovery.UnaryServerInterceptor(recoverOpts...))
+	stream = append(stream, validationStream, recovery.StreamServerInterceptor(recoverOpts...))
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...)}
 }

@@ -8,6 +8,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"time"
 
@@ -15,12 +16,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/server/auth"
 )
 
 // Config is what the front needs from the replica that runs it.
@@ -30,6 +33,10 @@ type Config struct {
 	// Registerer receives the RPC and watch-stream metrics.
 	Registerer prometheus.Registerer
 	Logger     *zap.Logger
+	// TLS, when set, serves gRPC over TLS (e.g. auth.TLS.ServerConfig).
+	TLS *tls.Config
+	// Auth, when set, authenticates and authorizes every call.
+	Auth *auth.Authorizer
 }
 
 // Server is the gRPC front of one replica.
@@ -59,10 +66,13 @@ func New(cfg Config) *Server {
 	))
 	cfg.Registerer.MustRegister(watchers, grpcMetrics)
 
-	opts := append(interceptorOptions(cfg.Logger.Named("grpc"), grpcMetrics),
+	opts := append(interceptorOptions(cfg.Logger.Named("grpc"), grpcMetrics, cfg.Auth),
 		grpc.MaxRecvMsgSize(16<<20),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	)
+	if cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
+	}
 	s.grpc = grpc.NewServer(opts...)
 	berthv1.RegisterClusterServiceServer(s.grpc, &clusterService{store: cfg.Store, sched: cfg.Scheduler})
 	berthv1.RegisterPodServiceServer(s.grpc, &podService{store: cfg.Store, sched: cfg.Scheduler})

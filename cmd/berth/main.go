@@ -18,6 +18,7 @@ Usage:
   berth serve [flags]   run a replica (embedded etcd unless --etcd-endpoints)
   berth bench [flags]   measure end-to-end scheduling throughput
   berth etcd [flags]    run one etcd member in-process (for a cluster without an etcd binary)
+  berth certs [flags]   make a CA, a server certificate and client certificates for mutual TLS
   berth help            show this text
 
 Run "berth <command> -h" for a command's flags.
@@ -54,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runBench(ctx, args[1:], stdout, stderr)
 	case "etcd":
 		err = etcdMember(ctx, args[1:], stderr)
+	case "certs":
+		err = runCerts(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

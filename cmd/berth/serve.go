@@ -81,6 +81,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	etcdClient.bind(fs)
 	configPath := fs.String("config", "", "scheduler configuration file (KubeSchedulerConfiguration-shaped YAML; see scheduler/config)")
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, gcPercentUsage)
+	var sec securityOptions
+	securityFlags(fs, &sec)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -105,6 +107,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer logger.Sync() //nolint:errcheck // stderr sync errors are not actionable
 	cfg.Logger = logger
+	auditLogger, err := sec.apply(&cfg)
+	if err != nil {
+		return err
+	}
+	if auditLogger != nil {
+		defer auditLogger.Sync() //nolint:errcheck // as for the main log
+	}
 	srv, err := replica.Start(ctx, cfg)
 	if err != nil {
 		return err
