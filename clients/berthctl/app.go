@@ -45,6 +45,7 @@ type globals struct {
 	addr    string
 	output  string
 	timeout time.Duration
+	sec     secureFlags // TLS and token (issue 10)
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -53,6 +54,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.addr, "addr", g.addr, "server `address` (env BERTH_ADDR)")
 	fs.StringVar(&g.output, "o", g.output, "output `format`: table, json or yaml")
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "time limit of the command, 0 for none (watch has none)")
+	g.sec.register(fs)
 }
 
 // runFunc runs a command with its positional arguments, after its flags
@@ -109,6 +111,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	if addr := c.getenv("BERTH_ADDR"); addr != "" {
 		c.global.addr = addr
 	}
+	c.global.sec.fromEnv(c.getenv)
 	top := flag.NewFlagSet("berthctl", flag.ContinueOnError)
 	top.SetOutput(c.stderr)
 	c.global.register(top)
@@ -220,7 +223,11 @@ func printError(w io.Writer, err error) {
 
 // dial connects to the server named by --addr.
 func (c *cli) dial(ctx context.Context) (*berth.Client, error) {
-	return berth.Dial(ctx, c.global.addr)
+	opts, err := c.global.sec.options()
+	if err != nil {
+		return nil, err
+	}
+	return berth.Dial(ctx, c.global.addr, opts...)
 }
 
 // printer returns the printer of -o, on stdout.
