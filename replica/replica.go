@@ -163,12 +163,19 @@ func (r *Replica) openStore(ctx context.Context) error {
 		}
 		ec := r.cfg.Embedded
 		ec.Dir, ec.Logger, ec.Maintenance.Registerer = dir, r.logger.Named("etcd"), r.reg
+		// The store reaches its etcd in-process; the TCP port (for the
+		// maintenance client and an operator's etcdctl) is locked with
+		// client certificates so it is no back door (issue 10).
+		ec.ClientCertAuth = true
 		r.embedded, err = store.StartEmbedded(ctx, ec)
 		if err != nil {
 			return fmt.Errorf("start embedded etcd in %s: %w", dir, err)
 		}
 		storeCfg.Endpoints = r.embedded.Endpoints()
 		storeCfg.Client = r.embedded.Client()
+		storeCfg.TLS = r.embedded.ClientTLS()
+		r.logger.Info("embedded etcd client port needs a client certificate", zap.Strings("endpoints", r.embedded.Endpoints()),
+			zap.String("certificates", r.embedded.ClientTLSDir()))
 		if storeCfg.MaxTxnOps == 0 {
 			storeCfg.MaxTxnOps = store.EmbeddedMaxTxnOps
 		}

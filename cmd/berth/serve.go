@@ -65,6 +65,8 @@ func embeddedEtcdFlags(fs *flag.FlagSet, ec *store.EmbeddedConfig) {
 		ec.MaxRequestBytes = uint(n)
 		return nil
 	})
+	fs.StringVar(&ec.ClientAddr, "etcd-listen-client", "127.0.0.1:0",
+		"embedded etcd: client port address, for etcdctl; it requires the client certificate written to the directory logged at start")
 	fs.StringVar(&ec.AutoCompactionRetention, "etcd-compaction-retention", "5m",
 		`embedded etcd: history kept for watches to resume from, a duration ("5m") or a revision count ("100000"); "0" keeps all`)
 	fs.DurationVar(&ec.Maintenance.Interval, "etcd-maintenance-interval", 30*time.Second,
