@@ -70,9 +70,9 @@ var requests = map[string]func(ns string) proto.Message{
 	"PodService/UpsertPodGroup": func(ns string) proto.Message {
 		return &berthv1.UpsertPodGroupRequest{PodGroup: &berthv1.PodGroup{Namespace: ns, Name: uniq("group"), MinMember: 1}}
 	},
-	"PodService/DeletePodGroup": func(ns string) proto.Message { return &berthv1.DeletePodGroupRequest{Namespace: ns, Name: "absent"} },
-	"PodService/GetPodGroup":    func(ns string) proto.Message { return &berthv1.GetPodGroupRequest{Namespace: ns, Name: "seed"} },
-	"PodService/ListPodGroups":  func(ns string) proto.Message { return &berthv1.ListPodGroupsRequest{Namespace: ns} },
+	"PodService/DeletePodGroup":      func(ns string) proto.Message { return &berthv1.DeletePodGroupRequest{Namespace: ns, Name: "absent"} },
+	"PodService/GetPodGroup":         func(ns string) proto.Message { return &berthv1.GetPodGroupRequest{Namespace: ns, Name: "seed"} },
+	"PodService/ListPodGroups":       func(ns string) proto.Message { return &berthv1.ListPodGroupsRequest{Namespace: ns} },
 	"SchedulerService/WatchBindings": func(string) proto.Message { return &berthv1.WatchBindingsRequest{} },
 	"SchedulerService/Schedule":      func(ns string) proto.Message { return &berthv1.ScheduleRequest{Pod: gatedPod(ns, uniq("sched"))} },
 	"SchedulerService/Explain": func(ns string) proto.Message {
@@ -98,7 +98,9 @@ const (
 	denied
 )
 
-func (e expect) String() string { return [...]string{"allowed", "Unauthenticated", "PermissionDenied"}[e] }
+func (e expect) String() string {
+	return [...]string{"allowed", "Unauthenticated", "PermissionDenied"}[e]
+}
 
 // expected is the policy of policyYAML, written out independently.
 func expected(who, method, ns string) expect {
