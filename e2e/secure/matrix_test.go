@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -294,6 +295,11 @@ func TestAccessMatrix(t *testing.T) {
 	}
 	if after := snapshot(t, admin); after != before {
 		t.Errorf("refused mixed batch changed the state")
+	}
+	// Health checks need no credentials.
+	hc, err := healthpb.NewHealthClient(e.conn(t, caller{name: "none"})).Check(tctx(t, 5*time.Second), &healthpb.HealthCheckRequest{})
+	if err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("health check without credentials: %v %v", hc, err)
 	}
 	// Plaintext to a TLS port never reaches a handler.
 	if got := call(tctx(t, 5*time.Second), e.conn(t, caller{plain: true}), ms[0], requests["ClusterService/ListNodes"]("a")); got != codes.Unavailable {
