@@ -137,7 +137,7 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 	r.front.SetServing()
 	r.logger.Info("berth serving", zap.String("grpc", r.lis.Addr().String()), zap.Stringer("metrics", r.metrics.addr()),
 		zap.Strings("etcd", r.etcdEndpoints), zap.Bool("embedded_etcd", r.embedded != nil), zap.String("replica", r.cfg.ReplicaID),
-		zap.Bool("tls", r.sec.tls != nil), zap.Bool("auth", r.sec.auth.Enabled()))
+		zap.Bool("tls", r.sec.tls != nil), zap.Bool("auth", r.sec.auth != nil && r.sec.auth.Enabled()))
 	return r, nil
 }
 

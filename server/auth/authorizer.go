@@ -113,6 +113,10 @@ func (a *Authorizer) Close() {
 // Enabled reports whether callers must authenticate.
 func (a *Authorizer) Enabled() bool { return a.needIdentity }
 
+// Idle reports whether the Authorizer would neither refuse nor audit
+// anything, so it can be left out of the chain.
+func (a *Authorizer) Idle() bool { return !a.needIdentity && a.audit == nil }
+
 type identityKey struct{}
 
 // IdentityFrom is the caller a handler serves, if authenticated.
@@ -137,8 +141,15 @@ func (d decision) mutating() bool { return d.rule.write || !d.known }
 func (a *Authorizer) check(ctx context.Context, method string, req any) (decision, error) {
 	d := decision{}
 	d.rule, d.known = rules[method]
-	if d.known && d.rule.target != nil && req != nil {
-		d.obj = d.rule.target(req).object
+	// The target is read once, and only when the audit or a namespace
+	// check needs it: building it allocates.
+	var t target
+	haveTarget := d.known && d.rule.target != nil && req != nil
+	if haveTarget {
+		if a.audit != nil && d.rule.write {
+			t = d.rule.target(req)
+			d.obj = t.object
+		}
 	}
 	if !a.needIdentity || openMethod(method) {
 		return d, nil
@@ -160,10 +171,12 @@ func (a *Authorizer) check(ctx context.Context, method string, req any) (decisio
 	if !g.Role.allows(method, d.rule, d.known) {
 		return d, status.Errorf(codes.PermissionDenied, "%s (%s) may not call %s", id.Name, g.Role, method)
 	}
-	if !d.known || d.rule.target == nil || req == nil || len(g.Namespaces) == 0 {
+	if !haveTarget || len(g.Namespaces) == 0 {
 		return d, nil
 	}
-	t := d.rule.target(req)
+	if d.obj == "" {
+		t = d.rule.target(req)
+	}
 	if t.cluster {
 		return d, status.Errorf(codes.PermissionDenied, "%s is limited to namespaces %v; %s is cluster-scoped", id.Name, g.Namespaces, method)
 	}
