@@ -21,6 +21,8 @@ type Security struct {
 	TLS auth.TLSFiles
 	// TokensFile and PolicyFile: see auth.Config.
 	TokensFile, PolicyFile string
+	// JWT accepts JWT bearer tokens signed by a key of a local JWKS file.
+	JWT auth.JWTConfig
 	// Audit receives one line per mutating call. Default: the replica's
 	// logger named "audit" when callers must authenticate, else none.
 	Audit *zap.Logger
@@ -83,12 +85,12 @@ func loadSecurity(cfg Config) (*security, error) {
 		}
 	}
 	audit := sc.Audit
-	if audit == nil && (sc.TLS.ClientCA != "" || sc.TokensFile != "" || sc.PolicyFile != "") {
+	if audit == nil && (sc.TLS.ClientCA != "" || sc.TokensFile != "" || sc.PolicyFile != "" || sc.JWT.JWKSFile != "") {
 		audit = log.Named("audit")
 	}
 	var err error
 	s.auth, err = auth.New(auth.Config{
-		TLS: s.tls, TokensFile: sc.TokensFile, PolicyFile: sc.PolicyFile, PollInterval: sc.PollInterval,
+		TLS: s.tls, TokensFile: sc.TokensFile, PolicyFile: sc.PolicyFile, JWT: sc.JWT, PollInterval: sc.PollInterval,
 		Logger: log.Named("auth"), Audit: audit,
 	})
 	if err != nil {

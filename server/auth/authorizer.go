@@ -33,6 +33,8 @@ type Config struct {
 	// TokensFile holds hashed bearer tokens (see HashToken): lines of
 	// "<sha256 hex> <identity>".
 	TokensFile string
+	// JWT accepts bearer tokens that are JWTs (OIDC id or access tokens).
+	JWT JWTConfig
 	// PolicyFile grants roles to identities (see ParsePolicy). Without it
 	// every authenticated caller may do everything.
 	PolicyFile string
@@ -46,7 +48,7 @@ type Config struct {
 // Identity is an authenticated caller.
 type Identity struct {
 	Name string
-	// Via is "certificate" or "token".
+	// Via is "certificate", "token" or "jwt".
 	Via string
 }
 
@@ -57,6 +59,8 @@ type Authorizer struct {
 	needIdentity bool
 	policy       atomic.Pointer[Policy] // nil without a policy file
 	tokens       atomic.Pointer[tokens]
+	jwtCfg       JWTConfig
+	jwks         atomic.Pointer[keySet]
 	pollers      []*poller
 	audit        *zap.Logger
 	certs        certCache
@@ -67,11 +71,25 @@ func New(cfg Config) (*Authorizer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	a := &Authorizer{tls: cfg.TLS, audit: cfg.Audit, hasTokens: cfg.TokensFile != ""}
+	a := &Authorizer{tls: cfg.TLS, audit: cfg.Audit, hasTokens: cfg.TokensFile != "", jwtCfg: cfg.JWT}
 	mtls := cfg.TLS != nil && cfg.TLS.MutualTLS()
-	a.needIdentity = mtls || cfg.TokensFile != "" || cfg.PolicyFile != ""
-	if cfg.PolicyFile != "" && !mtls && cfg.TokensFile == "" {
-		return nil, errors.New("a policy needs a way to name callers: a client CA or a tokens file")
+	a.needIdentity = mtls || cfg.TokensFile != "" || cfg.PolicyFile != "" || cfg.JWT.JWKSFile != ""
+	if cfg.PolicyFile != "" && !mtls && cfg.TokensFile == "" && cfg.JWT.JWKSFile == "" {
+		return nil, errors.New("a policy needs a way to name callers: a client CA, a tokens file or a JWKS")
+	}
+	if cfg.JWT.JWKSFile != "" {
+		p, err := startPoller("JWKS", fileSet{cfg.JWT.JWKSFile}, cfg.PollInterval, cfg.Logger, func() error {
+			ks, err := loadJWKS(cfg.JWT.JWKSFile)
+			if err == nil {
+				a.jwks.Store(&ks)
+			}
+			return err
+		})
+		if err != nil {
+			a.Close()
+			return nil, err
+		}
+		a.pollers = append(a.pollers, p)
 	}
 	if cfg.TokensFile != "" {
 		p, err := startPoller("tokens", fileSet{cfg.TokensFile}, cfg.PollInterval, cfg.Logger, func() error {
@@ -82,6 +100,7 @@ func New(cfg Config) (*Authorizer, error) {
 			return err
 		})
 		if err != nil {
+			a.Close()
 			return nil, err
 		}
 		a.pollers = append(a.pollers, p)
@@ -199,6 +218,13 @@ func (a *Authorizer) identify(ctx context.Context) (Identity, error) {
 		tok, ok := strings.CutPrefix(auths[0], "Bearer ")
 		if !ok || tok == "" {
 			return Identity{}, status.Error(codes.Unauthenticated, `authorization metadata must be "Bearer <token>"`)
+		}
+		if ks := a.jwks.Load(); ks != nil && looksLikeJWT(tok) {
+			name, err := verifyJWT(tok, *ks, a.jwtCfg)
+			if err != nil {
+				return Identity{}, status.Errorf(codes.Unauthenticated, "bearer JWT: %v", err)
+			}
+			return Identity{Name: name, Via: "jwt"}, nil
 		}
 		if t := a.tokens.Load(); t != nil {
 			if name, ok := t.identity(tok); ok {
