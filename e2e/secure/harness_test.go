@@ -108,7 +108,7 @@ func startSecure(t *testing.T) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	srv, err := replica.Start(ctx, replica.Config{
-		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: filepath.Join(dir, "data"),
+		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DataDir: filepath.Join(dir, "data"),
 		Logger: zaptest.NewLogger(t),
 		Security: replica.Security{
 			TLS: auth.TLSFiles{
