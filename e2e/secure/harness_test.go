@@ -145,6 +145,16 @@ type caller struct {
 // handshake happens with the files as they are now.
 func (e *env) conn(t *testing.T, c caller) *grpc.ClientConn {
 	t.Helper()
+	conn, err := e.dial(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// dial is conn for goroutines other than the test's: the caller closes it.
+func (e *env) dial(c caller) (*grpc.ClientConn, error) {
 	var opts []grpc.DialOption
 	if c.plain {
 		opts = append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -155,19 +165,14 @@ func (e *env) conn(t *testing.T, c caller) *grpc.ClientConn {
 		}
 		cfg, err := files.TLSConfig()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
 	}
 	if c.token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(tokenCreds(c.token)))
 	}
-	conn, err := grpc.NewClient(e.addr, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	return grpc.NewClient(e.addr, opts...)
 }
 
 type tokenCreds string
