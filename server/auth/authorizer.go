@@ -55,7 +55,6 @@ type Identity struct {
 // Authorizer checks calls; see the package comment.
 type Authorizer struct {
 	tls          *TLS
-	hasTokens    bool
 	needIdentity bool
 	policy       atomic.Pointer[Policy] // nil without a policy file
 	tokens       atomic.Pointer[tokens]
@@ -71,7 +70,7 @@ func New(cfg Config) (*Authorizer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	a := &Authorizer{tls: cfg.TLS, audit: cfg.Audit, hasTokens: cfg.TokensFile != "", jwtCfg: cfg.JWT}
+	a := &Authorizer{tls: cfg.TLS, audit: cfg.Audit, jwtCfg: cfg.JWT}
 	mtls := cfg.TLS != nil && cfg.TLS.MutualTLS()
 	a.needIdentity = mtls || cfg.TokensFile != "" || cfg.PolicyFile != "" || cfg.JWT.JWKSFile != ""
 	if cfg.PolicyFile != "" && !mtls && cfg.TokensFile == "" && cfg.JWT.JWKSFile == "" {
@@ -164,11 +163,10 @@ func (a *Authorizer) check(ctx context.Context, method string, req any) (decisio
 	// check needs it: building it allocates.
 	var t target
 	haveTarget := d.known && d.rule.target != nil && req != nil
-	if haveTarget {
-		if a.audit != nil && d.rule.write {
-			t = d.rule.target(req)
-			d.obj = t.object
-		}
+	read := false
+	if haveTarget && a.audit != nil && d.rule.write {
+		t, read = d.rule.target(req), true
+		d.obj = t.object
 	}
 	if !a.needIdentity || openMethod(method) {
 		return d, nil
@@ -187,13 +185,13 @@ func (a *Authorizer) check(ctx context.Context, method string, req any) (decisio
 		return d, status.Errorf(codes.PermissionDenied, "%s has no grant in the policy", id.Name)
 	}
 	d.grant = g
-	if !g.Role.allows(method, d.rule, d.known) {
+	if !g.Role.allows(d.rule, d.known) {
 		return d, status.Errorf(codes.PermissionDenied, "%s (%s) may not call %s", id.Name, g.Role, method)
 	}
 	if !haveTarget || len(g.Namespaces) == 0 {
 		return d, nil
 	}
-	if d.obj == "" {
+	if !read {
 		t = d.rule.target(req)
 	}
 	if t.cluster {
@@ -345,7 +343,7 @@ func (a *Authorizer) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 }
 
 func (a *Authorizer) auditCall(d decision, method string, err error) {
-	if a.audit == nil || (d.known && !d.rule.write) || openMethod(method) {
+	if a.audit == nil || !d.mutating() || openMethod(method) {
 		return
 	}
 	st := status.Convert(err)

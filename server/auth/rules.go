@@ -176,7 +176,7 @@ func openMethod(method string) bool {
 }
 
 // allows reports whether the role may call the method at all.
-func (r Role) allows(method string, ru rule, known bool) bool {
+func (r Role) allows(ru rule, known bool) bool {
 	switch {
 	case r == RoleAdmin:
 		return true

@@ -40,7 +40,7 @@ func (f *bindingsFilter) SendMsg(m any) error {
 		return f.ServerStream.SendMsg(m)
 	}
 	g := f.a.policy.Load().grant(f.identity)
-	if g == nil || !g.Role.allows(watchBindings, rules[watchBindings], true) {
+	if g == nil || !g.Role.allows(rules[watchBindings], true) {
 		return status.Errorf(codes.PermissionDenied, "%s lost its grant", f.identity)
 	}
 	if g.inNamespace(ev.GetNamespace()) {
