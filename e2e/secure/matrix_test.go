@@ -31,6 +31,10 @@ func gatedPod(ns, name string) *berthv1.Pod {
 		Containers: []*berthv1.Container{{Name: "c", Image: "app:1", Requests: map[string]int64{"cpu": 100}}}}
 }
 
+// otherUID names no stored pod: feedback calls are answered, and change
+// nothing even when let through.
+const otherUID = "00000000-0000-4000-8000-000000000000"
+
 // requests builds, for each RPC, a call touching namespace ns.
 var requests = map[string]func(ns string) proto.Message{
 	"ClusterService/UpsertNode": func(string) proto.Message {
@@ -60,13 +64,13 @@ var requests = map[string]func(ns string) proto.Message{
 		return &berthv1.UpdatePodRequest{Namespace: ns, Name: "seed", Priority: &p}
 	},
 	"PodService/ConfirmBinding": func(ns string) proto.Message {
-		return &berthv1.ConfirmBindingRequest{Namespace: ns, Name: "seed", NodeName: "seed"}
+		return &berthv1.ConfirmBindingRequest{Namespace: ns, Name: "seed", Uid: otherUID, NodeName: "seed"}
 	},
 	"PodService/RejectBinding": func(ns string) proto.Message {
-		return &berthv1.RejectBindingRequest{Namespace: ns, Name: "seed", NodeName: "seed", Reason: "test"}
+		return &berthv1.RejectBindingRequest{Namespace: ns, Name: "seed", Uid: otherUID, NodeName: "seed", Reason: "test"}
 	},
 	"PodService/CompletePod": func(ns string) proto.Message {
-		return &berthv1.CompletePodRequest{Namespace: ns, Name: "absent", Phase: berthv1.PodPhase_POD_PHASE_SUCCEEDED}
+		return &berthv1.CompletePodRequest{Namespace: ns, Name: "absent", Uid: otherUID, Phase: berthv1.PodPhase_POD_PHASE_SUCCEEDED, Message: "done"}
 	},
 	"PodService/UpsertPodGroup": func(ns string) proto.Message {
 		return &berthv1.UpsertPodGroupRequest{PodGroup: &berthv1.PodGroup{Namespace: ns, Name: uniq("group"), MinMember: 1}}
