@@ -11,6 +11,10 @@
 # :7081, :7091); etcd clients on 127.0.0.1:2379, :2389, :2399. Override
 # with BERTH_PORT_BASE and ETCD_PORT_BASE (steps of 10). State lives in
 # LOCAL_CLUSTER_DIR (default ./local-cluster).
+#
+# BERTH_TLS=1 serves the replicas with mutual TLS: `berth certs` makes a CA,
+# a server certificate and an "admin" client certificate in
+# $LOCAL_CLUSTER_DIR/certs, and a policy granting admin the admin role.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,6 +23,8 @@ BERTH=${BERTH_BIN:-$ROOT/bin/berth}
 BERTH_PORT_BASE=${BERTH_PORT_BASE:-7070}
 ETCD_PORT_BASE=${ETCD_PORT_BASE:-2379}
 LEASE_TTL=${LEASE_TTL:-10s}
+BERTH_TLS=${BERTH_TLS:-}
+CERTS=$DIR/certs
 MEMBERS=(e1 e2 e3)
 REPLICAS=(berth1 berth2 berth3)
 
@@ -43,11 +49,12 @@ launch() {
 	echo "started $name (pid $!)"
 }
 
-# wait_http NAME URL: poll URL for up to 60s; fail if NAME exits.
+# wait_http NAME URL [CURL ARGS...]: poll URL for up to 60s; fail if NAME exits.
 wait_http() {
 	local name=$1 url=$2
+	shift 2
 	for _ in $(seq 1 120); do
-		if curl -fsS -o /dev/null --max-time 1 "$url"; then
+		if curl -fsS -o /dev/null --max-time 1 "$@" "$url"; then
 			return 0
 		fi
 		if ! running "$name"; then
@@ -79,17 +86,26 @@ start() {
 	for i in "${!MEMBERS[@]}"; do
 		wait_http "${MEMBERS[$i]}" "http://$(etcd_client "$i")/health"
 	done
+	local tls_flags=() scheme=http curl_tls=() ctl_env=""
+	if [[ -n $BERTH_TLS ]]; then
+		[[ -f $CERTS/server.crt ]] || "$BERTH" certs --dir "$CERTS" --clients admin
+		[[ -f $CERTS/policy.yaml ]] || printf 'grants:\n  - {identity: admin, role: admin}\n' >"$CERTS/policy.yaml"
+		tls_flags=(--tls-cert "$CERTS/server.crt" --tls-key "$CERTS/server.key" --client-ca "$CERTS/ca.crt" --policy "$CERTS/policy.yaml")
+		scheme=https
+		curl_tls=(--cacert "$CERTS/ca.crt" --cert "$CERTS/admin.crt" --key "$CERTS/admin.key")
+		ctl_env="BERTH_CACERT=$CERTS/ca.crt BERTH_CERT=$CERTS/admin.crt BERTH_KEY=$CERTS/admin.key "
+	fi
 	for i in "${!REPLICAS[@]}"; do
 		launch "${REPLICAS[$i]}" serve --replica-id "${REPLICAS[$i]}" --listen "$(berth_addr "$i")" \
-			--metrics-listen "$(berth_metrics "$i")" --etcd-endpoints "$endpoints" --lease-ttl "$LEASE_TTL"
+			--metrics-listen "$(berth_metrics "$i")" --etcd-endpoints "$endpoints" --lease-ttl "$LEASE_TTL" "${tls_flags[@]}"
 	done
 	for i in "${!REPLICAS[@]}"; do
-		wait_http "${REPLICAS[$i]}" "http://$(berth_metrics "$i")/metrics"
+		wait_http "${REPLICAS[$i]}" "$scheme://$(berth_metrics "$i")/metrics" "${curl_tls[@]}"
 	done
 	echo
 	echo "etcd:     $endpoints"
 	echo "replicas: $(berth_addr 0), $(berth_addr 1), $(berth_addr 2)"
-	echo "try:      BERTH_ADDR=$(berth_addr 0) bin/berthctl node list"
+	echo "try:      ${ctl_env}BERTH_ADDR=$(berth_addr 0) bin/berthctl node list"
 }
 
 stop() {

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -26,15 +27,17 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// metricsListener is the operator-only HTTP listener: /metrics and pprof.
+// metricsListener is the operator-only HTTP listener: /metrics, and pprof
+// when enabled.
 type metricsListener struct {
 	lis  net.Listener
 	http *http.Server
 }
 
 // listenMetrics opens the listener at addr serving what g gathers; reg
-// takes the handler's own metrics. "-" disables it (nil, nil).
-func listenMetrics(addr string, g prometheus.Gatherer, reg *prometheus.Registry) (*metricsListener, error) {
+// takes the handler's own metrics. "-" disables it (nil, nil). With tlsCfg
+// it serves HTTPS.
+func listenMetrics(addr string, g prometheus.Gatherer, reg *prometheus.Registry, withPprof bool, tlsCfg *tls.Config) (*metricsListener, error) {
 	if addr == "-" {
 		return nil, nil
 	}
@@ -44,11 +47,16 @@ func listenMetrics(addr string, g prometheus.Gatherer, reg *prometheus.Registry)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{Registry: reg}))
-	// Profiles on the operator-only listener: the first thing to ask
-	// for when a replica is slow.
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if withPprof {
+		// Profiles are the first thing to ask for when a replica is slow,
+		// but they expose memory contents and cost CPU: opt-in (issue 10).
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	if tlsCfg != nil {
+		lis = tls.NewListener(lis, tlsCfg)
+	}
 	return &metricsListener{lis: lis, http: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}, nil
 }
 

@@ -56,6 +56,8 @@ type Config struct {
 	// LeaseTTL is the replica's etcd lease: after this long without
 	// renewal its shards move to other replicas. Default 10s.
 	LeaseTTL time.Duration
+	// Security: TLS, authentication, authorization and audit (issue 10).
+	Security Security
 	// ShutdownGrace bounds the graceful stop; default 10s.
 	ShutdownGrace time.Duration
 	// Limits bounds what the gRPC front takes on.
@@ -93,6 +95,7 @@ type Replica struct {
 	front    *server.Server
 	lis      net.Listener
 	metrics  *metricsListener
+	sec      *security
 	// etcdEndpoints are the store's, for the start-up log.
 	etcdEndpoints []string
 
@@ -123,6 +126,9 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 		}
 	}()
 	r.newMetrics()
+	if r.sec, err = loadSecurity(cfg); err != nil {
+		return nil, err
+	}
 	if err := r.openStore(ctx); err != nil {
 		return nil, err
 	}
@@ -135,7 +141,8 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 	}
 	r.run()
 	r.logger.Info("berth serving", zap.String("grpc", r.lis.Addr().String()), zap.String("advertise", r.cfg.Advertise),
-		zap.Stringer("metrics", r.metrics.addr()), zap.String("replica", r.cfg.ReplicaID))
+		zap.Stringer("metrics", r.metrics.addr()), zap.String("replica", r.cfg.ReplicaID),
+		zap.Bool("tls", r.sec.tls != nil), zap.Bool("auth", r.sec.auth != nil && r.sec.auth.Enabled()))
 	return r, nil
 }
 
@@ -171,6 +178,7 @@ func (r *Replica) frontConfig() server.Config {
 		},
 		MaxConcurrentStreams: l.MaxStreamsPerConnection,
 		KeepaliveTime:        l.KeepaliveTime, KeepaliveTimeout: l.KeepaliveTimeout,
+		TLS:                  r.sec.grpcTLS(), Auth: r.sec.auth,
 	}
 }
 
@@ -197,12 +205,19 @@ func (r *Replica) openStore(ctx context.Context) error {
 		ec := r.cfg.Embedded
 		ec.Dir, ec.Logger, ec.Maintenance.Registerer = dir, r.logger, r.reg
 		r.logger.Info("starting embedded etcd", zap.String("dir", dir), zap.String("client", ec.ClientAddr))
+		// The store reaches its etcd in-process; the TCP port (for the
+		// maintenance client and an operator's etcdctl) is locked with
+		// client certificates so it is no back door (issue 10).
+		ec.ClientCertAuth = true
 		r.embedded, err = store.StartEmbedded(ctx, ec)
 		if err != nil {
 			return fmt.Errorf("start embedded etcd in %s: %w", dir, err)
 		}
 		storeCfg.Endpoints = r.embedded.Endpoints()
 		storeCfg.Client = r.embedded.Client()
+		storeCfg.TLS = r.embedded.ClientTLS()
+		r.logger.Info("embedded etcd client port needs a client certificate", zap.Strings("endpoints", r.embedded.Endpoints()),
+			zap.String("certificates", r.embedded.ClientTLSDir()))
 		if storeCfg.MaxTxnOps == 0 {
 			storeCfg.MaxTxnOps = store.EmbeddedMaxTxnOps
 		}
@@ -249,7 +264,7 @@ func (r *Replica) listen() error {
 	if r.embedded != nil {
 		gatherer = prometheus.Gatherers{r.reg, etcdServerMetrics()}
 	}
-	r.metrics, err = listenMetrics(r.cfg.MetricsListen, gatherer, r.reg)
+	r.metrics, err = listenMetrics(r.cfg.MetricsListen, gatherer, r.reg, r.cfg.Security.EnablePprof, r.sec.httpTLS())
 	if err != nil {
 		r.lis.Close()
 		return err
@@ -410,5 +425,8 @@ func (r *Replica) closeBackends() {
 	}
 	if r.embedded != nil {
 		r.embedded.Close()
+	}
+	if r.sec != nil {
+		r.sec.close()
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/berth-io/berth/server/admission"
+	"github.com/berth-io/berth/server/auth"
 )
 
 // zapLogger adapts zap to the logging interceptor. Disabled levels return
@@ -87,11 +88,11 @@ func validationStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h
 
 // interceptorOptions builds the chain: a count of running handlers (for
 // Shutdown) outermost, then metrics so they see every outcome, then
-// logging, then admission (after both, so a shed call is counted and
-// logged; before validation and the handlers, so a shed call costs
-// nothing), then validation, and panic recovery innermost so a panic
+// logging, then authorization (az; nil: none) so a refused call reaches
+// nothing else, then admission (a shed call is counted and logged but costs
+// nothing more), then validation, and panic recovery innermost so a panic
 // becomes codes.Internal that logging and metrics still record.
-func interceptorOptions(logger *zap.Logger, metrics *grpcprom.ServerMetrics, admit *admission.Controller, running *handlers) []grpc.ServerOption {
+func interceptorOptions(logger *zap.Logger, metrics *grpcprom.ServerMetrics, az *auth.Authorizer, admit *admission.Controller, running *handlers) []grpc.ServerOption {
 	logOpts := []logging.Option{
 		logging.WithLogOnEvents(logging.FinishCall),
 		logging.WithLevels(callLevel),
@@ -101,22 +102,20 @@ func interceptorOptions(logger *zap.Logger, metrics *grpcprom.ServerMetrics, adm
 		return status.Error(codes.Internal, fmt.Sprintf("internal error: %v", p))
 	})}
 	zl := zapLogger(logger)
-	return []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(
-			running.unary, // counts handlers for Shutdown; outermost
-			metrics.UnaryServerInterceptor(),
-			logging.UnaryServerInterceptor(zl, logOpts...),
-			admit.Unary, // load shedding: before any work is done
-			validationUnary,
-			recovery.UnaryServerInterceptor(recoverOpts...),
-		),
-		grpc.ChainStreamInterceptor(
-			running.stream, // counts handlers for Shutdown; outermost
-			metrics.StreamServerInterceptor(),
-			logging.StreamServerInterceptor(zl, logOpts...),
-			admit.Stream, // stream limits: before any work is done
-			validationStream,
-			recovery.StreamServerInterceptor(recoverOpts...),
-		),
+	unary := []grpc.UnaryServerInterceptor{
+		running.unary,
+		metrics.UnaryServerInterceptor(),
+		logging.UnaryServerInterceptor(zl, logOpts...),
 	}
+	stream := []grpc.StreamServerInterceptor{
+		running.stream,
+		metrics.StreamServerInterceptor(),
+		logging.StreamServerInterceptor(zl, logOpts...),
+	}
+	if az != nil { // issue 10: authn/authz before anything that reads the request
+		unary, stream = append(unary, az.Unary), append(stream, az.Stream)
+	}
+	unary = append(unary, admit.Unary, validationUnary, recovery.UnaryServerInterceptor(recoverOpts...))
+	stream = append(stream, admit.Stream, validationStream, recovery.StreamServerInterceptor(recoverOpts...))
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...)}
 }

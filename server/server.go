@@ -8,6 +8,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -22,6 +24,7 @@ import (
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/server/admission"
+	"github.com/berth-io/berth/server/auth"
 )
 
 // Config is what the front needs from the replica that runs it.
@@ -44,6 +47,10 @@ type Config struct {
 	// client that vanished without closing is noticed. Defaults 30s and
 	// 10s.
 	KeepaliveTime, KeepaliveTimeout time.Duration
+	// TLS, when set, serves gRPC over TLS (e.g. auth.TLS.ServerConfig).
+	TLS *tls.Config
+	// Auth, when set, authenticates and authorizes every call.
+	Auth *auth.Authorizer
 }
 
 func (cfg *Config) setDefaults() {
@@ -93,7 +100,7 @@ func New(cfg Config) *Server {
 	admit.Exempt = exemptFromAdmission(admit.Exempt)
 	admitter := admission.New(admit, func(method, reason string) { shed.WithLabelValues(method, reason).Inc() })
 
-	opts := append(interceptorOptions(cfg.Logger.Named("grpc"), grpcMetrics, admitter, s.running),
+	opts := append(interceptorOptions(cfg.Logger.Named("grpc"), grpcMetrics, cfg.Auth, admitter, s.running),
 		grpc.MaxRecvMsgSize(16<<20),
 		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
@@ -102,6 +109,9 @@ func New(cfg Config) *Server {
 		// and goroutines for as long as TCP would.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: cfg.KeepaliveTime, Timeout: cfg.KeepaliveTimeout}),
 	)
+	if cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
+	}
 	s.grpc = grpc.NewServer(opts...)
 	berthv1.RegisterClusterServiceServer(s.grpc, &clusterService{store: cfg.Store, sched: cfg.Scheduler})
 	berthv1.RegisterPodServiceServer(s.grpc, &podService{store: cfg.Store, sched: cfg.Scheduler})

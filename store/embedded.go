@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -50,6 +51,11 @@ type EmbeddedConfig struct {
 	// Maintenance tunes compaction, defragmentation and recovery from a
 	// full database.
 	Maintenance MaintenanceConfig
+	// ClientCertAuth serves the client port over TLS and admits only
+	// clients with a certificate made for this run (see clientPKI): for a
+	// replica, which reaches its etcd in-process, so the port is no back
+	// door. Endpoints then are https and ClientTLS holds the credentials.
+	ClientCertAuth bool
 }
 
 // EmbeddedMaxTxnOps is the embedded server's Txn size limit; clients of it
@@ -94,6 +100,7 @@ func (c EmbeddedConfig) withDefaults() EmbeddedConfig {
 // Embedded is a running in-process etcd.
 type Embedded struct {
 	etcd       *embed.Etcd
+	pki        *clientPKI // nil unless ClientCertAuth
 	endpoints  []string
 	maintainer *maintainer // nil when maintenance is off
 	closeOnce  sync.Once
@@ -102,7 +109,7 @@ type Embedded struct {
 // StartEmbedded starts a single-member etcd in cfg.Dir and waits until it
 // serves (or ctx ends, or a minute passes without a deadline). On failure
 // nothing is left running. The peer URL is on a free loopback port.
-func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
+func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err error) {
 	cfg = cfg.withDefaults()
 	if cfg.Dir == "" {
 		return nil, fmt.Errorf("%w: embedded etcd needs a data dir", ErrInvalidArgument)
@@ -123,6 +130,19 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	}
 	// Free ports are found by binding and releasing, so another process can
 	// take one in between; then etcd fails to listen and we try other ports.
+	scheme := "http"
+	var pki *clientPKI
+	if cfg.ClientCertAuth {
+		if pki, err = newClientPKI(host); err != nil {
+			return nil, fmt.Errorf("store: embedded etcd client TLS: %w", err)
+		}
+		scheme = "https"
+		defer func() {
+			if err != nil {
+				pki.remove()
+			}
+		}()
+	}
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
 		clientPort, peerPort := port, "0"
@@ -137,13 +157,16 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		ec := embed.NewConfig()
 		ec.Name = embeddedMemberName
 		ec.Dir = cfg.Dir
-		clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort(host, clientPort)}
+		clientURL := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, clientPort)}
 		peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", peerPort)}
 		ec.ListenClientUrls = []url.URL{clientURL}
 		ec.AdvertiseClientUrls = []url.URL{clientURL}
 		ec.ListenPeerUrls = []url.URL{peerURL}
 		ec.AdvertisePeerUrls = []url.URL{peerURL}
 		ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+		if pki != nil {
+			ec.ClientTLSInfo = pki.server
+		}
 		cfg.ApplyTo(ec)
 		if maintain {
 			ec.AutoCompactionRetention = "0" // the maintainer compacts, and counts it
@@ -151,9 +174,9 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 
 		e, err := startAndWait(ctx, ec)
 		if err == nil {
-			emb := &Embedded{etcd: e, endpoints: []string{clientURL.String()}}
+			emb := &Embedded{etcd: e, endpoints: []string{clientURL.String()}, pki: pki}
 			if maintain {
-				if emb.maintainer, err = newMaintainer(clientURL.String(), keep, cfg.Logger.Named("etcd-maintenance"), cfg.Maintenance.Registerer); err != nil {
+				if emb.maintainer, err = newMaintainer(clientURL.String(), emb.ClientTLS(), keep, cfg.Logger.Named("etcd-maintenance"), cfg.Maintenance.Registerer); err != nil {
 					e.Close()
 					return nil, err
 				}
@@ -223,6 +246,24 @@ func freePort(host string) (string, error) {
 // Endpoints are the client URLs to pass to Config.Endpoints.
 func (e *Embedded) Endpoints() []string { return e.endpoints }
 
+// ClientTLS is what a client needs to reach the port of an etcd started
+// with ClientCertAuth (for Config.TLS); nil otherwise.
+func (e *Embedded) ClientTLS() *tls.Config {
+	if e.pki == nil {
+		return nil
+	}
+	return e.pki.client.Clone()
+}
+
+// ClientTLSDir holds ca.crt, client.crt and client.key for etcdctl while
+// the etcd runs; "" without ClientCertAuth.
+func (e *Embedded) ClientTLSDir() string {
+	if e.pki == nil {
+		return ""
+	}
+	return e.pki.dir
+}
+
 // Client returns a new client that calls the server in-process, for
 // Config.Client: no gRPC, HTTP/2 or socket between the store and its own
 // etcd, which cost a tenth of the CPU of a write-heavy benchmark.
@@ -238,5 +279,6 @@ func (e *Embedded) Close() {
 			e.maintainer.close()
 		}
 		e.etcd.Close()
+		e.pki.remove()
 	})
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strconv"
@@ -138,8 +139,8 @@ type maintainer struct {
 	done chan struct{}
 }
 
-func newMaintainer(endpoint string, keep retention, log *zap.Logger, reg prometheus.Registerer) (*maintainer, error) {
-	client, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: log.Named("client")})
+func newMaintainer(endpoint string, tlsCfg *tls.Config, keep retention, log *zap.Logger, reg prometheus.Registerer) (*maintainer, error) {
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, TLS: tlsCfg, DialTimeout: 5 * time.Second, Logger: log.Named("client")})
 	if err != nil {
 		return nil, fmt.Errorf("store: maintenance client: %w", err)
 	}

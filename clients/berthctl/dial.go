@@ -40,10 +40,12 @@ func (g *globals) register(fs *pflag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&g.endpoints, "addr", endpoints, "server `address`, the older name of --endpoints (env BERTH_ADDR)")
 	fs.StringVarP(&g.output, "output", "o", formatTable, "output `format`: table, wide, json or yaml")
 	fs.DurationVar(&g.timeout, "timeout", 10*time.Second, "time limit of the command, 0 for none (watch has none)")
-	fs.StringVar(&g.cacert, "cacert", "", "verify the server with the CA certificates in `FILE` (enables TLS)")
-	fs.StringVar(&g.cert, "cert", "", "client certificate `FILE` for mutual TLS (with --key)")
-	fs.StringVar(&g.key, "key", "", "client private key `FILE` for mutual TLS (with --cert)")
-	fs.StringVar(&g.token, "token", "", "bearer `token` sent with every call (needs TLS)")
+	// As etcdctl: the environment gives the defaults, so a shell can be
+	// set up once for a secured cluster.
+	fs.StringVar(&g.cacert, "cacert", getenv("BERTH_CACERT"), "verify the server with the CA certificates in `FILE` (enables TLS; env BERTH_CACERT)")
+	fs.StringVar(&g.cert, "cert", getenv("BERTH_CERT"), "client certificate `FILE` for mutual TLS (with --key; env BERTH_CERT)")
+	fs.StringVar(&g.key, "key", getenv("BERTH_KEY"), "client private key `FILE` for mutual TLS (with --cert; env BERTH_KEY)")
+	fs.StringVar(&g.token, "token", getenv("BERTH_TOKEN"), "bearer `token` sent with every call (needs TLS; env BERTH_TOKEN)")
 }
 
 // dial connects to the servers of --endpoints, with the TLS and token of

@@ -305,7 +305,14 @@ func TestRunWatch(t *testing.T) {
 			defer cancel()
 			out := &lineWriter{writes: make(chan struct{}, 1)}
 			var errOut bytes.Buffer
-			c := &cli{stdout: out, stderr: &errOut, getenv: func(string) string { return srv.Addr }}
+			// Only BERTH_ADDR: the other BERTH_* variables (TLS files, token)
+			// must stay unset.
+			c := &cli{stdout: out, stderr: &errOut, getenv: func(k string) string {
+				if k == "BERTH_ADDR" {
+					return srv.Addr
+				}
+				return ""
+			}}
 			done := make(chan int)
 			go func() { done <- c.run(ctx, tt.args) }()
 

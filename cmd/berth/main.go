@@ -21,6 +21,7 @@ Usage:
   berth etcd [flags]    run one etcd member in-process (for a cluster without an etcd binary)
   berth version         print the version, VCS revision and Go version (also --version)
   berth probe [flags]   exit 0 if a replica's gRPC health service says SERVING (container healthchecks)
+  berth certs [flags]   make a CA, a server certificate and client certificates for mutual TLS
   berth help            show this text
 
 Run "berth <command> -h" for a command's flags.
@@ -62,6 +63,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "probe":
 		err = runProbe(ctx, args[1:], stdout, stderr)
+	case "certs":
+		err = runCerts(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

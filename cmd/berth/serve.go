@@ -111,6 +111,8 @@ func embeddedEtcdFlags(fs *flag.FlagSet, ec *store.EmbeddedConfig) {
 		ec.MaxRequestBytes = uint(n)
 		return nil
 	})
+	fs.StringVar(&ec.ClientAddr, "etcd-listen-client", "127.0.0.1:0",
+		"embedded etcd: client port address, for etcdctl; it requires the client certificate written to the directory logged at start")
 	fs.StringVar(&ec.AutoCompactionRetention, "etcd-compaction-retention", "5m",
 		`embedded etcd: history kept for watches to resume from, a duration ("5m") or a revision count ("100000"); "0" keeps all`)
 	fs.DurationVar(&ec.Maintenance.Interval, "etcd-maintenance-interval", 30*time.Second,
@@ -144,6 +146,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	etcdClient.bind(fs)
 	configPath := fs.String("config", "", "scheduler configuration file (KubeSchedulerConfiguration-shaped YAML; see scheduler/config)")
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, gcPercentUsage)
+	var sec securityOptions
+	securityFlags(fs, &sec)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -168,6 +172,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer logger.Sync() //nolint:errcheck // stderr sync errors are not actionable
 	cfg.Logger = logger
+	auditLogger, err := sec.apply(&cfg)
+	if err != nil {
+		return err
+	}
+	if auditLogger != nil {
+		defer auditLogger.Sync() //nolint:errcheck // as for the main log
+	}
 	srv, err := replica.Start(ctx, cfg)
 	if err != nil {
 		return err
