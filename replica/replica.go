@@ -178,7 +178,7 @@ func (r *Replica) frontConfig() server.Config {
 		},
 		MaxConcurrentStreams: l.MaxStreamsPerConnection,
 		KeepaliveTime:        l.KeepaliveTime, KeepaliveTimeout: l.KeepaliveTimeout,
-		TLS:                  r.sec.grpcTLS(), Auth: r.sec.auth,
+		TLS: r.sec.grpcTLS(), Auth: r.sec.auth,
 	}
 }
 
