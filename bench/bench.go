@@ -13,9 +13,11 @@ import (
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/berth-io/berth/bench/trace"
+	berth "github.com/berth-io/berth/clients/go"
 	"github.com/berth-io/berth/replica"
 	"github.com/berth-io/berth/scheduler"
 )
@@ -24,7 +26,10 @@ import (
 // the same names.
 type Config struct {
 	// Addr targets a running server; empty starts a fresh one per workload.
-	Addr     string
+	Addr string
+	// TLS is the client's certificate material for a server that serves
+	// TLS (all empty: plaintext), so a secured deployment can be measured.
+	TLS      berth.TLSFiles
 	Workload string // one of WorkloadNames, or WorkloadAll
 	Sizes    Sizes
 	Shape    Shape
@@ -157,7 +162,16 @@ func benchOne(ctx context.Context, bc Config, name string, out io.Writer) runRes
 		addr = srv.Addr()
 		fmt.Fprintf(out, "started berth at %s with embedded etcd in %s\n", addr, dir)
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds := insecure.NewCredentials()
+	if bc.TLS != (berth.TLSFiles{}) {
+		tlsCfg, err := bc.TLS.TLSConfig()
+		if err != nil {
+			res.err = err
+			return res
+		}
+		creds = credentials.NewTLS(tlsCfg)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		res.err = err
 		return res

@@ -85,6 +85,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	bc := &bf.cfg
 	fs := newFlagSet("bench", benchUsage, stderr)
 	fs.StringVar(&bc.Addr, "addr", "", "target a running server instead of starting one with embedded etcd; what a run creates is deleted after it")
+	fs.StringVar(&bc.TLS.CACert, "cacert", "", "with --addr: verify a TLS server with the CA certificates in this file")
+	fs.StringVar(&bc.TLS.Cert, "cert", "", "with --addr: client certificate for mutual TLS")
+	fs.StringVar(&bc.TLS.Key, "key", "", "with --addr: client key for mutual TLS")
 	fs.StringVar(&bc.Workload, "workload", bench.WorkloadBasic, "workload to run: "+strings.Join(bench.WorkloadNames(), ", ")+", or all")
 	fs.IntVar(&bc.Sizes.Nodes, "nodes", 0, "nodes to register (0: the workload's default; alibaba: the first N trace nodes)")
 	fs.IntVar(&bc.Sizes.InitPods, "init-pods", -1, "pods bound before measuring (-1: the workload's default)")
