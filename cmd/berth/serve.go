@@ -85,7 +85,7 @@ func embeddedEtcdFlags(fs *flag.FlagSet, ec *store.EmbeddedConfig) {
 	// opens a TCP client port, and where: the replica itself calls it
 	// in-process, the port is for etcdctl, backups and maintenance.
 	ec.ClientAddr = "127.0.0.1:0"
-	fs.Func("etcd-listen-client", `embedded etcd: client listen address, host:port or http://host:port; port 0 picks a free one (default "127.0.0.1:0")`, func(v string) error {
+	fs.Func("etcd-listen-client", `embedded etcd: client listen address, host:port or http://host:port; port 0 picks a free one (default "127.0.0.1:0"). It requires the per-run client certificate written to the directory logged at start`, func(v string) error {
 		addr, err := embeddedClientAddr(v)
 		if err != nil {
 			return err
@@ -111,8 +111,6 @@ func embeddedEtcdFlags(fs *flag.FlagSet, ec *store.EmbeddedConfig) {
 		ec.MaxRequestBytes = uint(n)
 		return nil
 	})
-	fs.StringVar(&ec.ClientAddr, "etcd-listen-client", "127.0.0.1:0",
-		"embedded etcd: client port address, for etcdctl; it requires the client certificate written to the directory logged at start")
 	fs.StringVar(&ec.AutoCompactionRetention, "etcd-compaction-retention", "5m",
 		`embedded etcd: history kept for watches to resume from, a duration ("5m") or a revision count ("100000"); "0" keeps all`)
 	fs.DurationVar(&ec.Maintenance.Interval, "etcd-maintenance-interval", 30*time.Second,
