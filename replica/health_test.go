@@ -177,6 +177,7 @@ func TestAdvertisedAddress(t *testing.T) {
 	defer cancel()
 	srv, err := replica.Start(ctx, replica.Config{
 		Listen: "0.0.0.0:0", MetricsListen: "-", DataDir: t.TempDir(), Advertise: "berth-0.berth:7070",
+		Security: replica.Security{Insecure: true}, // a wildcard listener in plaintext must be asked for
 		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
 		Logger:   zaptest.NewLogger(t),
 	})

@@ -247,14 +247,41 @@ func (h *bindingHub) coveredRev() int64 {
 // ring.
 //
 // send runs on a goroutine of its own, so that a send stuck on a client that
-// stopped reading is noticed: FollowBindings then returns the error while
-// send is still blocked, and the caller must make send return (a gRPC
-// stream's Send does once its handler returns).
+// stopped reading is noticed, in the listing, the catch-up or the ring:
+// FollowBindings then returns the error while send is still blocked, and
+// the caller must make send return (a gRPC stream's Send does once its
+// handler returns).
 func (s *Store) FollowBindings(ctx context.Context, fromRev int64, send func(*berthv1.BindingEvent) error, opts ...WatchOption) error {
 	var o watchOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Until the listing is done its events' revisions are no point to
+	// resume from: a subscriber cut off then starts again from fromRev.
+	tracker := &sendTracker{resume: fromRev, listing: fromRev == 0}
+	tracked := func(ev *berthv1.BindingEvent) error { return tracker.send(send, ev) }
+	o.synced = tracker.synced(o.synced)
+	done := make(chan error, 1)
+	go func() { done <- s.followBindings(ctx, fromRev, tracked, o) }()
+	maxLag := s.cfg.WatchMaxLag
+	tick := time.NewTicker(max(maxLag/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			if since, resume := tracker.get(); !since.IsZero() && time.Since(since) > maxLag {
+				s.metrics.fanoutCutOff()
+				return &FellBehindError{Resume: resume, Why: fmt.Sprintf("a send blocked for over %s", maxLag)}
+			}
+		}
+	}
+}
+
+func (s *Store) followBindings(ctx context.Context, fromRev int64, send func(*berthv1.BindingEvent) error, o watchOptions) error {
 	after, err := s.startFrom(ctx, fromRev, send, o)
 	if err != nil {
 		return err
@@ -270,7 +297,7 @@ func (s *Store) FollowBindings(ctx context.Context, fromRev int64, send func(*be
 		}
 		seq, ok = h.join(after)
 	}
-	return h.follow(ctx, seq, after, send)
+	return h.deliver(ctx, seq, after, send)
 }
 
 // startFrom does what WatchBindings does before its watch: the listing for
@@ -345,31 +372,9 @@ func (s *Store) catchUp(ctx context.Context, h *bindingHub, after int64, send fu
 	return 0, fmt.Errorf("%w: catch-up watch closed", ErrUnavailable)
 }
 
-// follow delivers ring events after after until ctx ends or the subscriber
-// falls behind. Sends run on their own goroutine so that a send stuck past
-// the lag bound is cut off.
-func (h *bindingHub) follow(ctx context.Context, seq uint64, after int64, send func(*berthv1.BindingEvent) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	var sendingSince syncTime
-	go func() { done <- h.deliver(ctx, seq, after, send, &sendingSince) }()
-	tick := time.NewTicker(max(h.maxLag/4, 10*time.Millisecond))
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-done:
-			return err
-		case <-tick.C:
-			if since, resume := sendingSince.get(); !since.IsZero() && time.Since(since) > h.maxLag {
-				h.s.metrics.fanoutCutOff()
-				return &FellBehindError{Resume: resume, Why: fmt.Sprintf("a send blocked for over %s", h.maxLag)}
-			}
-		}
-	}
-}
-
-func (h *bindingHub) deliver(ctx context.Context, seq uint64, after int64, send func(*berthv1.BindingEvent) error, sending *syncTime) error {
+// deliver sends ring events from cursor seq (the first after revision
+// after) until ctx ends or the subscriber falls behind.
+func (h *bindingHub) deliver(ctx context.Context, seq uint64, after int64, send func(*berthv1.BindingEvent) error) error {
 	buf := make([]*berthv1.BindingEvent, fanoutBatch)
 	// The listing or catch-up that came before may have run ahead of the
 	// hub's own watch: the events it already delivered can still arrive in
@@ -397,10 +402,7 @@ func (h *bindingHub) deliver(ctx context.Context, seq uint64, after int64, send 
 				seq++
 				continue
 			}
-			sending.set(time.Now(), after)
-			err := send(ev)
-			sending.set(time.Time{}, after)
-			if err != nil {
+			if err := send(ev); err != nil {
 				return err
 			}
 			after = ev.Revision
@@ -413,21 +415,45 @@ func (h *bindingHub) deliver(ctx context.Context, seq uint64, after int64, send 
 	}
 }
 
-// syncTime is when the send in progress began (zero when none is) and the
-// revision a cut-off subscriber resumes from.
-type syncTime struct {
-	mu     sync.Mutex
-	since  time.Time
-	resume int64
+// sendTracker knows when the send in progress began (zero when none is)
+// and the revision a subscriber cut off now resumes from: the last event
+// sent, once the listing (if any) is over.
+type sendTracker struct {
+	mu      sync.Mutex
+	since   time.Time
+	resume  int64
+	listing bool
 }
 
-func (t *syncTime) set(since time.Time, resume int64) {
+func (t *sendTracker) send(send func(*berthv1.BindingEvent) error, ev *berthv1.BindingEvent) error {
 	t.mu.Lock()
-	t.since, t.resume = since, resume
+	t.since = time.Now()
 	t.mu.Unlock()
+	err := send(ev)
+	t.mu.Lock()
+	t.since = time.Time{}
+	if err == nil && !t.listing {
+		t.resume = ev.Revision
+	}
+	t.mu.Unlock()
+	return err
 }
 
-func (t *syncTime) get() (time.Time, int64) {
+// synced wraps the OnSynced callback: from the listing's revision on, a
+// cut-off subscriber resumes where it got to.
+func (t *sendTracker) synced(next func(int64) error) func(int64) error {
+	return func(rev int64) error {
+		t.mu.Lock()
+		t.listing, t.resume = false, rev
+		t.mu.Unlock()
+		if next != nil {
+			return next(rev)
+		}
+		return nil
+	}
+}
+
+func (t *sendTracker) get() (time.Time, int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.since, t.resume
