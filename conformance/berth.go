@@ -1,0 +1,79 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/berth-io/berth/scheduler/algorithm"
+	"github.com/berth-io/berth/scheduler/cache"
+	"github.com/berth-io/berth/scheduler/framework"
+	"github.com/berth-io/berth/scheduler/framework/runtime"
+	"github.com/berth-io/berth/scheduler/plugins"
+)
+
+// berthLister lets one framework serve every scenario: plugins ask the
+// handle for the lister each cycle, and each scenario swaps the snapshot.
+type berthLister struct{ framework.SharedLister }
+
+// BerthRunner runs scenarios through Berth's default profile and the
+// dry-run (Explain) path of its scheduling algorithm.
+type BerthRunner struct {
+	lister *berthLister
+	fwk    *runtime.Framework
+}
+
+// NewBerthRunner builds Berth's default profile over an empty snapshot.
+func NewBerthRunner(ctx context.Context) (*BerthRunner, error) {
+	l := &berthLister{cache.NewSnapshot(nil, nil)}
+	f, err := runtime.NewFramework(ctx, plugins.NewInTreeRegistry(), runtime.DefaultProfile(),
+		runtime.WithSnapshotSharedLister(l), runtime.WithParallelism(1))
+	if err != nil {
+		return nil, err
+	}
+	return &BerthRunner{lister: l, fwk: f}, nil
+}
+
+// Run dry-runs the scenario's pod; it is not safe for concurrent use.
+func (r *BerthRunner) Run(ctx context.Context, sc *Scenario) (*Outcome, error) {
+	var nodes []*framework.Node
+	for _, n := range sc.Nodes {
+		nodes = append(nodes, toBerthNode(n))
+	}
+	var pods []*framework.Pod
+	for _, p := range sc.Pods {
+		pods = append(pods, toBerthPod(p))
+	}
+	r.lister.SharedLister = cache.NewSnapshot(pods, nodes)
+	// Every node is filtered (fewer than 100), so Explain sees what a
+	// real cycle sees.
+	ex, err := algorithm.New(100).Explain(ctx, r.fwk, framework.NewCycleState(), framework.NewPodInfo(toBerthPod(sc.Pod)))
+	if err != nil {
+		return nil, fmt.Errorf("berth: %w", err)
+	}
+	out := newOutcome()
+	var feasible []string
+	totals := map[string]int64{}
+	for _, n := range ex.Nodes {
+		o := &NodeOutcome{Feasible: n.Feasible}
+		if n.Feasible {
+			feasible = append(feasible, n.Node)
+			for _, s := range n.Scores {
+				if o.Scores == nil {
+					o.Scores = map[string]int64{}
+				}
+				o.Scores[s.Plugin] = s.Score
+			}
+			totals[n.Node] = n.Total
+		} else {
+			o.Plugin, o.Code, o.Reasons = n.Plugin, n.Code.String(), append([]string(nil), n.Reasons...)
+		}
+		out.Nodes[n.Node] = o
+	}
+	if len(feasible) == 1 {
+		out.Best = feasible
+	} else {
+		out.Best = bestOf(totals)
+	}
+	out.normalize()
+	return out, nil
+}
