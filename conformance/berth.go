@@ -6,6 +6,7 @@ import (
 
 	"github.com/berth-io/berth/scheduler/algorithm"
 	"github.com/berth-io/berth/scheduler/cache"
+	"github.com/berth-io/berth/scheduler/config"
 	"github.com/berth-io/berth/scheduler/framework"
 	"github.com/berth-io/berth/scheduler/framework/runtime"
 	"github.com/berth-io/berth/scheduler/plugins"
@@ -22,10 +23,15 @@ type BerthRunner struct {
 	fwk    *runtime.Framework
 }
 
-// NewBerthRunner builds Berth's default profile over an empty snapshot.
-func NewBerthRunner(ctx context.Context) (*BerthRunner, error) {
+// NewBerthRunner builds the first profile of a configuration file, read
+// by Berth's own config package, over an empty snapshot.
+func NewBerthRunner(ctx context.Context, profile string) (*BerthRunner, error) {
+	cfg, err := config.Parse([]byte(profile))
+	if err != nil {
+		return nil, fmt.Errorf("berth config: %w", err)
+	}
 	l := &berthLister{cache.NewSnapshot(nil, nil)}
-	f, err := runtime.NewFramework(ctx, plugins.NewInTreeRegistry(), runtime.DefaultProfile(),
+	f, err := runtime.NewFramework(ctx, plugins.NewInTreeRegistry(), cfg.Profiles[0],
 		runtime.WithSnapshotSharedLister(l), runtime.WithParallelism(1))
 	if err != nil {
 		return nil, err

@@ -13,8 +13,9 @@ import (
 
 // Checker runs scenarios through kube-scheduler and Berth and compares.
 type Checker struct {
-	kube  *KubeRunner
-	berth *BerthRunner
+	// kube and berth hold one runner per entry of Profiles.
+	kube  []*KubeRunner
+	berth []*BerthRunner
 	// Mutate perturbs kube's outcome before comparing, to show that each
 	// comparison can fail; see Mutation.
 	Mutate bool
@@ -25,25 +26,30 @@ type Checker struct {
 
 // NewChecker sets up both schedulers once; scenarios then reuse them.
 func NewChecker(ctx context.Context) (*Checker, error) {
-	k, err := NewKubeRunner(ctx)
-	if err != nil {
-		return nil, err
+	c := &Checker{}
+	for i, prof := range Profiles {
+		k, err := NewKubeRunner(ctx, prof)
+		if err != nil {
+			return nil, fmt.Errorf("profile %d: %w", i, err)
+		}
+		b, err := NewBerthRunner(ctx, prof)
+		if err != nil {
+			return nil, fmt.Errorf("profile %d: %w", i, err)
+		}
+		c.kube, c.berth = append(c.kube, k), append(c.berth, b)
 	}
-	b, err := NewBerthRunner(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &Checker{kube: k, berth: b}, nil
+	return c, nil
 }
 
 // Check returns the disagreements on sc (none: they agree) and, in mutate
 // mode, the mutation made to kube's side.
 func (c *Checker) Check(ctx context.Context, sc *Scenario) ([]string, Mutation, error) {
-	k, err := c.kube.Run(ctx, sc)
+	prof := sc.Profile % len(Profiles)
+	k, err := c.kube[prof].Run(ctx, sc)
 	if err != nil {
 		return nil, "", err
 	}
-	b, err := c.berth.Run(ctx, sc)
+	b, err := c.berth[prof].Run(ctx, sc)
 	if err != nil {
 		return nil, "", err
 	}
@@ -87,6 +93,7 @@ func (c *Checker) Explain(ctx context.Context, sc *Scenario) string {
 	for _, line := range d {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
+	fmt.Fprintf(&b, "under profile %d:\n%s", small.Profile, Profiles[small.Profile%len(Profiles)])
 	b.WriteString(scenarioYAML(small))
 	return b.String()
 }

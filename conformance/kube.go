@@ -6,13 +6,14 @@ import (
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
@@ -49,16 +50,20 @@ type KubeRunner struct {
 	weights map[string]int64
 }
 
-// NewKubeRunner builds kube's default profile (less the plugins Berth
-// does not have) over an empty snapshot. The namespaces the generator
+// NewKubeRunner builds the first profile of a configuration file (less
+// the plugins Berth does not have) over an empty snapshot. The namespaces the generator
 // uses exist in the fake API, as InterPodAffinity lists them for
 // namespace selectors.
-func NewKubeRunner(ctx context.Context) (*KubeRunner, error) {
+func NewKubeRunner(ctx context.Context, profile string) (*KubeRunner, error) {
 	// The framework counts plugin calls in these; registering is idempotent.
 	metrics.Register()
-	cfg, err := latest.Default()
+	obj, _, err := scheme.Codecs.UniversalDecoder().Decode([]byte(profile), nil, nil)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kube config: %w", err)
+	}
+	cfg, ok := obj.(*config.KubeSchedulerConfiguration)
+	if !ok {
+		return nil, fmt.Errorf("kube config: decoded a %T", obj)
 	}
 	prof := cfg.Profiles[0]
 	var enabled []config.Plugin
@@ -79,7 +84,8 @@ func NewKubeRunner(ctx context.Context) (*KubeRunner, error) {
 	l := &kubeLister{cache.NewEmptySnapshot()}
 	f, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), &prof,
 		frameworkruntime.WithSnapshotSharedLister(l), frameworkruntime.WithInformerFactory(factory),
-		frameworkruntime.WithClientSet(client), frameworkruntime.WithParallelism(1))
+		frameworkruntime.WithClientSet(client), frameworkruntime.WithParallelism(1),
+		frameworkruntime.WithSharedDRAManager(noDeviceClasses{}))
 	if err != nil {
 		return nil, fmt.Errorf("kube framework: %w", err)
 	}
@@ -166,6 +172,16 @@ func (r *KubeRunner) Run(ctx context.Context, sc *Scenario) (*Outcome, error) {
 	out.normalize()
 	return out, nil
 }
+
+// noDeviceClasses is a cluster without DRA device classes: resource
+// plugins then ask it whether an extended resource is backed by DRA, and
+// none is, so extended resources are counted from node allocatable as
+// Berth does. Nothing else of it is used without claims.
+type noDeviceClasses struct{ fwk.SharedDRAManager }
+
+func (noDeviceClasses) DeviceClassResolver() fwk.DeviceClassResolver { return noDeviceClasses{} }
+
+func (noDeviceClasses) GetDeviceClass(v1.ResourceName) *resourceapi.DeviceClass { return nil }
 
 func rejected(st *fwk.Status) *NodeOutcome {
 	return &NodeOutcome{Plugin: st.Plugin(), Code: st.Code().String(), Reasons: append([]string(nil), st.Reasons()...)}

@@ -16,8 +16,10 @@ import (
 // Scenario is one scheduling question in Kubernetes' own types, so kube's
 // plugins take it as is and Berth's side is a conversion away.
 type Scenario struct {
-	Seed  uint64     `json:"seed"`
-	Nodes []*v1.Node `json:"nodes"`
+	Seed uint64 `json:"seed"`
+	// Profile indexes Profiles.
+	Profile int        `json:"profile"`
+	Nodes   []*v1.Node `json:"nodes"`
 	// Pods are already placed (Spec.NodeName set).
 	Pods []*v1.Pod `json:"pods,omitempty"`
 	// Pod is the one being scheduled.
@@ -58,7 +60,7 @@ func (g gen) count(v int64) resource.Quantity { return *resource.NewQuantity(v, 
 // each, and a pod to place.
 func Generate(seed uint64) *Scenario {
 	g := gen{rand.New(rand.NewPCG(seed, seed^0x5bd1e995))}
-	sc := &Scenario{Seed: seed}
+	sc := &Scenario{Seed: seed, Profile: int(seed % uint64(len(Profiles)))}
 	for i := range g.between(1, 8) {
 		sc.Nodes = append(sc.Nodes, g.node(fmt.Sprintf("node-%d", i)))
 	}
