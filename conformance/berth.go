@@ -10,6 +10,7 @@ import (
 	"github.com/berth-io/berth/scheduler/framework"
 	"github.com/berth-io/berth/scheduler/framework/runtime"
 	"github.com/berth-io/berth/scheduler/plugins"
+	"github.com/berth-io/berth/scheduler/plugins/defaultpreemption"
 )
 
 // berthLister lets one framework serve every scenario: plugins ask the
@@ -52,7 +53,8 @@ func (r *BerthRunner) Run(ctx context.Context, sc *Scenario) (*Outcome, error) {
 	r.lister.SharedLister = cache.NewSnapshot(pods, nodes)
 	// Every node is filtered (fewer than 100), so Explain sees what a
 	// real cycle sees.
-	ex, err := algorithm.New(100).Explain(ctx, r.fwk, framework.NewCycleState(), framework.NewPodInfo(toBerthPod(sc.Pod)))
+	state, pod := framework.NewCycleState(), framework.NewPodInfo(toBerthPod(sc.Pod))
+	ex, err := algorithm.New(100).Explain(ctx, r.fwk, state, pod)
 	if err != nil {
 		return nil, fmt.Errorf("berth: %w", err)
 	}
@@ -80,6 +82,38 @@ func (r *BerthRunner) Run(ctx context.Context, sc *Scenario) (*Outcome, error) {
 	} else {
 		out.Best = bestOf(totals)
 	}
+	if ex.FitError != nil {
+		if err := r.preempt(ctx, state, pod, ex.FitError.Diagnosis.NodeToStatus, out); err != nil {
+			return nil, err
+		}
+	}
 	out.normalize()
 	return out, nil
+}
+
+// preempt records every node where DefaultPreemption's dry run finds
+// victims, before one is chosen; nothing for a pod that may not preempt.
+func (r *BerthRunner) preempt(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, statuses framework.NodeToStatusReader, out *Outcome) error {
+	if pod.Pod.PreemptionPolicy == framework.PreemptNever {
+		return nil
+	}
+	for _, pl := range r.fwk.PostFilterPlugins() {
+		dp, ok := pl.(*defaultpreemption.DefaultPreemption)
+		if !ok {
+			continue
+		}
+		candidates, _, err := dp.FindCandidates(ctx, state, pod, statuses)
+		if err != nil {
+			return fmt.Errorf("berth preemption dry run: %w", err)
+		}
+		out.Candidates = map[string][]string{}
+		for _, c := range candidates {
+			var victims []string
+			for _, v := range c.Victims {
+				victims = append(victims, v.Key())
+			}
+			out.Candidates[c.Name] = victims
+		}
+	}
+	return nil
 }

@@ -65,6 +65,7 @@ func (c *Checker) count(o *Outcome) {
 	if c.Seen == nil {
 		c.Seen = map[string]int{}
 	}
+	c.Seen["preemption candidates"] += len(o.Candidates)
 	for _, n := range o.Nodes {
 		switch {
 		case len(n.Scores) > 0:
@@ -168,9 +169,10 @@ const (
 	MutatePlugin      Mutation = "plugin"
 	MutateReason      Mutation = "reason"
 	MutateBest        Mutation = "best"
+	MutateVictims     Mutation = "victims"
 )
 
-var mutations = []Mutation{MutateScore, MutateFeasibility, MutateCode, MutatePlugin, MutateReason, MutateBest}
+var mutations = []Mutation{MutateScore, MutateFeasibility, MutateCode, MutatePlugin, MutateReason, MutateBest, MutateVictims}
 
 // mutate changes one thing in o, chosen from the seed among the
 // mutations o has something for (feasibility always applies).
@@ -224,6 +226,13 @@ func mutate(o *Outcome, seed uint64) Mutation {
 		case MutateBest:
 			if len(o.Best) > 0 {
 				o.Best = o.Best[1:]
+				return m
+			}
+		case MutateVictims:
+			if len(o.Candidates) > 0 {
+				nodes := scoreNames(toCount(o.Candidates), nil)
+				n := nodes[r.IntN(len(nodes))]
+				o.Candidates[n] = append(o.Candidates[n], "ns/extra-victim")
 				return m
 			}
 		}

@@ -59,7 +59,9 @@ func TestMutateFindsDisagreements(t *testing.T) {
 	}
 	c.Mutate = true
 	caught := map[Mutation]int{}
-	for seed := uint64(1000); seed < 1200; seed++ {
+	// Enough seeds that even preemption, which few scenarios reach, is
+	// mutated a few times.
+	for seed := uint64(1000); seed < 4000; seed++ {
 		d, m, err := c.Check(ctx, Generate(seed))
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
@@ -70,6 +72,7 @@ func TestMutateFindsDisagreements(t *testing.T) {
 		}
 		caught[m]++
 	}
+	t.Logf("mutations caught: %v", caught)
 	for _, m := range mutations {
 		if caught[m] == 0 {
 			t.Errorf("mutation %q never tried and caught; caught %v", m, caught)

@@ -9,6 +9,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
+	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
@@ -39,8 +42,11 @@ var berthPlugins = map[string]bool{
 	names.NodeResourcesBalancedAllocation: true, names.ImageLocality: true, names.DefaultBinder: true,
 }
 
-// kubeLister lets one kube framework serve every scenario.
-type kubeLister struct{ fwk.SharedLister }
+// kubeLister lets one kube framework serve every scenario; preemption
+// reads the snapshot through its mutable interface.
+type kubeLister struct {
+	fwk.MutableSnapshotSharedLister
+}
 
 // KubeRunner runs scenarios through kube-scheduler's own in-tree plugins,
 // set up from its default configuration as its plugin tests do.
@@ -48,6 +54,9 @@ type KubeRunner struct {
 	lister  *kubeLister
 	fw      framework.Framework
 	weights map[string]int64
+	// preemption is a DefaultPreemption of its own over fw, so its dry
+	// run can be asked for every candidate rather than one nomination.
+	preemption *defaultpreemption.DefaultPreemption
 }
 
 // NewKubeRunner builds the first profile of a configuration file (less
@@ -83,15 +92,25 @@ func NewKubeRunner(ctx context.Context, profile string) (*KubeRunner, error) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	l := &kubeLister{cache.NewEmptySnapshot()}
 	f, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), &prof,
-		frameworkruntime.WithSnapshotSharedLister(l), frameworkruntime.WithInformerFactory(factory),
+		frameworkruntime.WithSnapshotSharedLister(l), frameworkruntime.WithMutableSnapshotLister(l), frameworkruntime.WithInformerFactory(factory),
 		frameworkruntime.WithClientSet(client), frameworkruntime.WithParallelism(1),
-		frameworkruntime.WithSharedDRAManager(noDeviceClasses{}))
+		frameworkruntime.WithSharedDRAManager(noDeviceClasses{}), frameworkruntime.WithPodNominator(noNominations{}))
 	if err != nil {
 		return nil, fmt.Errorf("kube framework: %w", err)
 	}
+	var dpArgs *config.DefaultPreemptionArgs
+	for _, pc := range prof.PluginConfig {
+		if a, ok := pc.Args.(*config.DefaultPreemptionArgs); ok {
+			dpArgs = a
+		}
+	}
+	dp, err := defaultpreemption.New(ctx, dpArgs, f, plfeature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
+	if err != nil {
+		return nil, fmt.Errorf("kube preemption: %w", err)
+	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	return &KubeRunner{lister: l, fw: f, weights: weights}, nil
+	return &KubeRunner{lister: l, fw: f, weights: weights, preemption: dp}, nil
 }
 
 // Run schedules the scenario's pod as kube's schedulePod would, except
@@ -104,7 +123,7 @@ func (r *KubeRunner) Run(ctx context.Context, sc *Scenario) (*Outcome, error) {
 		pods = append(pods, asAdmitted(p))
 	}
 	snap := cache.NewSnapshot(pods, sc.Nodes)
-	r.lister.SharedLister = snap
+	r.lister.MutableSnapshotSharedLister = snap
 	pod := asAdmitted(sc.Pod)
 	out := newOutcome()
 	all, err := snap.NodeInfos().List()
@@ -117,12 +136,18 @@ func (r *KubeRunner) Run(ctx context.Context, sc *Scenario) (*Outcome, error) {
 		if !st.IsRejected() {
 			return nil, fmt.Errorf("kube prefilter: %w", st.AsError())
 		}
+		statuses := framework.NewDefaultNodeToStatus()
 		for _, ni := range all {
 			out.Nodes[ni.Node().Name] = rejected(st)
+			statuses.Set(ni.Node().Name, st)
+		}
+		if err := r.preempt(ctx, state, pod, statuses, out); err != nil {
+			return nil, err
 		}
 		out.normalize()
 		return out, nil
 	}
+	statuses := framework.NewDefaultNodeToStatus()
 	var feasible []fwk.NodeInfo
 	for _, ni := range all {
 		name := ni.Node().Name
@@ -131,8 +156,9 @@ func (r *KubeRunner) Run(ctx context.Context, sc *Scenario) (*Outcome, error) {
 			// status, with no plugin.
 			ids := withNodes.UnsortedList()
 			sort.Strings(ids)
-			out.Nodes[name] = &NodeOutcome{Code: fwk.UnschedulableAndUnresolvable.String(),
-				Reasons: []string{fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", ids)}}
+			reason := fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", ids)
+			out.Nodes[name] = &NodeOutcome{Code: fwk.UnschedulableAndUnresolvable.String(), Reasons: []string{reason}}
+			statuses.Set(name, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason))
 			continue
 		}
 		st := r.fw.RunFilterPlugins(ctx, state, pod, ni)
@@ -142,12 +168,16 @@ func (r *KubeRunner) Run(ctx context.Context, sc *Scenario) (*Outcome, error) {
 			out.Nodes[name] = &NodeOutcome{Feasible: true}
 		case st.IsRejected():
 			out.Nodes[name] = rejected(st)
+			statuses.Set(name, st)
 		default:
 			return nil, fmt.Errorf("kube filter on %s: %w", name, st.AsError())
 		}
 	}
 	switch len(feasible) {
 	case 0:
+		if err := r.preempt(ctx, state, pod, statuses, out); err != nil {
+			return nil, err
+		}
 	case 1:
 		out.Best = []string{feasible[0].Node().Name}
 	default:
@@ -172,6 +202,38 @@ func (r *KubeRunner) Run(ctx context.Context, sc *Scenario) (*Outcome, error) {
 	out.normalize()
 	return out, nil
 }
+
+// preempt records in out every node where evicting lower-priority pods
+// would let pod fit, with those victims: kube's dry run over all the
+// nodes the filters found Unschedulable, before any one is chosen. A pod
+// that may not preempt records nothing.
+func (r *KubeRunner) preempt(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses *framework.NodeToStatus, out *Outcome) error {
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
+		return nil
+	}
+	potential, err := statuses.NodesForStatusCode(r.lister.NodeInfos(), fwk.Unschedulable)
+	if err != nil || len(potential) == 0 {
+		return err
+	}
+	candidates, _, err := r.preemption.Evaluator.DryRunPreemption(ctx, state, pod, potential, nil, 0, int32(len(potential)))
+	if err != nil {
+		return fmt.Errorf("kube preemption dry run: %w", err)
+	}
+	out.Candidates = map[string][]string{}
+	for _, c := range candidates {
+		var victims []string
+		for _, v := range c.Victims().Pods {
+			victims = append(victims, v.Namespace+"/"+v.Name)
+		}
+		out.Candidates[c.Name()] = victims
+	}
+	return nil
+}
+
+// noNominations is a queue with no nominated pods.
+type noNominations struct{ fwk.PodNominator }
+
+func (noNominations) NominatedPodsForNode(string) []fwk.PodInfo { return nil }
 
 // noDeviceClasses is a cluster without DRA device classes: resource
 // plugins then ask it whether an extended resource is backed by DRA, and

@@ -25,6 +25,9 @@ type Outcome struct {
 	// Best are the nodes sharing the highest weighted total (all feasible
 	// nodes when there is one, none when no node fits), sorted.
 	Best []string
+	// Candidates maps each node where preemption would make room, when no
+	// node fits, to its victims ("namespace/name", sorted).
+	Candidates map[string][]string
 }
 
 func newOutcome() *Outcome { return &Outcome{Nodes: map[string]*NodeOutcome{}} }
@@ -40,6 +43,9 @@ func (o *Outcome) normalize() {
 		sort.Strings(n.Reasons)
 	}
 	sort.Strings(o.Best)
+	for _, v := range o.Candidates {
+		sort.Strings(v)
+	}
 }
 
 // deliberateReason maps a Berth reason that deliberately says more than
@@ -90,6 +96,13 @@ func Diff(kube, berth *Outcome) []string {
 			}
 		}
 	}
+	for _, name := range scoreNames(toCount(kube.Candidates), toCount(berth.Candidates)) {
+		k, kok := kube.Candidates[name]
+		b, bok := berth.Candidates[name]
+		if kok != bok || !slices.Equal(k, b) {
+			out = append(out, fmt.Sprintf("%s: preemption victims kube %s, berth %s", name, victimsText(k, kok), victimsText(b, bok)))
+		}
+	}
 	if !slices.Equal(kube.Best, berth.Best) {
 		out = append(out, fmt.Sprintf("best nodes: kube %v, berth %v", kube.Best, berth.Best))
 	}
@@ -116,6 +129,21 @@ func scoreNames(a, b map[string]int64) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func toCount(m map[string][]string) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range m {
+		out[k] = int64(len(v))
+	}
+	return out
+}
+
+func victimsText(v []string, ok bool) string {
+	if !ok {
+		return "not a candidate"
+	}
+	return fmt.Sprint(v)
 }
 
 func scoreText(v int64, ok bool) string {
