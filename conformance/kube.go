@@ -181,26 +181,35 @@ func (r *KubeRunner) Run(ctx context.Context, sc *Scenario) (*Outcome, error) {
 	case 1:
 		out.Best = []string{feasible[0].Node().Name}
 	default:
-		if st := r.fw.RunPreScorePlugins(ctx, state, pod, feasible); !st.IsSuccess() {
-			return nil, fmt.Errorf("kube prescore: %w", st.AsError())
+		if err := r.score(ctx, state, pod, feasible, out); err != nil {
+			return nil, err
 		}
-		scores, st := r.fw.RunScorePlugins(ctx, state, pod, feasible)
-		if !st.IsSuccess() {
-			return nil, fmt.Errorf("kube score: %w", st.AsError())
-		}
-		totals := map[string]int64{}
-		for _, ns := range scores {
-			o := out.Nodes[ns.Name]
-			o.Scores = map[string]int64{}
-			for _, s := range ns.Scores {
-				o.Scores[s.Name] = s.Score / r.weights[s.Name]
-			}
-			totals[ns.Name] = ns.TotalScore
-		}
-		out.Best = bestOf(totals)
 	}
 	out.normalize()
 	return out, nil
+}
+
+// score records each feasible node's normalized scores (kube reports
+// them weighted) and the best nodes.
+func (r *KubeRunner) score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, feasible []fwk.NodeInfo, out *Outcome) error {
+	if st := r.fw.RunPreScorePlugins(ctx, state, pod, feasible); !st.IsSuccess() {
+		return fmt.Errorf("kube prescore: %w", st.AsError())
+	}
+	scores, st := r.fw.RunScorePlugins(ctx, state, pod, feasible)
+	if !st.IsSuccess() {
+		return fmt.Errorf("kube score: %w", st.AsError())
+	}
+	totals := map[string]int64{}
+	for _, ns := range scores {
+		o := out.Nodes[ns.Name]
+		o.Scores = map[string]int64{}
+		for _, s := range ns.Scores {
+			o.Scores[s.Name] = s.Score / r.weights[s.Name]
+		}
+		totals[ns.Name] = ns.TotalScore
+	}
+	out.Best = bestOf(totals)
+	return nil
 }
 
 // preempt records in out every node where evicting lower-priority pods
