@@ -9,7 +9,7 @@ TOOLS   := -modfile=tools/go.mod
 # Packages whose tests are pure in-memory logic: cheap enough to run under -race.
 CORE    := ./scheduler/...
 
-.PHONY: all build run test promtool test-race test-e2e test-faults lint vet proto tools bench ghz clean
+.PHONY: all build run test promtool test-race test-e2e test-faults lint vet proto tools bench ghz clean conformance conformance-quick
 
 all: lint test
 
@@ -23,6 +23,7 @@ run: build
 test: vet promtool
 	$(GO) test -count=1 -timeout 9m ./...
 	$(GO) test -count=1 -race -timeout 5m $(CORE)
+	if [ -n "$(CONFORMANCE)" ]; then $(MAKE) conformance-quick; fi
 
 # promtool (Debian's prometheus package) lets `go test ./deploy/` run
 # `promtool check rules` and `promtool test rules`; without it the alert rules
@@ -54,6 +55,21 @@ test-faults:
 
 vet:
 	$(GO) vet ./...
+
+# Berth's plugins against kube-scheduler's own (conformance/ is a module of
+# its own, so only these targets build k8s.io/kubernetes). Building it from
+# a cold cache takes over 10 CPU-minutes, so `make test` runs the quick
+# check only when asked: `make test CONFORMANCE=1`.
+CONFORMANCE_SCENARIOS ?= 10000
+CONFORMANCE_SEED      ?= 1
+conformance:
+	cd conformance && $(GO) test -count=1 -timeout 30m -v -run 'TestConformance$$' . \
+		-scenarios $(CONFORMANCE_SCENARIOS) -seed $(CONFORMANCE_SEED)
+
+# A few hundred fixed scenarios plus the checks that the comparison and
+# the shrinker can fail.
+conformance-quick:
+	cd conformance && $(GO) test -count=1 -timeout 15m . -scenarios 300 -seed 1
 
 tools:
 	$(GO) build $(TOOLS) -o $(BIN)/ github.com/bufbuild/buf/cmd/buf google.golang.org/protobuf/cmd/protoc-gen-go google.golang.org/grpc/cmd/protoc-gen-go-grpc

@@ -102,24 +102,26 @@ func TestExplainDetails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// empty: taint 100*3, fit cpu 75 mem 75 -> 75, balanced .25/.25 -> 100.
+	// empty: taint 100*3, fit cpu 75 mem 75 -> 75; balanced (kube v1.37)
+	// stays 100 with the pod (.25/.25) as without -> 50 + 50/2 = 75.
 	// soft: taint count 1 is the max -> reversed 0; same fit and balance.
+	// small: 1000m asked of 500m in all is UnschedulableAndUnresolvable.
 	// ImageLocality: no node holds the pod's image -> 0.
 	want := []NodeExplanation{
-		{Node: "empty", Feasible: true, Total: 475, Scores: []framework.PluginScore{
+		{Node: "empty", Feasible: true, Total: 450, Scores: []framework.PluginScore{
 			{Plugin: "TaintToleration", Score: 100, Weighted: 300},
 			{Plugin: "NodeResourcesFit", Score: 75, Weighted: 75},
-			{Plugin: "NodeResourcesBalancedAllocation", Score: 100, Weighted: 100},
+			{Plugin: "NodeResourcesBalancedAllocation", Score: 75, Weighted: 75},
 			{Plugin: "ImageLocality", Score: 0, Weighted: 0},
 		}},
 		{Node: "tainted", Code: framework.UnschedulableAndUnresolvable, Plugin: "TaintToleration", Reasons: []string{"node(s) had untolerated taint {a: b}"}},
-		{Node: "soft", Feasible: true, Total: 175, Scores: []framework.PluginScore{
+		{Node: "soft", Feasible: true, Total: 150, Scores: []framework.PluginScore{
 			{Plugin: "TaintToleration", Score: 0, Weighted: 0},
 			{Plugin: "NodeResourcesFit", Score: 75, Weighted: 75},
-			{Plugin: "NodeResourcesBalancedAllocation", Score: 100, Weighted: 100},
+			{Plugin: "NodeResourcesBalancedAllocation", Score: 75, Weighted: 75},
 			{Plugin: "ImageLocality", Score: 0, Weighted: 0},
 		}},
-		{Node: "small", Code: framework.Unschedulable, Plugin: "NodeResourcesFit", Reasons: []string{"Insufficient cpu"}},
+		{Node: "small", Code: framework.UnschedulableAndUnresolvable, Plugin: "NodeResourcesFit", Reasons: []string{"Insufficient cpu"}},
 	}
 	if diff := cmp.Diff(want, ex.Nodes); diff != "" {
 		t.Errorf("nodes (-want,+got):\n%s", diff)

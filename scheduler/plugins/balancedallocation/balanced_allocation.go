@@ -1,5 +1,5 @@
-// Package balancedallocation favours nodes whose resources would be used
-// evenly after placing the pod.
+// Package balancedallocation favours nodes whose resource use the pod
+// makes more even.
 package balancedallocation
 
 import (
@@ -24,8 +24,11 @@ type Args struct {
 	Resources []helper.ResourceSpec
 }
 
-// BalancedAllocation scores (1 - standard deviation of the used
-// fractions) * 100, with requests counted as declared (no defaults).
+// BalancedAllocation scores how much placing the pod improves the node's
+// balance, as kube v1.37 does: balance is (1 - standard deviation of the
+// used fractions) * 100, taken with and without the pod, and the
+// difference (-100..100) is mapped onto 50 +- 50, so a pod that changes
+// nothing scores 75. Requests count as declared (no defaults).
 // Kube: pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go.
 type BalancedAllocation struct {
 	resources []helper.ResourceSpec
@@ -108,19 +111,29 @@ func (ba *BalancedAllocation) Score(_ context.Context, state *framework.CycleSta
 			return 0, nil
 		}
 	}
-	var buf [maxInlineResources]float64
-	fractions := buf[:0]
+	var withBuf, withoutBuf [maxInlineResources]float64
+	with, without := withBuf[:0], withoutBuf[:0]
 	if len(ba.resources) > maxInlineResources {
-		fractions = make([]float64, 0, len(ba.resources))
+		with, without = make([]float64, 0, len(ba.resources)), make([]float64, 0, len(ba.resources))
 	}
 	for i, r := range ba.resources {
 		alloc, req := helper.AllocatableRequested(nodeInfo, r.Name, reqs[i], true)
 		if alloc == 0 {
 			continue
 		}
-		fractions = append(fractions, min(float64(req)/float64(alloc), 1))
+		with = append(with, min(float64(req)/float64(alloc), 1))
+		without = append(without, min(float64(req-reqs[i])/float64(alloc), 1))
 	}
-	return balancedScore(fractions), nil
+	return improvementScore(balancedScore(with), balancedScore(without)), nil
+}
+
+// improvementScore maps the change in balance the pod brings onto the
+// score range: half the maximum plus half of (half the maximum plus the
+// change), each halving truncated toward zero as kube's integer
+// arithmetic does.
+func improvementScore(with, without int64) int64 {
+	const half = framework.MaxNodeScore / 2
+	return half + (half+with-without)/2
 }
 
 // balancedScore is int64((1 - std) * 100), truncated; std of two

@@ -78,6 +78,16 @@ func TestPostFilter(t *testing.T) {
 			wantResult: nominate(""),
 		},
 		{
+			// Fit says UnschedulableAndUnresolvable when the request exceeds
+			// the node's total: no eviction helps, so the node is not tried.
+			name:       "node smaller than the pod is skipped",
+			nodes:      []*framework.NodeInfo{node("small", 1000, pod("low", 10, 1000))},
+			pod:        pod("p", 100, 1500),
+			wantCode:   framework.Unschedulable,
+			wantMsg:    "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+			wantResult: nominate(""),
+		},
+		{
 			name:       "evictor failure is an error and nominates nothing",
 			nodes:      []*framework.NodeInfo{node("n1", 2000, pod("low", 10, 2000))},
 			pod:        pod("p", 100, 1000),

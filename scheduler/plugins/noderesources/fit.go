@@ -122,7 +122,9 @@ func (f *Fit) ignored(name string) bool {
 func (*Fit) PreFilterExtensions() framework.PreFilterExtensions { return nil }
 
 // Filter implements framework.FilterPlugin and keeps every reason, like
-// kube: "Too many pods", "Insufficient cpu", ...
+// kube: "Too many pods", "Insufficient cpu", ... The status is
+// UnschedulableAndUnresolvable when any one resource asked for exceeds the
+// node's total, else Unschedulable.
 func (f *Fit) Filter(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
 	s, err := framework.ReadState[*preFilterState](state, preFilterStateKey)
 	if err != nil {
@@ -136,15 +138,19 @@ func (f *Fit) Filter(_ context.Context, state *framework.CycleState, _ *framewor
 	if len(insufficient) == 1 {
 		// A full cluster rejects every node for the same one reason: share
 		// the status rather than allocate one per node.
-		if st, ok := singleReason[insufficient[0].ResourceName]; ok {
+		if st, ok := singleReason[singleKey{insufficient[0].ResourceName, insufficient[0].Unresolvable}]; ok {
 			return st
 		}
 	}
+	code := framework.Unschedulable
 	reasons := make([]string, len(insufficient))
 	for i := range insufficient {
 		reasons[i] = insufficient[i].Reason
+		if insufficient[i].Unresolvable {
+			code = framework.UnschedulableAndUnresolvable
+		}
 	}
-	return framework.NewStatus(framework.Unschedulable, reasons...)
+	return framework.NewStatus(code, reasons...)
 }
 
 var _ framework.FreedFitter = (*Fit)(nil)
@@ -176,16 +182,26 @@ func (f *Fit) CouldFitWithFreed(state *framework.CycleState, _ *framework.PodInf
 		!short(req.EphemeralStorage, alloc.EphemeralStorage, used.EphemeralStorage, freed.EphemeralStorage)
 }
 
+// singleKey picks a shared single-reason status: the resource and whether
+// the node could never hold the pod.
+type singleKey struct {
+	resource     string
+	unresolvable bool
+}
+
 // singleReason holds a status for each built-in resource a node may lack
-// alone, by resource name. They are shared, so they carry the plugin's
+// alone, resolvable or not. They are shared, so they carry the plugin's
 // name already and the framework never needs to set it.
-var singleReason = func() map[string]*framework.Status {
-	m := map[string]*framework.Status{}
+var singleReason = func() map[singleKey]*framework.Status {
+	m := map[singleKey]*framework.Status{}
 	for name, reason := range map[string]string{
 		framework.ResourcePods: "Too many pods", framework.ResourceCPU: "Insufficient cpu",
 		framework.ResourceMemory: "Insufficient memory", framework.ResourceEphemeralStorage: "Insufficient ephemeral-storage",
 	} {
-		m[name] = framework.NewStatus(framework.Unschedulable, reason).WithPlugin(Name)
+		m[singleKey{name, false}] = framework.NewStatus(framework.Unschedulable, reason).WithPlugin(Name)
+		if name != framework.ResourcePods {
+			m[singleKey{name, true}] = framework.NewStatus(framework.UnschedulableAndUnresolvable, reason).WithPlugin(Name)
+		}
 	}
 	return m
 }()
@@ -197,6 +213,11 @@ type InsufficientResource struct {
 	Requested    int64
 	Used         int64
 	Capacity     int64
+	// Unresolvable: the request exceeds the node's whole allocatable, so
+	// evicting pods cannot make room (kube v1.35+ then answers
+	// UnschedulableAndUnresolvable and preemption skips the node). The pod
+	// count never is: evictions free slots.
+	Unresolvable bool
 }
 
 // Fits returns what the node lacks for the pod (nothing: it fits), with
@@ -213,26 +234,28 @@ func Fits(pod *framework.PodInfo, nodeInfo *framework.NodeInfo) []InsufficientRe
 func appendInsufficient(out []InsufficientResource, s *preFilterState, ni *framework.NodeInfo) []InsufficientResource {
 	alloc, used := &ni.Allocatable, &ni.Requested
 	if int64(len(ni.Pods))+1 > alloc.AllowedPodNumber {
-		out = append(out, InsufficientResource{framework.ResourcePods, "Too many pods", 1, int64(len(ni.Pods)), alloc.AllowedPodNumber})
+		out = append(out, InsufficientResource{framework.ResourcePods, "Too many pods", 1, int64(len(ni.Pods)), alloc.AllowedPodNumber, false})
 	}
 	req := s.req
 	if req.MilliCPU == 0 && req.Memory == 0 && req.EphemeralStorage == 0 && len(s.scalars) == 0 {
 		return out
 	}
 	if framework.Exceeds(req.MilliCPU, used.MilliCPU, alloc.MilliCPU) {
-		out = append(out, InsufficientResource{framework.ResourceCPU, "Insufficient cpu", req.MilliCPU, used.MilliCPU, alloc.MilliCPU})
+		out = append(out, InsufficientResource{framework.ResourceCPU, "Insufficient cpu", req.MilliCPU, used.MilliCPU, alloc.MilliCPU,
+			req.MilliCPU > alloc.MilliCPU})
 	}
 	if framework.Exceeds(req.Memory, used.Memory, alloc.Memory) {
-		out = append(out, InsufficientResource{framework.ResourceMemory, "Insufficient memory", req.Memory, used.Memory, alloc.Memory})
+		out = append(out, InsufficientResource{framework.ResourceMemory, "Insufficient memory", req.Memory, used.Memory, alloc.Memory,
+			req.Memory > alloc.Memory})
 	}
 	if framework.Exceeds(req.EphemeralStorage, used.EphemeralStorage, alloc.EphemeralStorage) {
 		out = append(out, InsufficientResource{framework.ResourceEphemeralStorage, "Insufficient ephemeral-storage",
-			req.EphemeralStorage, used.EphemeralStorage, alloc.EphemeralStorage})
+			req.EphemeralStorage, used.EphemeralStorage, alloc.EphemeralStorage, req.EphemeralStorage > alloc.EphemeralStorage})
 	}
 	for _, sr := range s.scalars {
 		a, u := alloc.Scalar[sr.name], used.Scalar[sr.name]
 		if framework.Exceeds(sr.quantity, u, a) {
-			out = append(out, InsufficientResource{sr.name, "Insufficient " + sr.name, sr.quantity, u, a})
+			out = append(out, InsufficientResource{sr.name, "Insufficient " + sr.name, sr.quantity, u, a, sr.quantity > a})
 		}
 	}
 	return out

@@ -48,6 +48,9 @@ func TestFitFilter(t *testing.T) {
 		pod  *framework.Pod
 		node func() *framework.NodeInfo
 		want []string // nil: fits
+		// unresolvable: some request exceeds the node's whole allocatable,
+		// so the code must be UnschedulableAndUnresolvable (kube v1.35+).
+		unresolvable bool
 	}{
 		{name: "fits exactly", pod: podWith(fwtest.Resources(2000, 6000*Mi)), node: node},
 		{name: "one millicore too many", pod: podWith(fwtest.Resources(2001, 0)), node: node, want: []string{"Insufficient cpu"}},
@@ -60,15 +63,15 @@ func TestFitFilter(t *testing.T) {
 		{name: "a resource not requested is not checked", pod: podWith(framework.ResourceList{framework.ResourceCPU: 0, framework.ResourceMemory: Mi}), node: func() *framework.NodeInfo {
 			return fwtest.NodeInfo(fwtest.Node("oc", 4000, 10000*Mi, 10), fwtest.Pod("hog", fwtest.Resources(5000, 0)))
 		}},
-		{name: "ephemeral storage", pod: podWith(framework.ResourceList{framework.ResourceEphemeralStorage: 1001}), node: node, want: []string{"Insufficient ephemeral-storage"}},
+		{name: "ephemeral storage", pod: podWith(framework.ResourceList{framework.ResourceEphemeralStorage: 1001}), node: node, want: []string{"Insufficient ephemeral-storage"}, unresolvable: true},
 		{name: "extended resource fits", pod: podWith(framework.ResourceList{gpu: 1}), node: node},
 		{name: "extended resource short", pod: podWith(framework.ResourceList{gpu: 2}), node: node, want: []string{"Insufficient example.com/gpu"}},
-		{name: "extended resource absent from node", pod: podWith(framework.ResourceList{"example.com/fpga": 1}), node: node, want: []string{"Insufficient example.com/fpga"}},
-		{name: "extended resources in name order", pod: podWith(framework.ResourceList{"b.io/x": 1, "a.io/y": 1}), node: node, want: []string{"Insufficient a.io/y", "Insufficient b.io/x"}},
+		{name: "extended resource absent from node", pod: podWith(framework.ResourceList{"example.com/fpga": 1}), node: node, want: []string{"Insufficient example.com/fpga"}, unresolvable: true},
+		{name: "extended resources in name order", pod: podWith(framework.ResourceList{"b.io/x": 1, "a.io/y": 1}), node: node, want: []string{"Insufficient a.io/y", "Insufficient b.io/x"}, unresolvable: true},
 		{name: "zero extended request skipped", pod: podWith(framework.ResourceList{"example.com/fpga": 0}), node: node},
 		{name: "ignored resource", args: &FitArgs{IgnoredResources: []string{gpu}}, pod: podWith(framework.ResourceList{gpu: 5}), node: node},
 		{name: "ignored group", args: &FitArgs{IgnoredResourceGroups: []string{"example.com"}}, pod: podWith(framework.ResourceList{gpu: 5}), node: node},
-		{name: "other group not ignored", args: &FitArgs{IgnoredResourceGroups: []string{"other.io"}}, pod: podWith(framework.ResourceList{gpu: 5}), node: node, want: []string{"Insufficient example.com/gpu"}},
+		{name: "other group not ignored", args: &FitArgs{IgnoredResourceGroups: []string{"other.io"}}, pod: podWith(framework.ResourceList{gpu: 5}), node: node, want: []string{"Insufficient example.com/gpu"}, unresolvable: true},
 		{name: "largest init container counts", pod: func() *framework.Pod {
 			p := podWith(fwtest.Resources(1000, 0))
 			p.InitContainers = []framework.Container{{Name: "init", Requests: fwtest.Resources(2001, 0)}}
@@ -79,6 +82,18 @@ func TestFitFilter(t *testing.T) {
 			p.Overhead = fwtest.Resources(501, 0)
 			return p
 		}(), node: node, want: []string{"Insufficient cpu"}},
+		{name: "cpu beyond the node's total", pod: podWith(fwtest.Resources(4001, 0)), node: node, want: []string{"Insufficient cpu"}, unresolvable: true},
+		{name: "memory beyond the total next to resolvable cpu", pod: podWith(fwtest.Resources(2001, 10000*Mi+1)), node: node,
+			want: []string{"Insufficient cpu", "Insufficient memory"}, unresolvable: true},
+		{name: "extended beyond the total", pod: podWith(framework.ResourceList{gpu: 3}), node: node, want: []string{"Insufficient example.com/gpu"}, unresolvable: true},
+		{name: "pod slots are always resolvable", pod: podWith(nil), node: func() *framework.NodeInfo {
+			return fwtest.NodeInfo(fwtest.Node("nopods", 4000, 10000*Mi, 0))
+		}, want: []string{"Too many pods"}},
+		{name: "init container beyond the total", pod: func() *framework.Pod {
+			p := podWith(fwtest.Resources(1000, 0))
+			p.InitContainers = []framework.Container{{Name: "init", Requests: fwtest.Resources(4001, 0)}}
+			return p
+		}(), node: node, want: []string{"Insufficient cpu"}, unresolvable: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,8 +110,12 @@ func TestFitFilter(t *testing.T) {
 				}
 				return
 			}
-			if got.Code() != framework.Unschedulable {
-				t.Errorf("code = %v, want Unschedulable", got.Code())
+			wantCode := framework.Unschedulable
+			if tt.unresolvable {
+				wantCode = framework.UnschedulableAndUnresolvable
+			}
+			if got.Code() != wantCode {
+				t.Errorf("code = %v, want %v", got.Code(), wantCode)
 			}
 			if diff := cmp.Diff(tt.want, got.Reasons()); diff != "" {
 				t.Errorf("reasons (-want,+got):\n%s", diff)
@@ -116,7 +135,7 @@ func TestFitFilterWithoutPreFilter(t *testing.T) {
 func TestFits(t *testing.T) {
 	ni := fwtest.NodeInfo(fwtest.Node("n", 1000, 1000, 10))
 	got := Fits(framework.NewPodInfo(podWith(fwtest.Resources(1500, 0))), ni)
-	want := []InsufficientResource{{ResourceName: framework.ResourceCPU, Reason: "Insufficient cpu", Requested: 1500, Used: 0, Capacity: 1000}}
+	want := []InsufficientResource{{ResourceName: framework.ResourceCPU, Reason: "Insufficient cpu", Requested: 1500, Used: 0, Capacity: 1000, Unresolvable: true}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want,+got):\n%s", diff)
 	}

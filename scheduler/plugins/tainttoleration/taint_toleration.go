@@ -39,6 +39,11 @@ func (*TaintToleration) Name() string { return Name }
 
 // Filter implements framework.FilterPlugin: the first NoSchedule or
 // NoExecute taint (in node order) the pod does not tolerate rejects it.
+// The reason names that taint where kube v1.37 says only "node(s) had
+// untolerated taint(s)": a deliberate difference (see the README's
+// conformance section), since the taint is what an operator must act on.
+// Code and plugin match kube; the conformance check compares the text
+// with the taint name left out.
 func (*TaintToleration) Filter(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
 	if !nodeInfo.Tainted() {
 		return nil // without reading the Node
