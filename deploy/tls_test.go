@@ -113,6 +113,22 @@ func TestDeployServesMutualTLS(t *testing.T) {
 	t.Run("compose", func(t *testing.T) { checkComposeTLS(t, known) })
 	t.Run("kubernetes", func(t *testing.T) { checkKubernetesTLS(t, known) })
 	t.Run("Dockerfile", func(t *testing.T) { checkDockerfileTLS(t, known) })
+	t.Run("systemd", func(t *testing.T) { checkSystemdExample(t, known) })
+}
+
+// checkSystemdExample: the /etc/default/berth example at the end of the
+// unit, whose BERTH_ARGS follow `berth serve`.
+func checkSystemdExample(t *testing.T, known map[string]map[string]bool) {
+	b, err := os.ReadFile("systemd/berth.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?s)BERTH_ARGS="([^"]*)"`).FindStringSubmatch(string(b))
+	if m == nil {
+		t.Fatal("no BERTH_ARGS example in systemd/berth.service")
+	}
+	args := strings.Fields(strings.NewReplacer("#", " ", "\\", " ").Replace(m[1]))
+	parseInvocation("systemd BERTH_ARGS", append([]string{"serve"}, args...)).check(t, known, append(serveTLSFlags, "policy")...)
 }
 
 func checkComposeTLS(t *testing.T, known map[string]map[string]bool) {
