@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,7 +57,7 @@ func k8sObjects(t *testing.T) map[string]map[string]any {
 // loads, and the PrometheusRule carries the same rules as alerts.yaml.
 func TestKubernetesManifests(t *testing.T) {
 	objs := k8sObjects(t)
-	for _, want := range []string{"StatefulSet/berth", "Service/berth", "Service/berth-headless", "ConfigMap/berth-scheduler",
+	for _, want := range []string{"StatefulSet/berth", "Service/berth", "Service/berth-headless", "ConfigMap/berth-scheduler", "ConfigMap/berth-policy",
 		"PodDisruptionBudget/berth", "ServiceMonitor/berth", "PrometheusRule/berth", "Kustomization/"} {
 		if objs[want] == nil {
 			t.Errorf("no %s in deploy/kubernetes", want)
@@ -92,7 +93,8 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 
 	// The replicas' args name the mounted config, and both probes the
-	// health service needs are there.
+	// health service needs are there: exec probes of berth probe, as the
+	// port speaks TLS (TestDeployServesMutualTLS checks their flags).
 	sts := objs["StatefulSet/berth"]
 	container := dig(sts, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)
 	args := strings.Join(toStrings(container["args"]), " ")
@@ -102,8 +104,9 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	}
 	for _, probe := range []string{"startupProbe", "readinessProbe"} {
-		if dig(container, probe, "grpc", "port") != 7070 {
-			t.Errorf("%s is not a gRPC probe of port 7070", probe)
+		cmd, _ := dig(container, probe, "exec", "command").([]any)
+		if cmd == nil || !slices.Contains(toStrings(cmd), "probe") || !slices.Contains(toStrings(cmd), "--addr=127.0.0.1:7070") {
+			t.Errorf("%s is not a berth probe of port 7070: %v", probe, cmd)
 		}
 	}
 }

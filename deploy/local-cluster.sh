@@ -12,9 +12,11 @@
 # with BERTH_PORT_BASE and ETCD_PORT_BASE (steps of 10). State lives in
 # LOCAL_CLUSTER_DIR (default ./local-cluster).
 #
-# BERTH_TLS=1 serves the replicas with mutual TLS: `berth certs` makes a CA,
-# a server certificate and an "admin" client certificate in
-# $LOCAL_CLUSTER_DIR/certs, and a policy granting admin the admin role.
+# The replicas serve mutual TLS: `berth certs` makes a CA, a server
+# certificate and an "admin" client certificate in $LOCAL_CLUSTER_DIR/certs,
+# and a policy granting admin the admin role (`start` prints the berthctl
+# environment). BERTH_TLS=0 opts out: plaintext, every caller may do
+# everything (loopback only, so no --insecure is needed).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,7 +25,7 @@ BERTH=${BERTH_BIN:-$ROOT/bin/berth}
 BERTH_PORT_BASE=${BERTH_PORT_BASE:-7070}
 ETCD_PORT_BASE=${ETCD_PORT_BASE:-2379}
 LEASE_TTL=${LEASE_TTL:-10s}
-BERTH_TLS=${BERTH_TLS:-}
+BERTH_TLS=${BERTH_TLS:-1}
 CERTS=$DIR/certs
 MEMBERS=(e1 e2 e3)
 REPLICAS=(berth1 berth2 berth3)
@@ -87,7 +89,7 @@ start() {
 		wait_http "${MEMBERS[$i]}" "http://$(etcd_client "$i")/health"
 	done
 	local tls_flags=() scheme=http curl_tls=() ctl_env=""
-	if [[ -n $BERTH_TLS ]]; then
+	if [[ $BERTH_TLS != 0 ]]; then
 		[[ -f $CERTS/server.crt ]] || "$BERTH" certs --dir "$CERTS" --clients admin
 		[[ -f $CERTS/policy.yaml ]] || printf 'grants:\n  - {identity: admin, role: admin}\n' >"$CERTS/policy.yaml"
 		tls_flags=(--tls-cert "$CERTS/server.crt" --tls-key "$CERTS/server.key" --client-ca "$CERTS/ca.crt" --policy "$CERTS/policy.yaml")
@@ -148,7 +150,7 @@ clean)
 	rm -rf "$DIR"
 	;;
 *)
-	sed -n '2,13p' "$0" >&2
+	sed -n '2,18p' "$0" >&2
 	exit 2
 	;;
 esac
