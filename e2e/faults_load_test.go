@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/retry"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/resolver"
@@ -245,7 +244,7 @@ func (d *loadDriver) deleteOne(ctx context.Context, name, uid string) {
 	var outcome error
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := d.pick().client.PodService().DeletePod(cctx, req, retry.Disable())
+		_, err := d.pick().client.PodService().DeletePod(cctx, req, berth.NoRetry())
 		cancel()
 		outcome = err
 		if err == nil || !retryable(err) || ctx.Err() != nil {

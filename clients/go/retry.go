@@ -22,6 +22,11 @@ var retryableCodes = map[codes.Code]bool{codes.Unavailable: true, codes.Resource
 // "Unavailable: storage unavailable") rather than a bare DeadlineExceeded.
 func retryUnary(maxAttempts uint, bo backoff) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		for _, o := range opts {
+			if _, ok := o.(noRetry); ok {
+				return invoker(ctx, method, req, reply, cc, opts...)
+			}
+		}
 		var answered error // the server's last retryable answer
 		for attempt := uint(1); ; attempt++ {
 			err := invoker(ctx, method, req, reply, cc, opts...)
@@ -60,3 +65,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// NoRetry makes one call a single attempt, for a caller that retries by
+// itself and must know what its own first attempt did (a NotFound after a
+// hidden retry could be the answer to a delete that already happened).
+func NoRetry() grpc.CallOption { return noRetry{} }
+
+type noRetry struct{ grpc.EmptyCallOption }

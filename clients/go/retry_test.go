@@ -77,3 +77,25 @@ func TestRetryFirstTryCutByTheDeadline(t *testing.T) {
 		t.Errorf("got %v, want DeadlineExceeded", err)
 	}
 }
+
+// TestNoRetryIsOneAttempt: a caller that retries by itself sees its own
+// first attempt's answer, never one from a hidden retry.
+func TestNoRetryIsOneAttempt(t *testing.T) {
+	calls := 0
+	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+		calls++
+		return status.Error(codes.Unavailable, "down")
+	}
+	intercept := retryUnary(5, backoff{})
+	if err := intercept(context.Background(), "/m", nil, nil, nil, invoker, NoRetry()); status.Code(err) != codes.Unavailable {
+		t.Fatalf("got %v, want the first attempt's Unavailable", err)
+	}
+	if calls != 1 {
+		t.Fatalf("%d attempts with NoRetry, want 1", calls)
+	}
+	calls = 0
+	intercept(context.Background(), "/m", nil, nil, nil, invoker)
+	if calls != 5 {
+		t.Fatalf("%d attempts without it, want 5", calls)
+	}
+}
