@@ -39,6 +39,10 @@ type Limits struct {
 	// ("berth.v1.Pod.tolerations"). For a map the bound counts entries; its
 	// keys and values are strings bounded by MaxString.
 	Fields map[protoreflect.FullName]Bound
+	// PerItem names repeated fields whose length Check bounds but whose
+	// items it does not walk: the handler checks each item on its own, so
+	// one bad item is reported for that item instead of failing the batch.
+	PerItem map[protoreflect.FullName]bool
 }
 
 // Violation is one field over its bound, named by its path in the request
@@ -118,6 +122,9 @@ func (c *checker) field(path string, fd protoreflect.FieldDescriptor, v protoref
 		list := v.List()
 		if max := c.bound(fd, c.limits.MaxItems); list.Len() > max {
 			c.add(path, "at most %d entries, got %d", max, list.Len())
+			return
+		}
+		if c.limits.PerItem[fd.FullName()] {
 			return
 		}
 		for i := 0; i < list.Len() && !c.full(); i++ {
