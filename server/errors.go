@@ -23,6 +23,11 @@ const ErrorReasonCompacted = "REVISION_COMPACTED"
 // resume once space is freed (the embedded etcd frees it by itself).
 const ErrorReasonNoSpace = "DATABASE_SPACE_EXCEEDED"
 
+// ErrorReasonUIDInUse is the errdetails.ErrorInfo reason of a pod refused
+// because another pod already has its uid; metadata "field" is "pod.uid" and
+// "holder" names that pod ("namespace/name").
+const ErrorReasonUIDInUse = "UID_IN_USE"
+
 // toStatus maps store and context errors to gRPC statuses. Anything not
 // recognised is Internal, and its text is kept for the operator's log.
 func toStatus(err error, what string) error {
@@ -33,12 +38,22 @@ func toStatus(err error, what string) error {
 		return err
 	}
 	var compacted *store.CompactedError
+	var uidTaken *store.UIDTakenError
 	switch {
 	case errors.As(err, &compacted):
 		st := status.New(codes.FailedPrecondition, fmt.Sprintf("%s: revision compacted; oldest available revision is %d: re-list with from_revision 0", what, compacted.CompactRevision))
 		if d, derr := st.WithDetails(&errdetails.ErrorInfo{
 			Reason: ErrorReasonCompacted, Domain: "berth.v1",
 			Metadata: map[string]string{"compact_revision": strconv.FormatInt(compacted.CompactRevision, 10)},
+		}); derr == nil {
+			st = d
+		}
+		return st.Err()
+	case errors.As(err, &uidTaken):
+		st := status.New(codes.AlreadyExists, fmt.Sprintf("%s: pod.uid %q is already the uid of pod %s", what, uidTaken.UID, uidTaken.Holder))
+		if d, derr := st.WithDetails(&errdetails.ErrorInfo{
+			Reason: ErrorReasonUIDInUse, Domain: "berth.v1",
+			Metadata: map[string]string{"field": "pod.uid", "holder": uidTaken.Holder},
 		}); derr == nil {
 			st = d
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -415,5 +416,41 @@ func TestDeletePodJudgesTheValueThatBeatIt(t *testing.T) {
 				t.Errorf("%d Txns, want 2 (the failed compare, then the retry)", n)
 			}
 		})
+	}
+}
+
+// TestCreatePodsUIDsAreUnique: a uid names one pod at most, whether the
+// rival comes later or in the same batch; an identical resubmission is not
+// a rival; deleting the pod frees its uid.
+func TestCreatePodsUIDsAreUnique(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	ctx := testCtx(t)
+	first := mustCreate(t, s, pendingPod("ns", "first", "u1"))[0]
+
+	res := s.CreatePods(ctx, []*berthv1.Pod{
+		pendingPod("ns", "first", "u1"), // the same pod again
+		pendingPod("ns", "rival", "u1"),
+		pendingPod("ns", "twin-a", "u2"),
+		pendingPod("ns", "twin-b", "u2"),
+	})
+	if res[0].Err != nil || res[0].Revision != first.Revision {
+		t.Fatalf("resubmission: rev %d err %v, want rev %d", res[0].Revision, res[0].Err, first.Revision)
+	}
+	var taken *UIDTakenError
+	if !errors.As(res[1].Err, &taken) || taken.UID != "u1" || taken.Holder != "ns/first" || !errors.Is(res[1].Err, ErrAlreadyExists) {
+		t.Fatalf("rival: %v, want the uid u1 of ns/first taken", res[1].Err)
+	}
+	if (res[2].Err == nil) == (res[3].Err == nil) {
+		t.Fatalf("twins: %v and %v, want exactly one created", res[2].Err, res[3].Err)
+	}
+	if _, _, err := s.GetPod(ctx, "ns", "rival"); errIs(err, ErrNotFound) != "" {
+		t.Fatalf("the rival was stored: %v", err)
+	}
+
+	if _, err := s.DeletePod(ctx, "ns", "first", ""); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.CreatePods(ctx, []*berthv1.Pod{pendingPod("ns", "rival", "u1")}); res[0].Err != nil {
+		t.Fatalf("the uid is free once its pod is deleted: %v", res[0].Err)
 	}
 }
