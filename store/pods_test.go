@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -452,5 +453,21 @@ func TestCreatePodsUIDsAreUnique(t *testing.T) {
 	}
 	if res := s.CreatePods(ctx, []*berthv1.Pod{pendingPod("ns", "rival", "u1")}); res[0].Err != nil {
 		t.Fatalf("the uid is free once its pod is deleted: %v", res[0].Err)
+	}
+}
+
+// TestCreatePodsOverEtcdsLimit: a pod over etcd's request size limit is an
+// invalid argument, not an internal error, and fails alone: a pod created
+// with it is stored.
+func TestCreatePodsOverEtcdsLimit(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	huge := pendingPod("ns", "huge", "u-huge")
+	huge.Containers[0].Image = strings.Repeat("i", 8<<20+64<<10)
+	res := s.CreatePods(testCtx(t), []*berthv1.Pod{huge, pendingPod("ns", "small", "u-small")})
+	if msg := errIs(res[0].Err, ErrInvalidArgument); msg != "" {
+		t.Fatalf("huge pod: %s", msg)
+	}
+	if res[1].Err != nil {
+		t.Fatalf("small pod beside it: %v", res[1].Err)
 	}
 }
