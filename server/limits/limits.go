@@ -84,17 +84,19 @@ func join(path, name string) string {
 }
 
 func (c *checker) message(path string, m protoreflect.Message) {
-	if c.limits.Objects[m.Descriptor().FullName()] {
-		if size := proto.Size(m.Interface()); size > c.limits.MaxObjectBytes {
-			// Walking further would only list the pieces of the same fault.
-			c.add(path, "is %d bytes encoded; a stored object may be at most %d", size, c.limits.MaxObjectBytes)
-			return
-		}
-	}
+	before := len(c.found)
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		c.field(join(path, string(fd.Name())), fd, v)
 		return !c.full()
 	})
+	// The fields over their bounds say best what to fix; the object's size
+	// is reported only when every field is within its own. The walk costs
+	// no more than proto.Size: both visit the message once.
+	if len(c.found) == before && c.limits.Objects[m.Descriptor().FullName()] {
+		if size := proto.Size(m.Interface()); size > c.limits.MaxObjectBytes {
+			c.add(path, "is %d bytes encoded; a stored object may be at most %d", size, c.limits.MaxObjectBytes)
+		}
+	}
 }
 
 func (c *checker) bound(fd protoreflect.FieldDescriptor, fallback int) int {
