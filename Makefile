@@ -23,6 +23,7 @@ run: build
 test: vet
 	$(GO) test -count=1 -timeout 9m ./...
 	$(GO) test -count=1 -race -timeout 5m $(CORE)
+	$(GO) test -run='^$$' -fuzz=FuzzValidateAndConvert -fuzztime=10s ./server/
 
 test-race:
 	$(GO) test -count=1 -race -timeout 20m ./...
