@@ -23,6 +23,7 @@ run: build
 test: vet promtool
 	$(GO) test -count=1 -timeout 9m ./...
 	$(GO) test -count=1 -race -timeout 5m $(CORE)
+	$(GO) test -run='^$$' -fuzz=FuzzValidateAndConvert -fuzztime=10s ./server/
 	if [ -n "$(CONFORMANCE)" ]; then $(MAKE) conformance-quick; fi
 
 # promtool (Debian's prometheus package) lets `go test ./deploy/` run

@@ -13,6 +13,7 @@ import (
 	"github.com/berth-io/berth/scheduler/cache"
 	"github.com/berth-io/berth/scheduler/framework"
 	fwruntime "github.com/berth-io/berth/scheduler/framework/runtime"
+	"github.com/berth-io/berth/scheduler/plugins/names"
 	"github.com/berth-io/berth/scheduler/queue"
 )
 
@@ -90,13 +91,39 @@ func newShard(ctx context.Context, s *Scheduler, id int) (*shard, error) {
 	sh.queue = queue.New(first.QueueSortFunc(),
 		queue.WithQueueingHints(hints),
 		queue.WithPreEnqueue(func(p *framework.Pod) *framework.Status {
-			if fwk := sh.frameworkFor(p); fwk != nil {
-				return fwk.PreEnqueueCheck(p)
+			fwk := sh.frameworkFor(p)
+			if fwk == nil {
+				return nil
 			}
-			return nil
+			st := fwk.PreEnqueueCheck(p)
+			if !st.IsSuccess() && st.Plugin() == names.Coscheduling {
+				sh.recordGated(p, st.Message())
+			}
+			return st
 		}),
 	)
 	return sh, nil
+}
+
+// recordGated stores why a pod waits at PreEnqueue (its pod group does not
+// exist), where GetPod shows it; scheduling gates are left out, as their
+// pod's own spec already says why it waits. It runs under the queue's lock,
+// so the check and the write happen on their own goroutine.
+func (sh *shard) recordGated(p *framework.Pod, msg string) {
+	sh.s.binding.Add(1)
+	go func() {
+		defer sh.s.binding.Done()
+		if !sh.newDiagnosis(p, msg) {
+			return
+		}
+		wctx, cancel := context.WithTimeout(context.Background(), sh.s.cfg.BindTimeout)
+		defer cancel()
+		if err := sh.s.committer.RecordUnschedulable(wctx, p, Unschedulable{Message: msg}); err != nil {
+			sh.s.metrics.statusWrite("error")
+			return
+		}
+		sh.s.metrics.statusWrite("ok")
+	}()
 }
 
 // filterPlugins names a profile's Filter plugins.

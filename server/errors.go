@@ -31,6 +31,11 @@ const ErrorReasonNoSpace = "DATABASE_SPACE_EXCEEDED"
 // wrote); skip those already seen by pod and type.
 const ErrorReasonFellBehind = "WATCH_FELL_BEHIND"
 
+// ErrorReasonUIDInUse is the errdetails.ErrorInfo reason of a pod refused
+// because another pod already has its uid; metadata "field" is "pod.uid" and
+// "holder" names that pod ("namespace/name").
+const ErrorReasonUIDInUse = "UID_IN_USE"
+
 // toStatus maps store and context errors to gRPC statuses. Anything not
 // recognised is Internal, and its text is kept for the operator's log.
 func toStatus(err error, what string) error {
@@ -42,6 +47,7 @@ func toStatus(err error, what string) error {
 	}
 	var compacted *store.CompactedError
 	var behind *store.FellBehindError
+	var uidTaken *store.UIDTakenError
 	switch {
 	case errors.As(err, &behind):
 		st := status.New(codes.ResourceExhausted, fmt.Sprintf("%s: watch fell behind (%s); resume from revision %d", what, behind.Why, behind.Resume))
@@ -57,6 +63,15 @@ func toStatus(err error, what string) error {
 		if d, derr := st.WithDetails(&errdetails.ErrorInfo{
 			Reason: ErrorReasonCompacted, Domain: "berth.v1",
 			Metadata: map[string]string{"compact_revision": strconv.FormatInt(compacted.CompactRevision, 10)},
+		}); derr == nil {
+			st = d
+		}
+		return st.Err()
+	case errors.As(err, &uidTaken):
+		st := status.New(codes.AlreadyExists, fmt.Sprintf("%s: pod.uid %q is already the uid of pod %s", what, uidTaken.UID, uidTaken.Holder))
+		if d, derr := st.WithDetails(&errdetails.ErrorInfo{
+			Reason: ErrorReasonUIDInUse, Domain: "berth.v1",
+			Metadata: map[string]string{"field": "pod.uid", "holder": uidTaken.Holder},
 		}); derr == nil {
 			st = d
 		}

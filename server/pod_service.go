@@ -54,7 +54,7 @@ func (ps *podService) SubmitPods(ctx context.Context, req *berthv1.SubmitPodsReq
 	now := time.Now()
 	for i, p := range req.GetPods() {
 		var v violations
-		validatePod(&v, "pod", p)
+		validateSubmittedPod(&v, "pod", p)
 		if err := v.err(); err != nil {
 			st, _ := status.FromError(err)
 			results[i] = &berthv1.SubmitPodResult{Code: int32(st.Code()), Message: st.Message()}

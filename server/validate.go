@@ -13,6 +13,7 @@ import (
 	"github.com/berth-io/berth/convert"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/scheduler/framework"
+	"github.com/berth-io/berth/server/limits"
 	"github.com/berth-io/berth/store"
 )
 
@@ -122,7 +123,7 @@ func (v *violations) labels(field string, labels map[string]string) {
 // resources checks names and quantities. Units are fixed per name, so an
 // unknown name without a domain prefix is almost always a typo ("cpus").
 func (v *violations) resources(field string, rl map[string]int64, allowPods bool) {
-	for name, q := range rl {
+	for name := range rl {
 		f := field + "[" + name + "]"
 		switch name {
 		case framework.ResourceCPU, framework.ResourceMemory, framework.ResourceEphemeralStorage:
@@ -137,9 +138,24 @@ func (v *violations) resources(field string, rl map[string]int64, allowPods bool
 			}
 			v.qualifiedName(f, name)
 		}
-		if q < 0 {
-			v.add(f, "must not be negative, got %d", q)
+	}
+	// Quantities are bounded by limits.Quantities and limits.Allocatable,
+	// which also see the sums a single value cannot show.
+}
+
+// addLimits adds the violations of a limits check, their fields under
+// prefix ("" for a whole-request check).
+func (v *violations) addLimits(prefix string, found []limits.Violation) {
+	for _, f := range found {
+		field := f.Field
+		switch {
+		case prefix == "":
+		case field == "":
+			field = prefix
+		default:
+			field = prefix + "." + field
 		}
+		v.add(field, "%s", f.Description)
 	}
 }
 
@@ -150,6 +166,7 @@ func validateNode(v *violations, field string, n *berthv1.Node) {
 	}
 	v.dnsSubdomain(field+".name", n.GetName())
 	v.resources(field+".allocatable", n.GetAllocatable(), true)
+	v.addLimits("", limits.Allocatable(field, n))
 	v.labels(field+".labels", n.GetLabels())
 	if ttl := n.GetLeaseTtlSeconds(); ttl < 0 || ttl > store.MaxNodeLeaseTTL {
 		v.add(field+".lease_ttl_seconds", "must be 0 (no lease) to %d, got %d", store.MaxNodeLeaseTTL, ttl)
@@ -209,6 +226,7 @@ func validatePod(v *violations, field string, p *berthv1.Pod) {
 	validateContainers(v, field+".containers", p.GetContainers(), seen)
 	validateContainers(v, field+".init_containers", p.GetInitContainers(), seen)
 	v.resources(field+".overhead", p.GetOverhead(), false)
+	v.addLimits("", limits.Quantities(field, p))
 	v.labels(field+".node_selector", p.GetNodeSelector())
 	validateTolerations(v, field+".tolerations", p.GetTolerations())
 	validateAffinity(v, field+".affinity", p.GetAffinity())

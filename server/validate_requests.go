@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/server/limits"
 	"github.com/berth-io/berth/store"
 )
 
@@ -145,8 +146,30 @@ func validateRequest(req any) error {
 		return status.Errorf(codes.Internal, "no validation rule for request type %s", name)
 	}
 	var v violations
+	// The generic bounds come first: they keep the per-type rules (and
+	// the answer) from working over a request of any size.
+	v.addLimits("", apiLimits.Check(m))
+	if len(v.list) > 0 {
+		return v.err()
+	}
 	check(&v, m)
 	return v.err()
+}
+
+// apiLimits bounds every request's enums, strings, lists and stored
+// objects; see package limits.
+var apiLimits = limits.Berth()
+
+// validateSubmittedPod checks one pod of SubmitPods: the request-wide check
+// left its items to the handler so each pod is answered on its own.
+func validateSubmittedPod(v *violations, field string, p *berthv1.Pod) {
+	if p != nil {
+		v.addLimits(field, apiLimits.Check(p))
+		if len(v.list) > 0 {
+			return
+		}
+	}
+	validatePod(v, field, p)
 }
 
 // optionalNamespace checks a namespace filter, where empty means all.

@@ -387,8 +387,18 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 		cancel()
 		c.metrics.observeTxn(time.Since(start), len(pending))
 		if err != nil {
+			if isRequestTooLarge(err) && len(pending) > 1 {
+				// One unit too large must not fail the others it shares the
+				// Txn with: send each alone, so only the culprit fails.
+				for _, u := range pending {
+					c.commit([]*commitUnit{u})
+				}
+				return
+			}
 			result := resultError
-			if isNoSpace(err) {
+			if isRequestTooLarge(err) {
+				err = fmt.Errorf("%w: txn: etcd request too large", ErrInvalidArgument)
+			} else if isNoSpace(err) {
 				err = fmt.Errorf("%w: txn", ErrNoSpace)
 			} else if isUnavailable(err) {
 				err = fmt.Errorf("%w: txn: %w", ErrUnavailable, err)

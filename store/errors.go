@@ -50,6 +50,14 @@ func isNoSpace(err error) bool {
 		rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCNoSpace)
 }
 
+// isRequestTooLarge tells whether etcd refused a request over its size limit
+// (--max-request-bytes). Retrying the same request cannot succeed: it is the
+// caller's object that is too large, so it is an invalid argument.
+func isRequestTooLarge(err error) bool {
+	return errors.Is(err, rpctypes.ErrRequestTooLarge) || errors.Is(err, rpctypes.ErrGRPCRequestTooLarge) ||
+		rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCRequestTooLarge)
+}
+
 // isUnavailable tells whether err means etcd could not answer in time: it is
 // down, unreachable, leaderless, overloaded, or our deadline passed. A full
 // database is not among them, though etcd reports it as ResourceExhausted
@@ -98,6 +106,9 @@ func (s *Store) callError(parent context.Context, op string, err error) error {
 	}
 	if isNoSpace(err) {
 		return fmt.Errorf("%w: %s", ErrNoSpace, op)
+	}
+	if isRequestTooLarge(err) {
+		return fmt.Errorf("%w: %s: etcd request too large", ErrInvalidArgument, op)
 	}
 	if isUnavailable(err) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)

@@ -35,6 +35,9 @@ type keyspace struct {
 	// nodeLeases sorts between budgets/ and nodes/, inside cachedRange:
 	// see leases.go.
 	nodeLeases string // "{prefix}/v1/nodeleases/"
+	// uids indexes pods by uid (value: the pod's key) so that a uid names
+	// one pod only; it sorts after pods/, outside cachedRange.
+	uids string // "{prefix}/v1/uids/"
 }
 
 func newKeyspace(prefix string) keyspace {
@@ -53,6 +56,7 @@ func newKeyspace(prefix string) keyspace {
 		assumes: prefix + "/v1/assume/",
 
 		nodeLeases: prefix + "/v1/nodeleases/",
+		uids:       prefix + "/v1/uids/",
 	}
 }
 
@@ -65,6 +69,8 @@ func (k keyspace) shard(i int) string { return fmt.Sprintf("%s%03d", k.shards, i
 func (k keyspace) replicaKey(id string) string { return k.replica + id }
 
 func (k keyspace) pod(namespace, name string) string { return k.pods + namespace + "/" + name }
+
+func (k keyspace) uid(uid string) string { return k.uids + uid }
 
 // podNamespace is the prefix of every pod key in one namespace.
 func (k keyspace) podNamespace(namespace string) string { return k.pods + namespace + "/" }

@@ -246,7 +246,7 @@ func TestWatchBindingsNodeLost(t *testing.T) {
 			}
 		}
 		gotFrom := next(t, events, len(wantFrom))
-		m := mustCreate(t, s, boundTo(pendingPod("ns", fmt.Sprintf("marker-%d", i), "um"), "n9"))[0]
+		m := mustCreate(t, s, boundTo(pendingPod("ns", fmt.Sprintf("marker-%d", i), fmt.Sprintf("um-%d", i)), "n9"))[0]
 		gotFrom = append(gotFrom, next(t, events, 1)...)
 		markerEv := ev(evBound, m.Pod, "n9", m.Revision)
 		wantFrom = append(wantFrom, markerEv)

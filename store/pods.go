@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -20,6 +21,8 @@ type CreateResult struct {
 	Revision int64
 	// Err is nil, ErrAlreadyExists (a different pod has the name),
 	// ErrInvalidArgument, ErrUnavailable or ErrClosed.
+	//
+	// A uid another pod has is refused with a *UIDTakenError.
 	Err error
 }
 
@@ -102,10 +105,17 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 			return nil, fmt.Errorf("store: encode pod: %w", err)
 		}
 		key := s.keys.pod(p.Namespace, p.Name)
+		uidKey := s.keys.uid(sp.Uid)
 		stored[i] = sp
+		// The uid index key is claimed in the same unit as the pod, so a
+		// uid names one pod at most; it is one more distinct key per unit,
+		// which keeps pods of one batch in one Txn.
 		u := &commitUnit{
-			cmps:       []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
-			ops:        []clientv3.Op{clientv3.OpPut(key, string(val))},
+			cmps: []clientv3.Cmp{
+				clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+				clientv3.Compare(clientv3.CreateRevision(uidKey), "=", 0),
+			},
+			ops:        []clientv3.Op{clientv3.OpPut(key, string(val)), clientv3.OpPut(uidKey, key)},
 			readValues: true, // to tell an identical resubmission from a rival
 		}
 		if chargesOnCreate(sp) {
@@ -119,13 +129,36 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 		case nil:
 			out[i] = CreateResult{Pod: stored[i], Revision: res.rev}
 		case errCompareFailed:
-			out[i] = s.existingPod(pods[i], u.currentKV(s.keys.pod(pods[i].Namespace, pods[i].Name)))
+			if kv := u.currentKV(s.keys.pod(pods[i].Namespace, pods[i].Name)); kv != nil {
+				out[i] = s.existingPod(pods[i], kv)
+				break
+			}
+			// The name is free, so the uid is what is taken.
+			holder := ""
+			if kv := u.currentKV(s.keys.uid(stored[i].Uid)); kv != nil {
+				holder = strings.TrimPrefix(string(kv.Value), s.keys.pods)
+			}
+			out[i].Err = &UIDTakenError{UID: stored[i].Uid, Holder: holder}
 		default:
 			out[i].Err = res.err
 		}
 	})
 	return out
 }
+
+// UIDTakenError is the refusal of a pod whose uid another pod (Holder,
+// "namespace/name") already has. errors.Is(err, ErrAlreadyExists) holds.
+type UIDTakenError struct {
+	UID    string
+	Holder string
+}
+
+func (e *UIDTakenError) Error() string {
+	return fmt.Sprintf("store: already exists: uid %q is the uid of pod %s", e.UID, e.Holder)
+}
+
+// Is makes errors.Is(err, ErrAlreadyExists) true.
+func (e *UIDTakenError) Is(target error) bool { return target == ErrAlreadyExists }
 
 // existingPod decides a create that found the name taken.
 func (s *Store) existingPod(req *berthv1.Pod, kv *mvccpb.KeyValue) CreateResult {
@@ -178,19 +211,18 @@ func (s *Store) DeletePod(ctx context.Context, namespace, name, uid string) (int
 		if kv == nil {
 			return 0, fmt.Errorf("%w: pod %s/%s", ErrNotFound, namespace, name)
 		}
-		if uid != "" {
-			p, err := decodePod(kv.Value)
-			if err != nil {
-				return 0, err
-			}
-			if p.Uid != uid {
-				return 0, fmt.Errorf("%w: pod %s/%s has uid %s, not %s", ErrConflict, namespace, name, p.Uid, uid)
-			}
+		p, err := decodePod(kv.Value)
+		if err != nil {
+			return 0, err
 		}
+		if uid != "" && p.Uid != uid {
+			return 0, fmt.Errorf("%w: pod %s/%s has uid %s, not %s", ErrConflict, namespace, name, p.Uid, uid)
+		}
+		// The pod's uid index key goes with it, freeing the uid.
 		u := &commitUnit{
 			cmps:       []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)},
-			ops:        []clientv3.Op{clientv3.OpDelete(key)},
-			readValues: uid != "", // to check the new value's uid
+			ops:        []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(s.keys.uid(p.Uid))},
+			readValues: true, // to check the new value's uid
 		}
 		res, err := s.commitOne(ctx, "delete pod", u)
 		if err != nil {

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -415,5 +417,57 @@ func TestDeletePodJudgesTheValueThatBeatIt(t *testing.T) {
 				t.Errorf("%d Txns, want 2 (the failed compare, then the retry)", n)
 			}
 		})
+	}
+}
+
+// TestCreatePodsUIDsAreUnique: a uid names one pod at most, whether the
+// rival comes later or in the same batch; an identical resubmission is not
+// a rival; deleting the pod frees its uid.
+func TestCreatePodsUIDsAreUnique(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	ctx := testCtx(t)
+	first := mustCreate(t, s, pendingPod("ns", "first", "u1"))[0]
+
+	res := s.CreatePods(ctx, []*berthv1.Pod{
+		pendingPod("ns", "first", "u1"), // the same pod again
+		pendingPod("ns", "rival", "u1"),
+		pendingPod("ns", "twin-a", "u2"),
+		pendingPod("ns", "twin-b", "u2"),
+	})
+	if res[0].Err != nil || res[0].Revision != first.Revision {
+		t.Fatalf("resubmission: rev %d err %v, want rev %d", res[0].Revision, res[0].Err, first.Revision)
+	}
+	var taken *UIDTakenError
+	if !errors.As(res[1].Err, &taken) || taken.UID != "u1" || taken.Holder != "ns/first" || !errors.Is(res[1].Err, ErrAlreadyExists) {
+		t.Fatalf("rival: %v, want the uid u1 of ns/first taken", res[1].Err)
+	}
+	if (res[2].Err == nil) == (res[3].Err == nil) {
+		t.Fatalf("twins: %v and %v, want exactly one created", res[2].Err, res[3].Err)
+	}
+	if _, _, err := s.GetPod(ctx, "ns", "rival"); errIs(err, ErrNotFound) != "" {
+		t.Fatalf("the rival was stored: %v", err)
+	}
+
+	if _, err := s.DeletePod(ctx, "ns", "first", ""); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.CreatePods(ctx, []*berthv1.Pod{pendingPod("ns", "rival", "u1")}); res[0].Err != nil {
+		t.Fatalf("the uid is free once its pod is deleted: %v", res[0].Err)
+	}
+}
+
+// TestCreatePodsOverEtcdsLimit: a pod over etcd's request size limit is an
+// invalid argument, not an internal error, and fails alone: a pod created
+// with it is stored.
+func TestCreatePodsOverEtcdsLimit(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	huge := pendingPod("ns", "huge", "u-huge")
+	huge.Containers[0].Image = strings.Repeat("i", 8<<20+64<<10)
+	res := s.CreatePods(testCtx(t), []*berthv1.Pod{huge, pendingPod("ns", "small", "u-small")})
+	if msg := errIs(res[0].Err, ErrInvalidArgument); msg != "" {
+		t.Fatalf("huge pod: %s", msg)
+	}
+	if res[1].Err != nil {
+		t.Fatalf("small pod beside it: %v", res[1].Err)
 	}
 }

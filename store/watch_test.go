@@ -117,7 +117,7 @@ func TestWatchBindingsResume(t *testing.T) {
 			// The marker, written after the watch started, must come right
 			// after the history: nothing repeated, nothing extra.
 			got := next(t, events, len(want))
-			m := mustCreate(t, s, boundTo(pendingPod("ns", fmt.Sprintf("marker-%d", i), "um"), "n9"))[0]
+			m := mustCreate(t, s, boundTo(pendingPod("ns", fmt.Sprintf("marker-%d", i), fmt.Sprintf("um-%d", i)), "n9"))[0]
 			got = append(got, next(t, events, 1)...)
 			markerEv := ev(evBound, m.Pod, "n9", m.Revision)
 			want = append(want, markerEv)

@@ -23,6 +23,8 @@ func Berth() *Limits {
 			"berth.v1.PodGroup":         true,
 			"berth.v1.DisruptionBudget": true,
 		},
+		// SubmitPods answers per pod: the handler checks each one.
+		PerItem: map[protoreflect.FullName]bool{"berth.v1.SubmitPodsRequest.pods": true},
 		Fields: map[protoreflect.FullName]Bound{
 			"berth.v1.SubmitPodsRequest.pods": 1000,
 			"berth.v1.Node.images":            256,

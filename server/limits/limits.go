@@ -39,6 +39,10 @@ type Limits struct {
 	// ("berth.v1.Pod.tolerations"). For a map the bound counts entries; its
 	// keys and values are strings bounded by MaxString.
 	Fields map[protoreflect.FullName]Bound
+	// PerItem names repeated fields whose length Check bounds but whose
+	// items it does not walk: the handler checks each item on its own, so
+	// one bad item is reported for that item instead of failing the batch.
+	PerItem map[protoreflect.FullName]bool
 }
 
 // Violation is one field over its bound, named by its path in the request
@@ -80,17 +84,19 @@ func join(path, name string) string {
 }
 
 func (c *checker) message(path string, m protoreflect.Message) {
-	if c.limits.Objects[m.Descriptor().FullName()] {
-		if size := proto.Size(m.Interface()); size > c.limits.MaxObjectBytes {
-			// Walking further would only list the pieces of the same fault.
-			c.add(path, "is %d bytes encoded; a stored object may be at most %d", size, c.limits.MaxObjectBytes)
-			return
-		}
-	}
+	before := len(c.found)
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		c.field(join(path, string(fd.Name())), fd, v)
 		return !c.full()
 	})
+	// The fields over their bounds say best what to fix; the object's size
+	// is reported only when every field is within its own. The walk costs
+	// no more than proto.Size: both visit the message once.
+	if len(c.found) == before && c.limits.Objects[m.Descriptor().FullName()] {
+		if size := proto.Size(m.Interface()); size > c.limits.MaxObjectBytes {
+			c.add(path, "is %d bytes encoded; a stored object may be at most %d", size, c.limits.MaxObjectBytes)
+		}
+	}
 }
 
 func (c *checker) bound(fd protoreflect.FieldDescriptor, fallback int) int {
@@ -118,6 +124,9 @@ func (c *checker) field(path string, fd protoreflect.FieldDescriptor, v protoref
 		list := v.List()
 		if max := c.bound(fd, c.limits.MaxItems); list.Len() > max {
 			c.add(path, "at most %d entries, got %d", max, list.Len())
+			return
+		}
+		if c.limits.PerItem[fd.FullName()] {
 			return
 		}
 		for i := 0; i < list.Len() && !c.full(); i++ {

@@ -1087,7 +1087,8 @@ func (x *SubmitPodResponse) GetRevision() int64 {
 // SubmitPodsRequest carries many pods.
 type SubmitPodsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Pods to store, at most 1000.
+	// Pods to store, at most 1000. Each is checked on its own: a pod over a
+	// bound is answered INVALID_ARGUMENT in its result, the others stored.
 	Pods          []*Pod `protobuf:"bytes,1,rep,name=pods,proto3" json:"pods,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -548,14 +548,17 @@ func (NodeInclusionPolicy) EnumDescriptor() ([]byte, []int) {
 	return file_berth_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
-// Node is a machine that pods can be placed on.
+// Node is a machine that pods can be placed on. Encoded, at most 256 KiB.
+// Every string of the API is at most 1024 bytes without a NUL byte, and
+// every repeated field or map at most 64 entries, unless its comment says
+// otherwise; enum fields take only the values defined.
 type Node struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Unique name of the node, DNS-1123 subdomain style.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Resources the node offers to pods: "cpu" in millicores, "memory" and
 	// "ephemeral-storage" in bytes, "pods" as a count, and any extended
-	// resource such as "example.com/gpu".
+	// resource such as "example.com/gpu". Each 0 to 2^53.
 	Allocatable map[string]int64 `protobuf:"bytes,2,rep,name=allocatable,proto3" json:"allocatable,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// Labels used by node selectors, affinity and topology spreading.
 	Labels map[string]string `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
@@ -563,7 +566,7 @@ type Node struct {
 	Taints []*Taint `protobuf:"bytes,4,rep,name=taints,proto3" json:"taints,omitempty"`
 	// When true no new pod is placed on the node (cordoned).
 	Unschedulable bool `protobuf:"varint,5,opt,name=unschedulable,proto3" json:"unschedulable,omitempty"`
-	// Container images already present on the node.
+	// Container images already present on the node; at most 256.
 	Images []*ContainerImage `protobuf:"bytes,6,rep,name=images,proto3" json:"images,omitempty"`
 	// When above zero the node must renew its lease (RenewNodeLease) within
 	// this many seconds, or it is marked unreachable and its pods reported.
@@ -844,7 +847,9 @@ type Pod struct {
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// Name of the pod, unique within its namespace.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// Unique identity of this incarnation; assigned by Berth when empty.
+	// Unique identity of this incarnation; assigned by Berth when empty. At
+	// most 128 characters. No two pods have the same uid: a second pod with
+	// one already used is refused with ALREADY_EXISTS.
 	Uid string `protobuf:"bytes,3,opt,name=uid,proto3" json:"uid,omitempty"`
 	// Labels matched by affinity, spreading and disruption budgets.
 	Labels map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
@@ -854,7 +859,9 @@ type Pod struct {
 	Containers []*Container `protobuf:"bytes,6,rep,name=containers,proto3" json:"containers,omitempty"`
 	// Containers that run to completion, one at a time, before the others start.
 	InitContainers []*Container `protobuf:"bytes,7,rep,name=init_containers,json=initContainers,proto3" json:"init_containers,omitempty"`
-	// Resources consumed by the pod's sandbox on top of its containers.
+	// Resources consumed by the pod's sandbox on top of its containers. Each
+	// quantity is 0 to 2^53, and so is the pod's total per resource (the
+	// containers' sum, or the largest init container if larger, plus overhead).
 	Overhead map[string]int64 `protobuf:"bytes,8,rep,name=overhead,proto3" json:"overhead,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// Node the pod is bound to. Set by a client to declare a pod already
 	// running there; set by Berth when it binds the pod.
@@ -865,13 +872,13 @@ type Pod struct {
 	Status *PodStatus `protobuf:"bytes,11,opt,name=status,proto3" json:"status,omitempty"`
 	// Labels a node must carry for the pod to fit.
 	NodeSelector map[string]string `protobuf:"bytes,12,rep,name=node_selector,json=nodeSelector,proto3" json:"node_selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// Taints the pod tolerates.
+	// Taints the pod tolerates; at most 128.
 	Tolerations []*Toleration `protobuf:"bytes,13,rep,name=tolerations,proto3" json:"tolerations,omitempty"`
 	// Node and inter-pod affinity rules.
 	Affinity *Affinity `protobuf:"bytes,14,opt,name=affinity,proto3" json:"affinity,omitempty"`
-	// How the pod spreads across topology domains.
+	// How the pod spreads across topology domains; at most 16.
 	TopologySpreadConstraints []*TopologySpreadConstraint `protobuf:"bytes,15,rep,name=topology_spread_constraints,json=topologySpreadConstraints,proto3" json:"topology_spread_constraints,omitempty"`
-	// While any gate remains the pod is held out of scheduling.
+	// While any gate remains the pod is held out of scheduling; at most 32.
 	SchedulingGates []string `protobuf:"bytes,16,rep,name=scheduling_gates,json=schedulingGates,proto3" json:"scheduling_gates,omitempty"`
 	// Whether the pod may preempt lower priority pods.
 	PreemptionPolicy PreemptionPolicy `protobuf:"varint,17,opt,name=preemption_policy,json=preemptionPolicy,proto3,enum=berth.v1.PreemptionPolicy" json:"preemption_policy,omitempty"`
@@ -1042,11 +1049,12 @@ type Container struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Name, unique within the pod's containers and init containers.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Image reference, used for image locality scoring.
+	// Image reference, used for image locality scoring; at most 4096 bytes.
 	Image string `protobuf:"bytes,2,opt,name=image,proto3" json:"image,omitempty"`
-	// Resources requested, with the names and units of Node.allocatable.
+	// Resources requested, with the names and units of Node.allocatable;
+	// each 0 to 2^53 (see Pod.overhead for the pod's total).
 	Requests map[string]int64 `protobuf:"bytes,3,rep,name=requests,proto3" json:"requests,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	// Ports the container exposes.
+	// Ports the container exposes; at most 128.
 	Ports         []*ContainerPort `protobuf:"bytes,4,rep,name=ports,proto3" json:"ports,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1786,7 +1794,7 @@ func (x *NodeAffinity) GetPreferred() []*PreferredSchedulingTerm {
 // NodeSelector is a list of terms ORed together.
 type NodeSelector struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Terms; a node matches if it matches any of them.
+	// Terms; a node matches if it matches any of them. At most 32.
 	NodeSelectorTerms []*NodeSelectorTerm `protobuf:"bytes,1,rep,name=node_selector_terms,json=nodeSelectorTerms,proto3" json:"node_selector_terms,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
@@ -1832,9 +1840,10 @@ func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
 // NodeSelectorTerm is a list of requirements ANDed together.
 type NodeSelectorTerm struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Requirements on node labels.
+	// Requirements on node labels; at most 32.
 	MatchExpressions []*NodeSelectorRequirement `protobuf:"bytes,1,rep,name=match_expressions,json=matchExpressions,proto3" json:"match_expressions,omitempty"`
-	// Requirements on node fields; only "metadata.name" is supported.
+	// Requirements on node fields; only "metadata.name" is supported. At
+	// most 8.
 	MatchFields   []*NodeSelectorRequirement `protobuf:"bytes,2,rep,name=match_fields,json=matchFields,proto3" json:"match_fields,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2006,9 +2015,9 @@ func (x *PreferredSchedulingTerm) GetPreference() *NodeSelectorTerm {
 // PodAffinity attracts a pod to domains running matching pods.
 type PodAffinity struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Terms every placement must satisfy.
+	// Terms every placement must satisfy; at most 32.
 	Required []*PodAffinityTerm `protobuf:"bytes,1,rep,name=required,proto3" json:"required,omitempty"`
-	// Terms that raise a node's score, by weight.
+	// Terms that raise a node's score, by weight; at most 32.
 	Preferred     []*WeightedPodAffinityTerm `protobuf:"bytes,2,rep,name=preferred,proto3" json:"preferred,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2061,9 +2070,9 @@ func (x *PodAffinity) GetPreferred() []*WeightedPodAffinityTerm {
 // PodAntiAffinity repels a pod from domains running matching pods.
 type PodAntiAffinity struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Terms every placement must satisfy.
+	// Terms every placement must satisfy; at most 32.
 	Required []*PodAffinityTerm `protobuf:"bytes,1,rep,name=required,proto3" json:"required,omitempty"`
-	// Terms that lower a node's score, by weight.
+	// Terms that lower a node's score, by weight; at most 32.
 	Preferred     []*WeightedPodAffinityTerm `protobuf:"bytes,2,rep,name=preferred,proto3" json:"preferred,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -73,8 +73,10 @@ func (c *Coscheduling) group(p *framework.Pod) (*framework.PodGroup, *framework.
 			return g, nil
 		}
 	}
+	// The shard records this message as the parked pod's status, so it is
+	// worded for whoever reads GetPod.
 	return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable,
-		fmt.Sprintf("pod group %s/%s not found", p.Namespace, p.PodGroup))
+		fmt.Sprintf("waiting for pod group %q, which does not exist", p.PodGroup))
 }
 
 // PreEnqueue implements framework.PreEnqueuePlugin: a member of a group
