@@ -173,6 +173,8 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 	if !ok {
 		return
 	}
+	ctx, end := sh.s.startCycle(ctx, qpi.Pod)
+	defer end()
 	pod := qpi.Pod
 	key := pod.Key()
 	start := time.Now()
