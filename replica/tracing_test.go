@@ -65,7 +65,7 @@ func startTraced(tb testing.TB, tp, clientTP trace.TracerProvider) *grpc.ClientC
 // scheduling cycle: the server span continues the client's trace, the
 // admission span is its child, the Txn that wrote the pod links to the
 // admission, and so does the pod's scheduling cycle, which runs later
-// under no call.
+// under no call; the Txn that binds the pod links to the cycle.
 func TestSubmitPodIsTracedToItsSchedulingCycle(t *testing.T) {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
@@ -116,6 +116,14 @@ func TestSubmitPodIsTracedToItsSchedulingCycle(t *testing.T) {
 	if cycle.Parent().IsValid() {
 		t.Errorf("cycle span has parent %v; it runs under no call and should be a root", cycle.Parent())
 	}
+	eventually(t, 10*time.Second, "the binding's etcd.Txn span linked to the cycle", func() error {
+		for _, s := range spans.Ended() {
+			if s.Name() == "etcd.Txn" && linksTo(s, cycle.SpanContext()) {
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d spans", len(spans.Ended()))
+	})
 }
 
 func only(t *testing.T, spans []sdktrace.ReadOnlySpan, match func(sdktrace.ReadOnlySpan) bool, what string) sdktrace.ReadOnlySpan {

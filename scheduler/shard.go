@@ -284,10 +284,11 @@ func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, st
 	}
 	sh.s.metrics.attempt("scheduled", time.Since(start).Seconds())
 
+	bindCtx := sh.s.bindContext(ctx)
 	sh.s.binding.Add(1)
 	go func() {
 		defer sh.s.binding.Done()
-		sh.bind(fwk, state, qpi, &assumed)
+		sh.bind(bindCtx, fwk, state, qpi, &assumed)
 	}()
 }
 

@@ -25,6 +25,18 @@ func (s *Scheduler) startCycle(ctx context.Context, pod *framework.Pod) (context
 	return s.cfg.Tracer.StartCycle(ctx, pod)
 }
 
+// bindContext is what a binding cycle's context derives from: never the
+// loop's cancellation (a shutdown must not abandon a commit halfway), but,
+// when tracing, the scheduling cycle's values, so the binding's commit can
+// link to the cycle's span. Untraced, it is Background: nothing to carry,
+// nothing allocated.
+func (s *Scheduler) bindContext(cycle context.Context) context.Context {
+	if s.cfg.Tracer == nil {
+		return context.Background()
+	}
+	return context.WithoutCancel(cycle)
+}
+
 // endNothing is a package-level func so an untraced cycle allocates no
 // closure.
 func endNothing() {}

@@ -30,10 +30,28 @@ func (r *cycleRecorder) StartCycle(ctx context.Context, pod *framework.Pod) (con
 	}
 }
 
+// bindingRecorder remembers the cycle value (a span, in production) each
+// binding's context carried.
+type bindingRecorder struct {
+	nopCommitter
+	mu     sync.Mutex
+	cycles map[string]any
+}
+
+func (b *bindingRecorder) Bind(ctx context.Context, p *framework.Pod, _ string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cycles[p.UID] = ctx.Value(cycleKey{})
+	return nil
+}
+
+// Every cycle is started and ended once, and the binding it starts carries
+// the cycle's context values, so its commit can be linked to the cycle.
 func TestTracerSeesEveryCycleStartAndEnd(t *testing.T) {
 	rec := &cycleRecorder{started: map[string]int{}, ended: map[string]int{}}
+	binds := &bindingRecorder{cycles: map[string]any{}}
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := New(ctx, Config{Shards: 1, Tracer: rec}, nopCommitter{})
+	s, err := New(ctx, Config{Shards: 1, Tracer: rec}, binds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +71,16 @@ func TestTracerSeesEveryCycleStartAndEnd(t *testing.T) {
 		defer rec.mu.Unlock()
 		if rec.started["fits"] != 1 || rec.ended["fits"] != 1 {
 			return fmt.Errorf("started %d, ended %d", rec.started["fits"], rec.ended["fits"])
+		}
+		return nil
+	})
+	eventually(t, "pod fits is bound", func() error {
+		binds.mu.Lock()
+		defer binds.mu.Unlock()
+		if got, ok := binds.cycles["fits"]; !ok {
+			return fmt.Errorf("not bound")
+		} else if got != "fits" {
+			return fmt.Errorf("binding context carries cycle %v, want fits", got)
 		}
 		return nil
 	})
