@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
@@ -63,6 +64,10 @@ type Config struct {
 	// Limits bounds what the gRPC front takes on.
 	Limits Limits
 	Logger *zap.Logger
+	// TracerProvider, when set, traces calls, admissions, group-committed
+	// Txns and scheduling cycles (see package tracing). Nil, the default,
+	// traces nothing at no cost.
+	TracerProvider trace.TracerProvider
 }
 
 func (cfg *Config) setDefaults() {
@@ -110,6 +115,9 @@ type Replica struct {
 	stopOnce     sync.Once
 	stopErr      error
 	syncReady    chan struct{}
+	// submits links scheduling cycles to the submits of their pods; nil
+	// unless tracing.
+	submits *submitLinks
 }
 
 // Start brings a replica up, phase by phase: metrics, storage, the
@@ -120,6 +128,9 @@ type Replica struct {
 func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 	cfg.setDefaults()
 	r := &Replica{cfg: cfg, logger: cfg.Logger, syncReady: make(chan struct{})}
+	if r.tracingOn() {
+		r.submits = newSubmitLinks(maxSubmitLinks)
+	}
 	defer func() {
 		if err != nil {
 			r.closeBackends()
@@ -142,7 +153,8 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 	r.run()
 	r.logger.Info("berth serving", zap.String("grpc", r.lis.Addr().String()), zap.String("advertise", r.cfg.Advertise),
 		zap.Stringer("metrics", r.metrics.addr()), zap.String("replica", r.cfg.ReplicaID),
-		zap.Bool("tls", r.sec.tls != nil), zap.Bool("auth", r.sec.auth != nil && r.sec.auth.Enabled()))
+		zap.Bool("tls", r.sec.tls != nil), zap.Bool("auth", r.sec.auth != nil && r.sec.auth.Enabled()),
+		zap.Bool("tracing", r.tracingOn()))
 	return r, nil
 }
 
@@ -170,7 +182,7 @@ type Limits struct {
 
 func (r *Replica) frontConfig() server.Config {
 	l := r.cfg.Limits
-	return server.Config{
+	cfg := server.Config{
 		Store: r.store, Scheduler: r.sched, Registerer: r.reg, Logger: r.logger,
 		Admission: admission.Config{
 			MaxInFlight: l.MaxInFlight, MaxWait: l.MaxWait,
@@ -180,6 +192,10 @@ func (r *Replica) frontConfig() server.Config {
 		KeepaliveTime:        l.KeepaliveTime, KeepaliveTimeout: l.KeepaliveTimeout,
 		TLS: r.sec.grpcTLS(), Auth: r.sec.auth,
 	}
+	if r.tracingOn() {
+		cfg.TracerProvider, cfg.Submitted = r.cfg.TracerProvider, r.submits.remember
+	}
+	return cfg
 }
 
 // newMetrics makes the registry every part of the replica reports to.
@@ -197,6 +213,9 @@ func (r *Replica) openStore(ctx context.Context) error {
 	storeCfg := r.cfg.Store
 	storeCfg.Logger = r.logger.Named("store")
 	storeCfg.Metrics = store.NewMetrics(r.reg)
+	if r.tracingOn() {
+		storeCfg.Tracer = r.tracer()
+	}
 	if len(r.cfg.EtcdEndpoints) == 0 {
 		dir, err := filepath.Abs(r.cfg.DataDir)
 		if err != nil {
@@ -243,6 +262,9 @@ func (r *Replica) newScheduler(ctx context.Context) error {
 	schedCfg.OwnNone = true
 	schedCfg.Logger = r.logger.Named("scheduler")
 	schedCfg.Metrics = scheduler.NewMetrics(r.reg)
+	if r.tracingOn() {
+		schedCfg.Tracer = cycleTracer{tracer: r.tracer(), submits: r.submits}
+	}
 	var err error
 	r.sched, err = scheduler.New(ctx, schedCfg, storeCommitter{store: r.store})
 	if err != nil {

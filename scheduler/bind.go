@@ -12,10 +12,11 @@ import (
 	fwruntime "github.com/berth-io/berth/scheduler/framework/runtime"
 )
 
-// bind runs the binding cycle. It uses its own context: a shutdown must
-// not abandon a commit halfway, and Run waits for these to end.
-func (sh *shard) bind(fwk *fwruntime.Framework, state *framework.CycleState, qpi *framework.QueuedPodInfo, assumed *framework.Pod) {
-	ctx, cancel := context.WithTimeout(context.Background(), sh.s.cfg.BindTimeout)
+// bind runs the binding cycle. Its context is its own, from
+// Scheduler.bindContext: a shutdown must not abandon a commit halfway, and
+// Run waits for these to end.
+func (sh *shard) bind(base context.Context, fwk *fwruntime.Framework, state *framework.CycleState, qpi *framework.QueuedPodInfo, assumed *framework.Pod) {
+	ctx, cancel := context.WithTimeout(base, sh.s.cfg.BindTimeout)
 	defer cancel()
 	start := time.Now()
 	node := assumed.NodeName

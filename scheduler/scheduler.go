@@ -45,6 +45,8 @@ type Config struct {
 	BindTimeout time.Duration
 	Logger      *zap.Logger
 	Metrics     *Metrics
+	// Tracer, if set, is told of every scheduling cycle; see Tracer.
+	Tracer Tracer
 }
 
 // DefaultProfileName is the profile pods with no scheduler_name use.

@@ -200,6 +200,8 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 	if !ok {
 		return
 	}
+	ctx, end := sh.s.startCycle(ctx, qpi.Pod)
+	defer end()
 	pod := qpi.Pod
 	key := pod.Key()
 	start := time.Now()
@@ -309,10 +311,11 @@ func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, st
 	}
 	sh.s.metrics.attempt("scheduled", time.Since(start).Seconds())
 
+	bindCtx := sh.s.bindContext(ctx)
 	sh.s.binding.Add(1)
 	go func() {
 		defer sh.s.binding.Done()
-		sh.bind(fwk, state, qpi, &assumed)
+		sh.bind(bindCtx, fwk, state, qpi, &assumed)
 	}()
 }
 

@@ -35,19 +35,25 @@ type podStore interface {
 // store's (store/lifecycle.go).
 type podService struct {
 	berthv1.UnimplementedPodServiceServer
-	store podStore
-	sched Scheduler
+	store  podStore
+	sched  Scheduler
+	admits admitTracer
 }
 
-func (ps *podService) SubmitPod(ctx context.Context, req *berthv1.SubmitPodRequest) (*berthv1.SubmitPodResponse, error) {
+func (ps *podService) SubmitPod(ctx context.Context, req *berthv1.SubmitPodRequest) (_ *berthv1.SubmitPodResponse, err error) {
+	ctx, end := ps.admits.start(ctx, 1)
+	defer func() { end(err) }()
 	res := ps.store.CreatePods(ctx, []*berthv1.Pod{store.Admit(req.GetPod(), time.Now())})[0]
 	if res.Err != nil {
 		return nil, toStatus(res.Err, "pod "+req.GetPod().GetNamespace()+"/"+req.GetPod().GetName())
 	}
+	ps.admits.accepted(ctx, res.Pod)
 	return &berthv1.SubmitPodResponse{Pod: res.Pod, Revision: res.Revision}, nil
 }
 
 func (ps *podService) SubmitPods(ctx context.Context, req *berthv1.SubmitPodsRequest) (*berthv1.SubmitPodsResponse, error) {
+	ctx, end := ps.admits.start(ctx, len(req.GetPods()))
+	defer end(nil)
 	results := make([]*berthv1.SubmitPodResult, len(req.GetPods()))
 	valid := make([]*berthv1.Pod, 0, len(req.GetPods()))
 	index := make([]int, 0, len(req.GetPods()))
@@ -70,6 +76,7 @@ func (ps *podService) SubmitPods(ctx context.Context, req *berthv1.SubmitPodsReq
 			results[i] = &berthv1.SubmitPodResult{Code: int32(st.Code()), Message: st.Message()}
 			continue
 		}
+		ps.admits.accepted(ctx, res.Pod)
 		results[i] = &berthv1.SubmitPodResult{Pod: res.Pod, Revision: res.Revision}
 	}
 	return &berthv1.SubmitPodsResponse{Results: results}, nil

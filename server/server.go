@@ -14,6 +14,7 @@ import (
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -25,6 +26,7 @@ import (
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/server/admission"
 	"github.com/berth-io/berth/server/auth"
+	"github.com/berth-io/berth/tracing"
 )
 
 // Config is what the front needs from the replica that runs it.
@@ -51,6 +53,14 @@ type Config struct {
 	TLS *tls.Config
 	// Auth, when set, authenticates and authorizes every call.
 	Auth *auth.Authorizer
+	// TracerProvider, when set, traces every call but health checks
+	// (otelgrpc) and the admission of submitted pods. Nil, the default,
+	// traces nothing and adds no work to any call.
+	TracerProvider trace.TracerProvider
+	// Submitted, when set with TracerProvider, is told of every pod a
+	// SubmitPod or SubmitPods accepted, with the context of the admission
+	// span, so the pod's scheduling cycle can link to it.
+	Submitted func(ctx context.Context, uid string)
 }
 
 func (cfg *Config) setDefaults() {
@@ -112,9 +122,14 @@ func New(cfg Config) *Server {
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	}
+	var admits admitTracer
+	if cfg.TracerProvider != nil {
+		opts = append(opts, tracingOption(cfg.TracerProvider))
+		admits = admitTracer{tracer: cfg.TracerProvider.Tracer(tracing.InstrumentationName), submitted: cfg.Submitted}
+	}
 	s.grpc = grpc.NewServer(opts...)
 	berthv1.RegisterClusterServiceServer(s.grpc, &clusterService{store: cfg.Store, sched: cfg.Scheduler})
-	berthv1.RegisterPodServiceServer(s.grpc, &podService{store: cfg.Store, sched: cfg.Scheduler})
+	berthv1.RegisterPodServiceServer(s.grpc, &podService{store: cfg.Store, sched: cfg.Scheduler, admits: admits})
 	berthv1.RegisterSchedulerServiceServer(s.grpc, &schedulerService{
 		store: cfg.Store, sched: cfg.Scheduler, streams: s.streams, watchers: watchers,
 	})

@@ -13,6 +13,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // errCompareFailed settles a unit whose compares did not hold; the unit's
@@ -97,6 +98,8 @@ type groupCommitter struct {
 	maxBytes int
 	timeout  time.Duration
 	metrics  *Metrics
+	// tracer, if set, traces each Txn (tracing.go); nil traces nothing.
+	tracer trace.Tracer
 
 	mu       sync.Mutex
 	cond     *sync.Cond          // signalled when units arrive, keys are released, or on close
@@ -381,10 +384,18 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 		}
 		c.txns.Add(1)
 		c.unitsSent.Add(int64(len(pending)))
-		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+		txnCtx := context.Background()
+		var span trace.Span
+		if c.tracer != nil {
+			txnCtx, span = c.startTxnSpan(pending, len(cmps)+len(ops))
+		}
+		ctx, cancel := context.WithTimeout(txnCtx, c.timeout)
 		start := time.Now()
 		resp, err := c.kv.Txn(ctx).If(cmps...).Then(ops...).Else(gets...).Commit()
 		cancel()
+		if span != nil {
+			endTxnSpan(span, resp, err)
+		}
 		c.metrics.observeTxn(time.Since(start), len(pending))
 		if err != nil {
 			if isRequestTooLarge(err) && len(pending) > 1 {

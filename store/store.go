@@ -18,6 +18,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 )
@@ -60,6 +61,10 @@ type Config struct {
 	Logger *zap.Logger
 	// Metrics, optional.
 	Metrics *Metrics
+	// Tracer, optional, traces each group-committed Txn, linked to the
+	// spans of the writers it carries (found in their contexts). Nil
+	// traces nothing.
+	Tracer trace.Tracer
 }
 
 // Defaults.
@@ -158,6 +163,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.groupCommit = newGroupCommitter(client.KV, cfg.CommitWorkers, cfg.MaxTxnOps, cfg.MaxTxnBytes, cfg.RequestTimeout, cfg.Metrics)
 	s.groupCommit.writer = s.ReplicaID
+	s.groupCommit.tracer = cfg.Tracer
 	return s, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
@@ -33,6 +34,10 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 		grpc.WithTransportCredentials(cfg.creds),
 		// Streams are not retried here: WatchBindings resumes by revision itself.
 		grpc.WithChainUnaryInterceptor(retryUnary(cfg.maxAttempts, cfg.backoff)),
+		// Client spans, and the W3C trace context sent to the server, come
+		// from the process-wide OpenTelemetry provider and propagator: an
+		// application that sets them up gets its calls traced into Berth.
+		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 	}, cfg.dialOptions...)
 	conn, err := grpc.NewClient(addr, dialOpts...)
 	if err != nil {

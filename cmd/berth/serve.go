@@ -19,6 +19,7 @@ import (
 	"github.com/berth-io/berth/replica"
 	"github.com/berth-io/berth/scheduler/config"
 	"github.com/berth-io/berth/store"
+	"github.com/berth-io/berth/tracing"
 )
 
 const serveUsage = `Usage: berth serve [flags]
@@ -177,12 +178,28 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if auditLogger != nil {
 		defer auditLogger.Sync() //nolint:errcheck // as for the main log
 	}
+	tp, flushTraces, err := tracing.Setup(ctx, os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer flushSpans(logger, flushTraces)
+	cfg.TracerProvider = tp
 	srv, err := replica.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	<-ctx.Done()
 	return srv.Stop()
+}
+
+// flushSpans sends the spans still buffered once the replica has stopped,
+// giving a collector that is gone a few seconds, not the process's exit.
+func flushSpans(logger *zap.Logger, flush func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := flush(ctx); err != nil {
+		logger.Warn("flushing trace spans", zap.Error(err))
+	}
 }
 
 // applySchedulerConfig loads the file's profiles and percentage into cfg;
