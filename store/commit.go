@@ -350,38 +350,8 @@ func (c *groupCommitter) release(batch []*commitUnit) {
 func (c *groupCommitter) commit(batch []*commitUnit) {
 	pending := batch
 	for len(pending) > 0 {
-		var cmps []clientv3.Cmp
-		var ops, gets []clientv3.Op
-		shared := map[string]bool{} // fence and allocation keys already added
 		bounds := c.allocs.bounds(pending)
-		for _, u := range pending {
-			cmps = append(cmps, u.cmps...)
-			ops = append(ops, u.ops...)
-			for _, k := range u.keys {
-				if u.readValues {
-					gets = append(gets, clientv3.OpGet(k))
-				} else {
-					gets = append(gets, clientv3.OpGet(k, clientv3.WithKeysOnly()))
-				}
-			}
-			for i := range u.fences {
-				cmps = append(cmps, u.fences[i])
-				if k := string(u.fences[i].KeyBytes()); !shared[k] {
-					shared[k] = true
-					gets = append(gets, clientv3.OpGet(k, clientv3.WithKeysOnly()))
-				}
-			}
-			for _, ch := range u.charges {
-				if ch.view > 0 {
-					cmps = append(cmps, ch.compare(bounds[ch.key].bound(ch.view)))
-				}
-				if !shared[ch.key] {
-					shared[ch.key] = true
-					ops = append(ops, clientv3.OpPut(ch.key, c.writer()))
-					gets = append(gets, clientv3.OpGet(ch.key, clientv3.WithKeysOnly()))
-				}
-			}
-		}
+		cmps, ops, gets := c.buildTxn(pending, bounds)
 		c.txns.Add(1)
 		c.unitsSent.Add(int64(len(pending)))
 		txnCtx := context.Background()
@@ -406,21 +376,7 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 				}
 				return
 			}
-			result := resultError
-			if isRequestTooLarge(err) {
-				err = fmt.Errorf("%w: txn: etcd request too large", ErrInvalidArgument)
-			} else if isNoSpace(err) {
-				err = fmt.Errorf("%w: txn", ErrNoSpace)
-			} else if isUnavailable(err) {
-				err = fmt.Errorf("%w: txn: %w", ErrUnavailable, err)
-				result = resultUnavailable
-			} else {
-				err = fmt.Errorf("store: txn: %w", err)
-			}
-			for _, u := range pending {
-				u.finish(commitResult{err: err})
-			}
-			c.metrics.unitsDone(result, len(pending))
+			c.failAll(pending, err)
 			return
 		}
 		if resp.Succeeded {
@@ -434,6 +390,61 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 		c.metrics.txnConflict()
 		pending = c.settleFailed(pending, resp, bounds)
 	}
+}
+
+// buildTxn gathers the batch's compares and writes, and the reads that tell,
+// should a compare fail, which units' compares still hold.
+func (c *groupCommitter) buildTxn(pending []*commitUnit, bounds map[string]allocTip) (cmps []clientv3.Cmp, ops, gets []clientv3.Op) {
+	shared := map[string]bool{} // fence and allocation keys already added
+	for _, u := range pending {
+		cmps = append(cmps, u.cmps...)
+		ops = append(ops, u.ops...)
+		for _, k := range u.keys {
+			if u.readValues {
+				gets = append(gets, clientv3.OpGet(k))
+			} else {
+				gets = append(gets, clientv3.OpGet(k, clientv3.WithKeysOnly()))
+			}
+		}
+		for i := range u.fences {
+			cmps = append(cmps, u.fences[i])
+			if k := string(u.fences[i].KeyBytes()); !shared[k] {
+				shared[k] = true
+				gets = append(gets, clientv3.OpGet(k, clientv3.WithKeysOnly()))
+			}
+		}
+		for _, ch := range u.charges {
+			if ch.view > 0 {
+				cmps = append(cmps, ch.compare(bounds[ch.key].bound(ch.view)))
+			}
+			if !shared[ch.key] {
+				shared[ch.key] = true
+				ops = append(ops, clientv3.OpPut(ch.key, c.writer()))
+				gets = append(gets, clientv3.OpGet(ch.key, clientv3.WithKeysOnly()))
+			}
+		}
+	}
+	return cmps, ops, gets
+}
+
+// failAll settles every unit of a Txn etcd refused with err.
+func (c *groupCommitter) failAll(pending []*commitUnit, err error) {
+	result := resultError
+	switch {
+	case isRequestTooLarge(err):
+		err = fmt.Errorf("%w: txn: etcd request too large", ErrInvalidArgument)
+	case isNoSpace(err):
+		err = fmt.Errorf("%w: txn", ErrNoSpace)
+	case isUnavailable(err):
+		err = fmt.Errorf("%w: txn: %w", ErrUnavailable, err)
+		result = resultUnavailable
+	default:
+		err = fmt.Errorf("store: txn: %w", err)
+	}
+	for _, u := range pending {
+		u.finish(commitResult{err: err})
+	}
+	c.metrics.unitsDone(result, len(pending))
 }
 
 // settleFailed finishes the units whose compares fail against the values the

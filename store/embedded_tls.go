@@ -28,6 +28,61 @@ type clientPKI struct {
 	client *tls.Config
 }
 
+// runCA is the throwaway CA of one run's client port.
+type runCA struct {
+	cert *x509.Certificate
+	der  []byte
+	key  *ecdsa.PrivateKey
+	host string
+	now  time.Time
+}
+
+func newRunCA(host string) (*runCA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	// Ten years: the CA and certificates exist only for this process's run.
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "berth embedded etcd CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &runCA{cert: cert, der: der, key: key, host: host, now: now}, nil
+}
+
+// issue signs a certificate for the port's host, returning it and its key
+// in PEM.
+func (ca *runCA) issue(serial int64, name string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+		NotBefore: ca.now.Add(-time.Hour), NotAfter: ca.now.AddDate(10, 0, 0),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+		IPAddresses: []net.IP{net.ParseIP(ca.host)}, DNSNames: []string{"localhost"}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// newClientPKI makes the run's CA, server and client certificates in a
+// fresh private directory.
 func newClientPKI(host string) (_ *clientPKI, err error) {
 	dir, err := os.MkdirTemp("", "berth-etcd-tls-")
 	if err != nil {
@@ -38,52 +93,19 @@ func newClientPKI(host string) (_ *clientPKI, err error) {
 			os.RemoveAll(dir)
 		}
 	}()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := newRunCA(host)
 	if err != nil {
 		return nil, err
-	}
-	now := time.Now()
-	// Ten years: the CA and certificates exist only for this process's run.
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "berth embedded etcd CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	issue := func(serial int64, name string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return nil, nil, err
-		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			IPAddresses: []net.IP{net.ParseIP(host)}, DNSNames: []string{"localhost"}}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
-		if err != nil {
-			return nil, nil, err
-		}
-		keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			return nil, nil, err
-		}
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
 	}
 	p := &clientPKI{dir: dir}
 	write := func(name string, data []byte) (string, error) {
 		path := filepath.Join(dir, name)
 		return path, os.WriteFile(path, data, 0o600)
 	}
-	if p.server.TrustedCAFile, err = write("ca.crt", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})); err != nil {
+	if p.server.TrustedCAFile, err = write("ca.crt", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.der})); err != nil {
 		return nil, err
 	}
-	srvCert, srvKey, err := issue(2, "berth embedded etcd", x509.ExtKeyUsageServerAuth)
+	srvCert, srvKey, err := ca.issue(2, "berth embedded etcd", x509.ExtKeyUsageServerAuth)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +116,7 @@ func newClientPKI(host string) (_ *clientPKI, err error) {
 		return nil, err
 	}
 	p.server.ClientCertAuth = true
-	cliCert, cliKey, err := issue(3, "berth", x509.ExtKeyUsageClientAuth)
+	cliCert, cliKey, err := ca.issue(3, "berth", x509.ExtKeyUsageClientAuth)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +131,7 @@ func newClientPKI(host string) (_ *clientPKI, err error) {
 		return nil, err
 	}
 	roots := x509.NewCertPool()
-	roots.AddCert(ca)
+	roots.AddCert(ca.cert)
 	p.client = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots, Certificates: []tls.Certificate{pair}}
 	return p, nil
 }
