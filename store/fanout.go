@@ -210,7 +210,11 @@ func (h *bindingHub) join(after int64) (uint64, bool) {
 
 // read copies into buf the events from cursor seq, at most len(buf); with
 // none, it returns a channel closed when more arrive.
-func (h *bindingHub) read(seq uint64, resume int64, buf []*berthv1.BindingEvent) (int, <-chan struct{}, error) {
+//
+// The lag bound counts from when an event arrived, or from when the
+// subscriber joined if later: one that joins at old events (a resume) is
+// not behind for reading them, only for not keeping up from then on.
+func (h *bindingHub) read(seq uint64, resume int64, joinedAt time.Time, buf []*berthv1.BindingEvent) (int, <-chan struct{}, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if seq < h.firstSeq {
@@ -223,7 +227,7 @@ func (h *bindingHub) read(seq uint64, resume int64, buf []*berthv1.BindingEvent)
 		}
 		return 0, h.wake, nil
 	}
-	if lag := time.Since(h.at(i).at); lag > h.maxLag {
+	if lag := time.Since(later(h.at(i).at, joinedAt)); lag > h.maxLag {
 		return 0, nil, &FellBehindError{Resume: resume, Why: fmt.Sprintf("%s behind", lag.Truncate(time.Millisecond))}
 	}
 	k := 0
@@ -231,6 +235,13 @@ func (h *bindingHub) read(seq uint64, resume int64, buf []*berthv1.BindingEvent)
 		buf[k] = h.at(i + k).ev
 	}
 	return k, nil, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func (h *bindingHub) coveredRev() int64 {
@@ -380,9 +391,9 @@ func (h *bindingHub) deliver(ctx context.Context, seq uint64, after int64, send 
 	// hub's own watch: the events it already delivered can still arrive in
 	// the ring after the cursor, and are passed over. Only the join can be
 	// ahead; once past it, events of one revision all count.
-	joined := after
+	joined, joinedAt := after, time.Now()
 	for {
-		n, wake, err := h.read(seq, after, buf)
+		n, wake, err := h.read(seq, after, joinedAt, buf)
 		if err != nil {
 			if errors.Is(err, ErrFellBehind) {
 				h.s.metrics.fanoutCutOff()

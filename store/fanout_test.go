@@ -220,3 +220,28 @@ func TestFanoutSkipsWhatTheJoinAlreadyDelivered(t *testing.T) {
 		t.Fatalf("delivered revisions %v, want [7 8]", got)
 	}
 }
+
+// A subscriber that joins at old events (a resume, a catch-up) is not
+// behind for reading them: the lag bound counts from when it joined.
+func TestFanoutLagCountsFromTheJoin(t *testing.T) {
+	h := &bindingHub{s: &Store{}, size: 8, maxLag: time.Minute, ring: make([]ringEntry, 8), wake: make(chan struct{})}
+	for rev := int64(1); rev <= 3; rev++ {
+		h.append(&berthv1.BindingEvent{Revision: rev})
+	}
+	for i := range h.n {
+		h.at(i).at = time.Now().Add(-time.Hour) // arrived long before the subscriber
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got []int64
+	err := h.deliver(ctx, 0, 0, func(ev *berthv1.BindingEvent) error {
+		got = append(got, ev.Revision)
+		if ev.Revision == 3 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || fmt.Sprint(got) != "[1 2 3]" {
+		t.Fatalf("delivered %v and ended with %v, want [1 2 3] and the cancel", got, err)
+	}
+}
