@@ -23,6 +23,7 @@ var retryableCodes = map[codes.Code]bool{codes.Unavailable: true, codes.Resource
 func retryUnary(maxAttempts uint, bo backoff) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		var answered error // the server's last retryable answer
+		waits := bo.sequence()
 		for attempt := uint(1); ; attempt++ {
 			err := invoker(ctx, method, req, reply, cc, opts...)
 			if err == nil {
@@ -35,7 +36,7 @@ func retryUnary(maxAttempts uint, bo backoff) grpc.UnaryClientInterceptor {
 				return err
 			}
 			answered = err
-			d := retryWait(err, bo, attempt)
+			d := retryWait(err, waits.NextBackOff())
 			if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
 				return err
 			}
