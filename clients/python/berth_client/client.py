@@ -157,6 +157,65 @@ class Client:
                 return
             token = r.next_page_token
 
+    def update_pod(self, namespace, name, uid="", scheduling_gates=None, priority=None, timeout=None):
+        """Changes a pending pod's scheduling gates (None: unchanged; [] removes
+        them all) or priority (None: unchanged); returns (pod, revision)."""
+        req = pod_pb.UpdatePodRequest(namespace=namespace, name=name, uid=uid)
+        if scheduling_gates is not None:
+            req.scheduling_gates.extend(scheduling_gates)
+            req.update_scheduling_gates = True
+        if priority is not None:
+            req.priority = priority
+        r = self.call(self.pods.UpdatePod, req, timeout)
+        return r.pod, r.revision
+
+    # The orchestrator's reports, keyed by uid and idempotent.
+
+    def confirm_binding(self, namespace, name, uid, node_name="", timeout=None):
+        """The bound pod started: it becomes RUNNING. Returns (pod, revision)."""
+        req = pod_pb.ConfirmBindingRequest(namespace=namespace, name=name, uid=uid, node_name=node_name)
+        r = self.call(self.pods.ConfirmBinding, req, timeout)
+        return r.pod, r.revision
+
+    def reject_binding(self, namespace, name, uid, node_name="", reason="", timeout=None):
+        """The node could not start the pod: it is scheduled again, not onto
+        that node until the node changes. Returns (pod, revision)."""
+        req = pod_pb.RejectBindingRequest(namespace=namespace, name=name, uid=uid,
+                                          node_name=node_name, reason=reason)
+        r = self.call(self.pods.RejectBinding, req, timeout)
+        return r.pod, r.revision
+
+    def complete_pod(self, namespace, name, uid, phase, message="", timeout=None):
+        """The pod finished (POD_PHASE_SUCCEEDED or POD_PHASE_FAILED); what it
+        held is freed. Returns (pod, revision)."""
+        req = pod_pb.CompletePodRequest(namespace=namespace, name=name, uid=uid, phase=phase, message=message)
+        r = self.call(self.pods.CompletePod, req, timeout)
+        return r.pod, r.revision
+
+    # Scheduling.
+
+    def schedule(self, pod, timeout=None):
+        """Submits pod and has the server wait, up to timeout, for its
+        decision; returns (pod, revision) with the pod BOUND or
+        UNSCHEDULABLE. Fails with DEADLINE_EXCEEDED (the pod stays queued)
+        when no decision comes in time."""
+        r = self.call(self.scheduler.Schedule, sched_pb.ScheduleRequest(pod=pod), timeout)
+        return r.pod, r.revision
+
+    def explain(self, pod=None, namespace="", name="", timeout=None):
+        """Dry-runs pod (inline), or the stored pending pod namespace/name,
+        against the live cluster; returns the ExplainResponse."""
+        if pod is not None:
+            req = sched_pb.ExplainRequest(pod=pod)
+        else:
+            req = sched_pb.ExplainRequest(existing=sched_pb.PodReference(namespace=namespace, name=name))
+        return self.call(self.scheduler.Explain, req, timeout)
+
+    def list_replicas(self, timeout=None):
+        """Returns (replicas, shard_count)."""
+        r = self.call(self.scheduler.ListReplicas, sched_pb.ListReplicasRequest(), timeout)
+        return list(r.replicas), r.shard_count
+
     # Binding.
 
     def watch_bindings(self, from_revision=0):

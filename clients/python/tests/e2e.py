@@ -62,16 +62,31 @@ def main():
                     check(ev.node_name == "py-node", "watch: BOUND event on py-node")
                     break
 
-        # Live: a second pod's BOUND event arrives on a watch from the
-        # revision of its submit.
+        # A wait that starts after the submit, from the pod as the submit
+        # returned it (pending) and its revision: a binding made in between
+        # is not missed.
         second = types.Pod(namespace="py", name="api", containers=[
             types.Container(name="main", requests={"cpu": 250})])
         stored, rev = c.submit_pod(second, timeout=TIMEOUT)
+        late = c.wait_for_binding(stored, rev, timeout=TIMEOUT)
+        check(late.node_name == "py-node", "wait_for_binding from the submit's revision")
+
+        # The BOUND event is on a watch from the revision of the submit.
         with c.watch_bindings(rev) as w:
             for ev in w:
                 if ev.type == sched.BINDING_EVENT_TYPE_BOUND and ev.uid == stored.uid:
                     check(ev.revision > rev and ev.node_name == "py-node", "watch from the submit: BOUND event")
                     break
+
+        ex = c.explain(pod=types.Pod(namespace="py", name="dry", containers=[
+            types.Container(name="main", requests={"cpu": 250})]), timeout=TIMEOUT)
+        check(ex.chosen_node_name == "py-node", "explain: py-node would be chosen")
+        replicas, shards = c.list_replicas(timeout=TIMEOUT)
+        check(len(replicas) == 1 and shards > 0, "list_replicas: one replica owning the shards")
+
+        # The orchestrator's report: the pod started.
+        running, _ = c.confirm_binding(late.namespace, late.name, late.uid, "py-node", timeout=TIMEOUT)
+        check(running.status.phase == types.POD_PHASE_RUNNING, "confirm_binding: RUNNING")
     print("e2e passed")
 
 
