@@ -27,12 +27,33 @@ def check(cond, what):
     print("ok:", what)
 
 
+def expect_refused(args):
+    import grpc
+    with berth_client.Client(args.addr, ca_cert=args.ca_cert, token=args.token) as c:
+        try:
+            c.upsert_node(types.Node(name="intruder", allocatable={"cpu": 1}), timeout=TIMEOUT)
+            check(False, "a caller without identity is refused")
+        except grpc.RpcError as e:
+            check(e.code() == grpc.StatusCode.UNAUTHENTICATED,
+                  "a caller without identity is refused (%s)" % e.code())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--addr", default=berth_client.DEFAULT_ADDR)
+    ap.add_argument("--ca-cert", help="PEM CA bundle: dial over TLS")
+    ap.add_argument("--cert", help="PEM client certificate, for mutual TLS")
+    ap.add_argument("--key", help="PEM key of --cert")
+    ap.add_argument("--token", help="bearer token")
+    ap.add_argument("--expect-refused", action="store_true",
+                    help="only check that the server refuses the caller as unauthenticated")
     args = ap.parse_args()
+    if args.expect_refused:
+        expect_refused(args)
+        return
 
-    with berth_client.Client(args.addr) as c:
+    with berth_client.Client(args.addr, ca_cert=args.ca_cert, cert=args.cert, key=args.key,
+                             token=args.token) as c:
         node, _ = c.upsert_node(types.Node(
             name="py-node", allocatable={"cpu": 2000, "memory": 4 << 30, "pods": 20}), timeout=TIMEOUT)
         check(node.name == "py-node", "node registered")
