@@ -9,7 +9,7 @@ TOOLS   := -modfile=tools/go.mod
 # Packages whose tests are pure in-memory logic: cheap enough to run under -race.
 CORE    := ./scheduler/...
 
-.PHONY: all build run test promtool test-race test-e2e test-faults lint vet proto tools bench ghz clean conformance conformance-quick
+.PHONY: all build run test promtool python-deps protoc-python python-proto test-python test-race test-e2e test-faults lint vet proto tools bench ghz clean conformance conformance-quick
 
 all: lint test
 
@@ -20,7 +20,7 @@ build:
 run: build
 	$(BIN)/berth serve --data-dir ./berth-data
 
-test: vet promtool
+test: vet promtool python-deps
 	$(GO) test -count=1 -timeout 9m ./...
 	$(GO) test -count=1 -race -timeout 5m $(CORE)
 	$(GO) test -run='^$$' -fuzz=FuzzValidateAndConvert -fuzztime=10s ./server/
@@ -36,6 +36,43 @@ promtool:
 			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } \
 				|| echo "promtool: install failed; alert rules are checked structurally only" >&2; \
 		else echo "promtool not installed: alert rules are checked structurally only (apt-get install prometheus)" >&2; fi; }
+
+# Debian's python3-grpcio and python3-protobuf let `go test ./clients/python/`
+# drive a real replica from the Python client; without them it skips (and
+# fails under CI=true). Installed in CI, or as root where no systemd runs,
+# like promtool. The client needs /usr/bin/python3: a pyenv or virtualenv
+# python on PATH does not see Debian's packages.
+PYTHON     := /usr/bin/python3
+PY_PKGS    := python3-grpcio python3-protobuf
+PROTOC_PKGS := protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
+define apt_install # $(1): what is missing, $(2): packages
+if [[ $${CI:-} == true || ( $$(id -u) == 0 && ! -d /run/systemd/system ) ]] && command -v apt-get >/dev/null; then \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(2) >/dev/null; \
+else echo "$(1) missing: apt-get install $(2)" >&2; false; fi
+endef
+
+python-deps:
+	@$(PYTHON) -c 'import grpc, google.protobuf' 2>/dev/null || { \
+		$(call apt_install,python3 grpc,$(PY_PKGS)) \
+			|| echo "python-deps: no python3 grpc; the Python client tests will skip" >&2; }
+
+protoc-python:
+	@command -v protoc >/dev/null && command -v grpc_python_plugin >/dev/null && [[ -f /usr/include/google/protobuf/any.proto ]] \
+		|| { $(call apt_install,protoc with grpc_python_plugin,$(PROTOC_PKGS)); }
+
+# The Python stubs are committed, like the Go ones, so users need no
+# compiler; regenerate them with Debian's protoc and grpc_python_plugin (the
+# versions python3-protobuf and python3-grpcio match).
+PY_CLIENT := clients/python
+python-proto: protoc-python
+	protoc -Iproto -I/usr/include --python_out=$(PY_CLIENT) --grpc_out=$(PY_CLIENT) \
+		--plugin=protoc-gen-grpc=$$(command -v grpc_python_plugin) proto/berth/v1/*.proto
+	rm -f $(PY_CLIENT)/berth/v1/types_pb2_grpc.py # types.proto has no service
+	protoc -I$(PY_CLIENT) -I/usr/include --python_out=$(PY_CLIENT) $(PY_CLIENT)/berth_client/rpc_status.proto
+
+# The Python client's own tests alone; `make test` runs them through go test.
+test-python: python-deps
+	cd $(PY_CLIENT) && $(PYTHON) -m unittest discover -s tests -t . -p 'test_*.py'
 
 test-race:
 	$(GO) test -count=1 -race -timeout 20m ./...
@@ -79,7 +116,7 @@ lint: tools vet
 	$(BIN)/buf lint
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 
-proto: tools
+proto: tools python-proto
 	$(BIN)/buf lint
 	$(BIN)/buf generate
 

@@ -288,13 +288,13 @@ func TestRetryWaitTakesTheLonger(t *testing.T) {
 		}
 		return st.Err()
 	}
-	if got := retryWait(shed(10*time.Second), b, 1); got != 10*time.Second {
+	if got := retryWait(shed(10*time.Second), b.delay(1)); got != 10*time.Second {
 		t.Errorf("server asked 10s, own backoff <= 100ms: waited %v", got)
 	}
-	if got := retryWait(status.Error(codes.Unavailable, "down"), b, 1); got < 50*time.Millisecond || got > 100*time.Millisecond {
+	if got := retryWait(status.Error(codes.Unavailable, "down"), b.delay(1)); got < 50*time.Millisecond || got > 100*time.Millisecond {
 		t.Errorf("no hint: waited %v, want the own backoff in [50ms, 100ms]", got)
 	}
-	if got := retryWait(status.Error(codes.Unavailable, "down"), backoff{}, 1); got != 0 {
+	if got := retryWait(status.Error(codes.Unavailable, "down"), backoff{}.delay(1)); got != 0 {
 		t.Errorf("no hint, no backoff: waited %v", got)
 	}
 }

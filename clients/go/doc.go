@@ -1,10 +1,12 @@
 // Package berth is the Go client of the Berth scheduling service.
 //
-// A Client wraps one gRPC connection and offers typed methods with plain Go
-// signatures for the node and pod APIs, iterators that page through lists,
-// and WatchBindings, a watch that survives server restarts without losing or
-// repeating events. The generated clients remain reachable through
-// ClusterService, PodService and SchedulerService for anything else.
+// A Client wraps one gRPC connection and offers a typed method with a plain
+// Go signature for every RPC, iterators that page through lists,
+// WatchBindings, a watch that survives server restarts without losing or
+// repeating events, and SubmitAndWait, which submits a pod and waits for its
+// binding without the race of a watch opened after the submit. The
+// generated clients remain reachable through ClusterService, PodService and
+// SchedulerService.
 //
 // Unary calls that fail with Unavailable or ResourceExhausted are retried
 // with exponential backoff and jitter (5 attempts by default), waiting at

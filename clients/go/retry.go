@@ -28,6 +28,7 @@ func retryUnary(maxAttempts uint, bo backoff) grpc.UnaryClientInterceptor {
 			}
 		}
 		var answered error // the server's last retryable answer
+		waits := bo.sequence()
 		for attempt := uint(1); ; attempt++ {
 			err := invoker(ctx, method, req, reply, cc, opts...)
 			if err == nil {
@@ -40,7 +41,7 @@ func retryUnary(maxAttempts uint, bo backoff) grpc.UnaryClientInterceptor {
 				return err
 			}
 			answered = err
-			d := retryWait(err, bo, attempt)
+			d := retryWait(err, waits.NextBackOff())
 			if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
 				return err
 			}

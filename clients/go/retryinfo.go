@@ -25,8 +25,8 @@ func retryDelay(err error) time.Duration {
 	return 0
 }
 
-// retryWait is the wait before retry number attempt after err: the
+// retryWait is the wait before the next retry after err: own, the
 // client's own backoff, but never less than what the server asked for.
-func retryWait(err error, b backoff, attempt uint) time.Duration {
-	return max(b.delay(attempt), retryDelay(err))
+func retryWait(err error, own time.Duration) time.Duration {
+	return max(own, retryDelay(err))
 }

@@ -119,7 +119,9 @@ func asCompacted(err error) (*CompactedError, bool) {
 // on the caller's goroutine and blocks the stream while it runs.
 func (c *Client) WatchBindings(ctx context.Context, fromRevision int64, fn func(*berthv1.BindingEvent) error) error {
 	cursor := newWatchCursor(fromRevision)
-	var failures uint // consecutive reconnects without an event in between
+	// One backoff sequence across consecutive reconnects without an event in
+	// between; an event starts it over.
+	reconnects := c.backoff.sequence()
 	for {
 		progressed, err := c.watchStream(ctx, cursor, fn)
 		if ctx.Err() != nil {
@@ -136,7 +138,7 @@ func (c *Client) WatchBindings(ctx context.Context, fromRevision int64, fn func(
 			return err
 		}
 		if progressed {
-			failures = 0
+			reconnects.Reset()
 		}
 		if rev, ok := asFellBehind(err); ok {
 			cursor.capResume(rev)
@@ -146,8 +148,7 @@ func (c *Client) WatchBindings(ctx context.Context, fromRevision int64, fn func(
 				continue
 			}
 		}
-		failures++
-		if err := c.backoff.wait(ctx, failures); err != nil {
+		if err := waitNext(ctx, reconnects); err != nil {
 			return err
 		}
 	}
