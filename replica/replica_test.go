@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -17,6 +16,7 @@ import (
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/replica"
+	"github.com/berth-io/berth/replica/replicatest"
 	"github.com/berth-io/berth/store"
 )
 
@@ -32,28 +32,7 @@ type env struct {
 // the test can also reach directly.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	etcd, err := store.StartEmbedded(ctx, store.EmbeddedConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
-	srv, err := replica.Start(ctx, replica.Config{
-		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", EtcdEndpoints: etcd.Endpoints(),
-		Logger: zaptest.NewLogger(t),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	if err := srv.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	srv, etcd := replicatest.Start(t, func(c *replica.Config) { c.MetricsListen = "127.0.0.1:0" })
 	conn, err := grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

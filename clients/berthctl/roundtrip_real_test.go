@@ -11,8 +11,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
-	"github.com/berth-io/berth/replica"
-	"github.com/berth-io/berth/store"
+	"github.com/berth-io/berth/replica/replicatest"
 )
 
 // What get prints with -o yaml or json, fed back with -f, changes nothing
@@ -21,16 +20,7 @@ import (
 func TestRoundTripRealServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	etcd, err := store.StartEmbedded(ctx, store.EmbeddedConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
-	srv, err := replica.Start(ctx, replica.Config{Listen: "127.0.0.1:0", MetricsListen: "-", EtcdEndpoints: etcd.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
+	srv, _ := replicatest.Start(t)
 	berthctl := func(stdin string, args ...string) string {
 		t.Helper()
 		var out, errOut bytes.Buffer

@@ -6,12 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/proto"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
-	"github.com/berth-io/berth/replica"
-	"github.com/berth-io/berth/store"
+	"github.com/berth-io/berth/replica/replicatest"
 )
 
 // startReplica runs a real replica on loopback against an embedded etcd in
@@ -20,26 +18,7 @@ func startReplica(t *testing.T) *Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	etcd, err := store.StartEmbedded(ctx, store.EmbeddedConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
-	srv, err := replica.Start(ctx, replica.Config{
-		Listen: "127.0.0.1:0", MetricsListen: "-", EtcdEndpoints: etcd.Endpoints(),
-		Logger: zaptest.NewLogger(t),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	if err := srv.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	srv, _ := replicatest.Start(t)
 	c, err := Dial(ctx, srv.Addr())
 	if err != nil {
 		t.Fatal(err)

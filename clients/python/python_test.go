@@ -11,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"github.com/berth-io/berth/replica"
+	"github.com/berth-io/berth/replica/replicatest"
 	"github.com/berth-io/berth/server/auth"
-	"github.com/berth-io/berth/store"
 )
 
 // python is Debian's interpreter: python3-grpcio and python3-protobuf are
@@ -62,26 +60,7 @@ func TestPythonE2E(t *testing.T) {
 	requirePython(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	etcd, err := store.StartEmbedded(ctx, store.EmbeddedConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
-	srv, err := replica.Start(ctx, replica.Config{
-		Listen: "127.0.0.1:0", MetricsListen: "-", EtcdEndpoints: etcd.Endpoints(),
-		Logger: zaptest.NewLogger(t),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	if err := srv.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	srv, _ := replicatest.Start(t)
 	runPython(t, ctx, "tests/e2e.py", "--addr", srv.Addr())
 }
 
@@ -118,30 +97,12 @@ func TestPythonE2ETLS(t *testing.T) {
 	const token = "py-e2e-token"
 	tokens := write("tokens", []byte(auth.HashToken(token)+" py-orchestrator\n"))
 
-	etcd, err := store.StartEmbedded(ctx, store.EmbeddedConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
-	srv, err := replica.Start(ctx, replica.Config{
-		Listen: "127.0.0.1:0", MetricsListen: "-", EtcdEndpoints: etcd.Endpoints(),
-		Security: replica.Security{
+	srv, _ := replicatest.Start(t, func(c *replica.Config) {
+		c.Security = replica.Security{
 			TLS:        auth.TLSFiles{Cert: srvCert, Key: srvKey, ClientCA: caFile},
 			TokensFile: tokens,
-		},
-		Logger: zaptest.NewLogger(t),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
 		}
 	})
-	if err := srv.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
 	t.Run("client certificate", func(t *testing.T) {
 		runPython(t, ctx, "tests/e2e.py", "--addr", srv.Addr(), "--ca-cert", caFile, "--cert", cliCert, "--key", cliKey)
 	})
