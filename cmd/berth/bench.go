@@ -42,6 +42,7 @@ type benchFlags struct {
 	cpuProfile string
 	memProfile string
 	gcPercent  int
+	memLimit   string
 }
 
 // runBench is berth bench: the run itself is bench.Run's; this sets up the
@@ -51,7 +52,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	setGCPercent(bf.gcPercent)
+	gc, err := applyGC(bf.gcPercent, bf.memLimit)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, gc)
 	if bf.cpuProfile != "" {
 		f, err := os.Create(bf.cpuProfile)
 		if err != nil {
@@ -109,6 +114,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	fs.StringVar(&bc.JSONPath, "json", "", `also write the results to this file as scheduler_perf-style JSON ({"version":"v1","dataItems":[...]})`)
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (bench and embedded server) to this file")
 	fs.IntVar(&bf.gcPercent, "gc-percent", defaultGCPercent, gcPercentUsage+" (as for serve: the embedded server shares the process)")
+	fs.StringVar(&bf.memLimit, "memory-limit", "", memoryLimitUsage+" (as for serve)")
 	fs.StringVar(&bf.memProfile, "memprofile", "", "write the whole process's allocations (bench and embedded server) to this file when the run ends")
 	if err := fs.Parse(args); err != nil {
 		return bf, err

@@ -1,8 +1,17 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"math"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // defaultGCPercent lets the heap grow to four times what is live before the
@@ -13,13 +22,135 @@ import (
 // twice the resident memory (400 MB to 800 MB at 5,000 nodes).
 const defaultGCPercent = 300
 
-const gcPercentUsage = "garbage collection target percentage (Go's GOGC); the GOGC environment variable, if set, wins. " +
-	"GOMEMLIMIT, if set, bounds the heap as usual"
+const gcPercentUsage = "garbage collection target percentage (Go's GOGC); the GOGC environment variable, if set, wins"
 
-// setGCPercent applies percent unless the operator set GOGC.
-func setGCPercent(percent int) {
+const memoryLimitUsage = "soft memory limit of the Go heap (Go's GOMEMLIMIT), in bytes or as a quantity such as 2Gi, 512Mi, 2GiB; " +
+	"the collector runs harder as the heap nears it, whatever --gc-percent says. The GOMEMLIMIT environment variable, if set, wins. " +
+	"Empty: 90% of the cgroup's memory limit, if the process has one"
+
+// cgroupLimitShare of a container's memory limit goes to the soft limit:
+// the rest is for what the Go runtime does not count (stacks of cgo, page
+// cache charged to the cgroup, fragmentation) so the kernel's OOM killer
+// does not strike before the collector has tried.
+const cgroupLimitShare = 0.9
+
+// cgroupUnlimited: a cgroup limit at or above this is the kernel's way of
+// saying none (v1 writes a page-rounded math.MaxInt64).
+const cgroupUnlimited = 1 << 60
+
+// cgroupRoot is where the cgroup filesystem is mounted; tests point it at a
+// directory of fake files.
+var cgroupRoot = "/sys/fs/cgroup"
+
+// gcSettings is what the collector was set to, and why, for the start log.
+type gcSettings struct {
+	gcPercent         int
+	gcPercentSource   string // "flag" or "GOGC"
+	memoryLimit       int64  // math.MaxInt64: none
+	memoryLimitSource string // "flag", "GOMEMLIMIT", "cgroup" or "none"
+}
+
+// applyGC sets the collector's target and soft memory limit. The
+// environment wins over flags, as Go's own variables do; without either
+// limit, one is taken from the cgroup so a container's heap is collected
+// before the kernel kills it.
+func applyGC(percent int, memoryLimit string) (gcSettings, error) {
+	s := gcSettings{gcPercent: percent, gcPercentSource: "flag", memoryLimit: math.MaxInt64, memoryLimitSource: "none"}
 	if _, set := os.LookupEnv("GOGC"); set {
-		return
+		s.gcPercentSource = "GOGC"
+		s.gcPercent = debug.SetGCPercent(-1)
+		debug.SetGCPercent(s.gcPercent)
+	} else {
+		debug.SetGCPercent(percent)
 	}
-	debug.SetGCPercent(percent)
+	switch {
+	case os.Getenv("GOMEMLIMIT") != "":
+		s.memoryLimitSource = "GOMEMLIMIT"
+		s.memoryLimit = debug.SetMemoryLimit(-1) // -1 reads it
+		return s, nil
+	case memoryLimit != "":
+		limit, err := parseMemoryLimit(memoryLimit)
+		if err != nil {
+			return s, err
+		}
+		s.memoryLimit, s.memoryLimitSource = limit, "flag"
+	default:
+		limit, ok, err := cgroupMemoryLimit(cgroupRoot)
+		if err != nil || !ok {
+			// An unreadable cgroup leaves Go's default: no limit.
+			return s, nil
+		}
+		s.memoryLimit, s.memoryLimitSource = int64(float64(limit)*cgroupLimitShare), "cgroup"
+	}
+	debug.SetMemoryLimit(s.memoryLimit)
+	return s, nil
+}
+
+// String is the settings on one line, for berth bench's output.
+func (s gcSettings) String() string {
+	return fmt.Sprintf("gc: GOGC %d (%s), memory limit %s (%s)", s.gcPercent, s.gcPercentSource, s.limitString(), s.memoryLimitSource)
+}
+
+func (s gcSettings) limitString() string {
+	if s.memoryLimit == math.MaxInt64 {
+		return "none"
+	}
+	return resource.NewQuantity(s.memoryLimit, resource.BinarySI).String()
+}
+
+// log reports the collector's settings at start, so an operator sees which
+// of flag, environment and cgroup took effect.
+func (s gcSettings) log(logger *zap.Logger) {
+	logger.Info("garbage collector",
+		zap.Int("gc_percent", s.gcPercent), zap.String("gc_percent_source", s.gcPercentSource),
+		zap.String("memory_limit", s.limitString()), zap.Int64("memory_limit_bytes", s.memoryLimit),
+		zap.String("memory_limit_source", s.memoryLimitSource))
+}
+
+// parseMemoryLimit reads bytes or a Kubernetes quantity; "GiB"-style
+// suffixes are accepted too, since GOMEMLIMIT spells them so.
+func parseMemoryLimit(v string) (int64, error) {
+	s := strings.TrimSpace(v)
+	if strings.HasSuffix(s, "iB") {
+		s = strings.TrimSuffix(s, "B")
+	} else if strings.HasSuffix(s, "B") && len(s) > 1 && s[len(s)-2] >= '0' && s[len(s)-2] <= '9' {
+		s = strings.TrimSuffix(s, "B") // plain bytes: "1024B"
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, fmt.Errorf("--memory-limit %q: %w", v, err)
+	}
+	n, ok := q.AsInt64()
+	if !ok || n <= 0 {
+		return 0, fmt.Errorf("--memory-limit %q: want a positive whole number of bytes", v)
+	}
+	return n, nil
+}
+
+// cgroupMemoryLimit reads the memory limit of the process's cgroup under
+// root: v2's memory.max, else v1's memory/memory.limit_in_bytes. ok is
+// false when neither file exists or the limit is none.
+func cgroupMemoryLimit(root string) (limit int64, ok bool, err error) {
+	for _, name := range []string{"memory.max", filepath.Join("memory", "memory.limit_in_bytes")} {
+		b, err := os.ReadFile(filepath.Join(root, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		v := strings.TrimSpace(string(b))
+		if v == "max" {
+			return 0, false, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("%s: %w", name, err)
+		}
+		if n <= 0 || n >= cgroupUnlimited {
+			return 0, false, nil
+		}
+		return n, true, nil
+	}
+	return 0, false, nil
 }

@@ -1,17 +1,42 @@
 package main
 
 import (
+	"math"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"testing"
 )
 
+// noCgroup points the cgroup reader at an empty directory for the test.
+func noCgroup(t *testing.T) string {
+	t.Helper()
+	orig := cgroupRoot
+	cgroupRoot = t.TempDir()
+	t.Cleanup(func() { cgroupRoot = orig })
+	return cgroupRoot
+}
+
+// keepCollector restores the collector's settings after the test.
+func keepCollector(t *testing.T) {
+	t.Helper()
+	origPercent := debug.SetGCPercent(100)
+	origLimit := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() {
+		debug.SetGCPercent(origPercent)
+		debug.SetMemoryLimit(origLimit)
+	})
+}
+
 func TestSetGCPercentLeavesGOGCAlone(t *testing.T) {
-	orig := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(orig) })
+	keepCollector(t)
+	noCgroup(t)
+	t.Setenv("GOMEMLIMIT", "")
 
 	t.Setenv("GOGC", "50") // restored after the test
-	setGCPercent(300)
+	if _, err := applyGC(300, ""); err != nil {
+		t.Fatal(err)
+	}
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("with GOGC set, the target became %d; want it left at 100", got)
 	}
@@ -19,8 +44,116 @@ func TestSetGCPercentLeavesGOGCAlone(t *testing.T) {
 	if err := os.Unsetenv("GOGC"); err != nil {
 		t.Fatal(err)
 	}
-	setGCPercent(300)
+	if _, err := applyGC(300, ""); err != nil {
+		t.Fatal(err)
+	}
 	if got := debug.SetGCPercent(100); got != 300 {
 		t.Errorf("without GOGC, the target is %d; want 300", got)
+	}
+}
+
+func TestParseMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{
+		{"1048576", 1 << 20},
+		{"2Gi", 2 << 30},
+		{"2GiB", 2 << 30},
+		{"512MiB", 512 << 20},
+		{"512Mi", 512 << 20},
+		{"1G", 1e9},
+		{"1024B", 1024},
+	} {
+		got, err := parseMemoryLimit(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("parseMemoryLimit(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "lots", "-1Gi", "0", "1.5"} {
+		if got, err := parseMemoryLimit(bad); err == nil {
+			t.Errorf("parseMemoryLimit(%q) = %d; want an error", bad, got)
+		}
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCgroupMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, content string
+		want                int64
+		ok                  bool
+	}{
+		{"v2 limit", "memory.max", "2147483648\n", 2 << 30, true},
+		{"v2 none", "memory.max", "max\n", 0, false},
+		{"v1 limit", "memory/memory.limit_in_bytes", "1073741824\n", 1 << 30, true},
+		{"v1 none", "memory/memory.limit_in_bytes", "9223372036854771712\n", 0, false},
+		{"no cgroup", "", "", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tc.file != "" {
+				writeFile(t, filepath.Join(root, tc.file), tc.content)
+			}
+			got, ok, err := cgroupMemoryLimit(root)
+			if err != nil || got != tc.want || ok != tc.ok {
+				t.Errorf("cgroupMemoryLimit = %d, %v, %v; want %d, %v", got, ok, err, tc.want, tc.ok)
+			}
+		})
+	}
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "memory.max"), "garbage\n")
+	if _, _, err := cgroupMemoryLimit(root); err == nil {
+		t.Error("an unreadable memory.max: want an error")
+	}
+}
+
+func TestApplyGCMemoryLimit(t *testing.T) {
+	keepCollector(t)
+	root := noCgroup(t)
+	t.Setenv("GOMEMLIMIT", "")
+	t.Setenv("GOGC", "")
+	if err := os.Unsetenv("GOGC"); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := applyGC(300, "")
+	if err != nil || s.memoryLimitSource != "none" || s.memoryLimit != math.MaxInt64 {
+		t.Errorf("without flag or cgroup: %+v, %v; want no limit", s, err)
+	}
+
+	writeFile(t, filepath.Join(root, "memory.max"), "1000000000\n")
+	s, err = applyGC(300, "")
+	if err != nil || s.memoryLimitSource != "cgroup" || s.memoryLimit != 900_000_000 {
+		t.Errorf("with a 1 GB cgroup: %+v, %v; want 90%% of it", s, err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 900_000_000 {
+		t.Errorf("runtime limit %d; want 900000000", got)
+	}
+
+	s, err = applyGC(300, "512Mi")
+	if err != nil || s.memoryLimitSource != "flag" || s.memoryLimit != 512<<20 {
+		t.Errorf("with --memory-limit 512Mi: %+v, %v; want the flag's", s, err)
+	}
+
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	debug.SetMemoryLimit(1 << 30) // what the runtime read from GOMEMLIMIT at start
+	s, err = applyGC(300, "512Mi")
+	if err != nil || s.memoryLimitSource != "GOMEMLIMIT" || s.memoryLimit != 1<<30 {
+		t.Errorf("with GOMEMLIMIT: %+v, %v; want it to win", s, err)
+	}
+
+	t.Setenv("GOMEMLIMIT", "")
+	if _, err := applyGC(300, "lots"); err == nil {
+		t.Error("--memory-limit lots: want an error")
 	}
 }

@@ -145,6 +145,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	etcdClient.bind(fs)
 	configPath := fs.String("config", "", "scheduler configuration file (KubeSchedulerConfiguration-shaped YAML; see scheduler/config)")
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, gcPercentUsage)
+	memoryLimit := fs.String("memory-limit", "", memoryLimitUsage)
 	var sec securityOptions
 	securityFlags(fs, &sec)
 	if err := fs.Parse(args); err != nil {
@@ -153,7 +154,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return errors.New("unexpected arguments: " + strings.Join(fs.Args(), " "))
 	}
-	setGCPercent(*gcPercent)
+	gc, err := applyGC(*gcPercent, *memoryLimit)
+	if err != nil {
+		return err
+	}
 	if *configPath != "" {
 		if err := applySchedulerConfig(fs, *configPath, &cfg); err != nil {
 			return err
@@ -171,6 +175,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer logger.Sync() //nolint:errcheck // stderr sync errors are not actionable
 	cfg.Logger = logger
+	gc.log(logger)
 	auditLogger, err := sec.apply(&cfg)
 	if err != nil {
 		return err
