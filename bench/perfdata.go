@@ -45,6 +45,9 @@ func perfData(results []runResult) PerfData {
 				"initPods": strconv.Itoa(r.initPods),
 				"pods":     strconv.Itoa(r.pods),
 			}
+			if r.rate > 0 {
+				l["rate"] = strconv.FormatFloat(r.rate, 'f', -1, 64)
+			}
 			if r.err != nil || len(r.violations) > 0 {
 				l["status"] = "failed"
 			}
@@ -62,6 +65,7 @@ func perfData(results []runResult) PerfData {
 				"Perc50":  ms(r.percentile(0.50)),
 				"Perc90":  ms(r.percentile(0.90)),
 				"Perc99":  ms(r.percentile(0.99)),
+				"Perc999": ms(r.percentile(0.999)),
 				"Max":     ms(r.latencies[len(r.latencies)-1]),
 			},
 			Unit:   "ms",

@@ -25,11 +25,11 @@ func TestPerfData(t *testing.T) {
 	want := PerfData{Version: "v1", DataItems: []DataItem{
 		{Data: map[string]float64{"Average": 50}, Unit: "pods/s",
 			Labels: map[string]string{"Metric": "SchedulingThroughput", "workload": "basic", "nodes": "20", "initPods": "0", "pods": "100"}},
-		{Data: map[string]float64{"Average": 50.5, "Perc50": 50, "Perc90": 90, "Perc99": 99, "Max": 100}, Unit: "ms",
+		{Data: map[string]float64{"Average": 50.5, "Perc50": 50, "Perc90": 90, "Perc99": 99, "Perc999": 99, "Max": 100}, Unit: "ms",
 			Labels: map[string]string{"Metric": "submit_to_bound", "workload": "basic", "nodes": "20", "initPods": "0", "pods": "100"}},
 		{Data: map[string]float64{"Average": 1}, Unit: "pods/s",
 			Labels: map[string]string{"Metric": "SchedulingThroughput", "workload": "preemption", "nodes": "5", "initPods": "10", "pods": "4", "status": "failed"}},
-		{Data: map[string]float64{"Average": 3, "Perc50": 3, "Perc90": 3, "Perc99": 3, "Max": 3}, Unit: "ms",
+		{Data: map[string]float64{"Average": 3, "Perc50": 3, "Perc90": 3, "Perc99": 3, "Perc999": 3, "Max": 3}, Unit: "ms",
 			Labels: map[string]string{"Metric": "submit_to_bound", "workload": "preemption", "nodes": "5", "initPods": "10", "pods": "4", "status": "failed"}},
 	}}
 	if diff := cmp.Diff(want, perfData(results)); diff != "" {

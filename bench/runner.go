@@ -30,6 +30,7 @@ type runResult struct {
 	replayDur             time.Duration   // trace: all creations and deletions
 	elapsed               time.Duration   // first measured submit to last measured bind
 	latencies             []time.Duration // submit to bound, sorted
+	rate                  float64         // --rate: offered pods/s (0: as fast as acknowledged)
 	violations            []string
 	err                   error
 	skipped               string        // why the workload did not run, if it did not
@@ -81,6 +82,9 @@ func runWorkload(ctx context.Context, bc Config, w *workload, run string, conn g
 		t:       newTracker(),
 	}
 	res := runResult{workload: w.name, nodes: w.nodes, initPods: w.initPods, pods: w.pods}
+	if w.trace == nil {
+		res.rate = bc.Rate
+	}
 	res.err = r.execute(ctx, &res)
 	if bc.Addr != "" {
 		// A shared server outlives the run: leave it as it was.
@@ -177,11 +181,25 @@ func (r *runner) phase(ctx context.Context, phase podPhase, n int, build func(in
 	r.t.touch()
 	start := time.Now()
 	sub := newSubmitter(ctx, r.pods, r.t, r.bc.Concurrency)
-	for lo := 0; lo < n; lo += r.bc.Batch {
-		sub.submit(slots[lo:min(lo+r.bc.Batch, n)])
-	}
-	if err := sub.wait(); err != nil {
-		return time.Since(start), err
+	if r.bc.Rate > 0 && phase == phaseMeasured {
+		ticker := time.NewTicker(pacerTick(r.bc.Rate))
+		p := &pacer{rate: r.bc.Rate, batch: r.bc.Batch}
+		err := p.run(sub.ctx, start, ticker.C, n, func(lo, hi int) { sub.submit(slots[lo:hi]) })
+		ticker.Stop()
+		// A failed call ends the pacer too: its error, not the pacer's, says why.
+		if werr := sub.wait(); werr != nil {
+			return time.Since(start), werr
+		}
+		if err != nil {
+			return time.Since(start), err
+		}
+	} else {
+		for lo := 0; lo < n; lo += r.bc.Batch {
+			sub.submit(slots[lo:min(lo+r.bc.Batch, n)])
+		}
+		if err := sub.wait(); err != nil {
+			return time.Since(start), err
+		}
 	}
 	submitDur := time.Since(start)
 	return submitDur, r.t.waitFor(ctx, r.bc.Stall, func(c trackerCounts) bool { return c.bound[phase] >= n })

@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"context"
+	"time"
+)
+
+// pacer spreads n submissions over time at a fixed rate, so latency is
+// measured under a steady offered load rather than a burst that queues
+// behind itself: at an open-loop rate below capacity, submit-to-bound is
+// what a client of a busy service would see.
+type pacer struct {
+	rate  float64 // pods per second
+	batch int     // most pods per call
+	start time.Time
+	sent  int
+}
+
+// pacerTickMin keeps calls few at high rates: each tick sends what fell due
+// since the last, at 1,000 pods/s ten pods a tick.
+const pacerTickMin = 10 * time.Millisecond
+
+// pacerTick is how often the pacer wakes: every pacerTickMin, or once a pod
+// at rates below one per pacerTickMin.
+func pacerTick(rate float64) time.Duration {
+	return max(pacerTickMin, time.Duration(float64(time.Second)/rate))
+}
+
+// due is how many more of n pods should be sent by now: those whose slot,
+// one per 1/rate from start (the first at start), has come.
+func (p *pacer) due(now time.Time, n int) int {
+	elapsed := max(now.Sub(p.start), 0)
+	owed := min(int(elapsed.Seconds()*p.rate)+1, n)
+	return max(owed-p.sent, 0)
+}
+
+// run sends n pods as [lo, hi) ranges of at most batch, starting now and
+// then on each tick, until all are sent or ctx ends. send may block (calls
+// in flight are bounded): the pods it delays go out together on a later
+// tick, so the total stays on schedule while the submitter keeps up.
+func (p *pacer) run(ctx context.Context, start time.Time, ticks <-chan time.Time, n int, send func(lo, hi int)) error {
+	p.start = start
+	now := start
+	for {
+		for k := p.due(now, n); k > 0; {
+			c := min(k, p.batch)
+			send(p.sent, p.sent+c)
+			p.sent += c
+			k -= c
+		}
+		if p.sent >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case now = <-ticks:
+		}
+	}
+}
