@@ -66,6 +66,15 @@ func (c *Checker) count(o *Outcome) {
 		c.Seen = map[string]int{}
 	}
 	c.Seen["preemption candidates"] += len(o.Candidates)
+	if o.Nominated != "" {
+		c.Seen["preemption nominations"]++
+		if len(o.PreemptionBest) > 1 {
+			c.Seen["nominations among ties"]++
+		}
+		if len(o.PreemptionBest) < len(o.Candidates) {
+			c.Seen["nominations the rules narrowed"]++
+		}
+	}
 	for _, n := range o.Nodes {
 		switch {
 		case len(n.Scores) > 0:
