@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/berth-io/berth/scheduler/algorithm"
 	"github.com/berth-io/berth/scheduler/cache"
@@ -114,6 +115,31 @@ func (r *BerthRunner) preempt(ctx context.Context, state *framework.CycleState, 
 			}
 			out.Candidates[c.Name] = victims
 		}
+		recordSelection(candidates, time.Now(), out)
 	}
 	return nil
+}
+
+// recordSelection records the candidate Berth nominates, as its
+// preemption does, and every candidate tied with it. SelectCandidate
+// keeps the first of the tied in the order it is given, so starting the
+// list at each candidate in turn brings out each one tied for best.
+func recordSelection(candidates []defaultpreemption.Candidate, now time.Time, out *Outcome) {
+	nominee := defaultpreemption.SelectCandidate(candidates, now)
+	if nominee == nil {
+		return
+	}
+	out.Nominated = nominee.Name
+	for _, v := range nominee.Victims {
+		out.NominatedVictims = append(out.NominatedVictims, v.Key())
+	}
+	best := map[string]bool{}
+	rotated := make([]defaultpreemption.Candidate, 0, len(candidates))
+	for i := range candidates {
+		rotated = append(append(rotated[:0], candidates[i:]...), candidates[:i]...)
+		best[defaultpreemption.SelectCandidate(rotated, now).Name] = true
+	}
+	for n := range best {
+		out.PreemptionBest = append(out.PreemptionBest, n)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -66,6 +67,15 @@ func (c *Checker) count(o *Outcome) {
 		c.Seen = map[string]int{}
 	}
 	c.Seen["preemption candidates"] += len(o.Candidates)
+	if o.Nominated != "" {
+		c.Seen["preemption nominations"]++
+		if len(o.PreemptionBest) > 1 {
+			c.Seen["nominations among ties"]++
+		}
+		if len(o.PreemptionBest) < len(o.Candidates) {
+			c.Seen["nominations the rules narrowed"]++
+		}
+	}
 	for _, n := range o.Nodes {
 		switch {
 		case len(n.Scores) > 0:
@@ -170,9 +180,15 @@ const (
 	MutateReason      Mutation = "reason"
 	MutateBest        Mutation = "best"
 	MutateVictims     Mutation = "victims"
+	// MutateNominated moves kube's nomination to a candidate outside the
+	// best, or off the candidates when all of them tie.
+	MutateNominated        Mutation = "nominated"
+	MutatePreemptionBest   Mutation = "preemption-best"
+	MutateNominatedVictims Mutation = "nominated-victims"
 )
 
-var mutations = []Mutation{MutateScore, MutateFeasibility, MutateCode, MutatePlugin, MutateReason, MutateBest, MutateVictims}
+var mutations = []Mutation{MutateScore, MutateFeasibility, MutateCode, MutatePlugin, MutateReason, MutateBest, MutateVictims,
+	MutateNominated, MutatePreemptionBest, MutateNominatedVictims}
 
 // mutate changes one thing in o, chosen from the seed among the
 // mutations o has something for (feasibility always applies).
@@ -235,7 +251,39 @@ func mutate(o *Outcome, seed uint64) Mutation {
 				o.Candidates[n] = append(o.Candidates[n], "ns/extra-victim")
 				return m
 			}
+		case MutateNominated:
+			if o.Nominated != "" {
+				o.Nominated = notBest(o)
+				if o.Nominated == "" {
+					o.Nominated = o.PreemptionBest[0] + "?"
+				}
+				return m
+			}
+		case MutatePreemptionBest:
+			if len(o.PreemptionBest) > 0 {
+				if n := notBest(o); n != "" {
+					o.PreemptionBest = append(o.PreemptionBest, n)
+				} else {
+					o.PreemptionBest = o.PreemptionBest[1:]
+				}
+				return m
+			}
+		case MutateNominatedVictims:
+			if o.Nominated != "" {
+				o.NominatedVictims = append(o.NominatedVictims, "ns/extra-victim")
+				return m
+			}
 		}
 	}
 	panic("unreachable: feasibility always applies")
+}
+
+// notBest is the first candidate (by name) outside o's best, "" if all tie.
+func notBest(o *Outcome) string {
+	for _, n := range scoreNames(toCount(o.Candidates), nil) {
+		if !slices.Contains(o.PreemptionBest, n) {
+			return n
+		}
+	}
+	return ""
 }

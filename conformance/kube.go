@@ -3,6 +3,8 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -20,8 +22,10 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
+	"k8s.io/kubernetes/pkg/scheduler/util"
 
 	"github.com/berth-io/berth/scheduler/plugins/names"
 )
@@ -236,7 +240,56 @@ func (r *KubeRunner) preempt(ctx context.Context, state fwk.CycleState, pod *v1.
 		}
 		out.Candidates[c.Name()] = victims
 	}
+	if nominee := r.preemption.Evaluator.SelectCandidate(ctx, candidates); nominee != nil {
+		out.Nominated = nominee.Name()
+		for _, v := range nominee.Victims().Pods {
+			out.NominatedVictims = append(out.NominatedVictims, v.Namespace+"/"+v.Name)
+		}
+	}
+	out.PreemptionBest = tiedForPreemption(candidates)
 	return nil
+}
+
+// tiedForPreemption is every candidate kube's selection could pick: it
+// keeps, rule by rule, the candidates best on the rule (fewest budget
+// violations, lowest top victim priority, smallest sum of shifted
+// priorities, fewest victims, latest start of the top-priority victims)
+// and then takes the first in map order, which is random. kube exposes
+// only that random pick, so the ties are computed here from its
+// candidates, its victim order and its start-time helper; the pick
+// itself is checked to be among them.
+func tiedForPreemption(candidates []preemption.Candidate) []string {
+	type key [5]int64
+	keys := map[string]key{}
+	var top key
+	first := true
+	for _, c := range candidates {
+		v := c.Victims()
+		var sum int64
+		for _, p := range v.Pods {
+			sum += int64(priority(p)) + math.MaxInt32 + 1
+		}
+		k := key{-v.NumPDBViolations, -int64(priority(v.Pods[0])), -sum, -int64(len(v.Pods)), util.GetEarliestPodStartTime(v).UnixNano()}
+		keys[c.Name()] = k
+		if first || slices.Compare(k[:], top[:]) > 0 {
+			top, first = k, false
+		}
+	}
+	var best []string
+	for n, k := range keys {
+		if k == top {
+			best = append(best, n)
+		}
+	}
+	return best
+}
+
+// priority is kube's PodPriority: a pod without one has 0.
+func priority(p *v1.Pod) int32 {
+	if p.Spec.Priority == nil {
+		return 0
+	}
+	return *p.Spec.Priority
 }
 
 // noNominations is a queue with no nominated pods.

@@ -28,6 +28,13 @@ type Outcome struct {
 	// Candidates maps each node where preemption would make room, when no
 	// node fits, to its victims ("namespace/name", sorted).
 	Candidates map[string][]string
+	// PreemptionBest are the candidates tied for best under preemption's
+	// selection rules, sorted; Nominated is the one the scheduler's own
+	// selection picks (any of them: its last tie-break is order or
+	// chance) and NominatedVictims its victims, sorted.
+	PreemptionBest   []string
+	Nominated        string
+	NominatedVictims []string
 }
 
 func newOutcome() *Outcome { return &Outcome{Nodes: map[string]*NodeOutcome{}} }
@@ -46,6 +53,8 @@ func (o *Outcome) normalize() {
 	for _, v := range o.Candidates {
 		sort.Strings(v)
 	}
+	sort.Strings(o.PreemptionBest)
+	sort.Strings(o.NominatedVictims)
 }
 
 // deliberateReason maps a Berth reason that deliberately says more than
@@ -105,6 +114,45 @@ func Diff(kube, berth *Outcome) []string {
 	}
 	if !slices.Equal(kube.Best, berth.Best) {
 		out = append(out, fmt.Sprintf("best nodes: kube %v, berth %v", kube.Best, berth.Best))
+	}
+	return append(out, diffNomination(kube, berth)...)
+}
+
+// diffNomination compares preemption's pick modulo ties: the same
+// candidates tie for best, each side nominates one of the other's best,
+// and the victims of each nomination are what the other side would evict
+// on that node. Kube's nominee must also be among the best that the
+// checker computes from kube's own candidates, or that computation (and
+// so the comparison of best sets) is wrong.
+func diffNomination(kube, berth *Outcome) []string {
+	var out []string
+	if !slices.Equal(kube.PreemptionBest, berth.PreemptionBest) {
+		out = append(out, fmt.Sprintf("preemption's best candidates: kube %v, berth %v", kube.PreemptionBest, berth.PreemptionBest))
+	}
+	if kube.Nominated != "" && !slices.Contains(kube.PreemptionBest, kube.Nominated) {
+		out = append(out, fmt.Sprintf("kube nominates %s, not among the best %v computed from kube's rules", kube.Nominated, kube.PreemptionBest))
+	}
+	for _, n := range []struct {
+		who, node, other string
+		victims          []string
+		otherBest        []string
+		otherCandidates  map[string][]string
+	}{
+		{"kube", kube.Nominated, "berth", kube.NominatedVictims, berth.PreemptionBest, berth.Candidates},
+		{"berth", berth.Nominated, "kube", berth.NominatedVictims, kube.PreemptionBest, kube.Candidates},
+	} {
+		if n.node == "" {
+			if len(n.otherBest) > 0 {
+				out = append(out, fmt.Sprintf("%s nominates no node, %s's best candidates are %v", n.who, n.other, n.otherBest))
+			}
+			continue
+		}
+		if !slices.Contains(n.otherBest, n.node) {
+			out = append(out, fmt.Sprintf("%s nominates %s, not among %s's best candidates %v", n.who, n.node, n.other, n.otherBest))
+		}
+		if v, ok := n.otherCandidates[n.node]; !ok || !slices.Equal(v, n.victims) {
+			out = append(out, fmt.Sprintf("%s nominates %s evicting %v, %s would evict %s there", n.who, n.node, n.victims, n.other, victimsText(v, ok)))
+		}
 	}
 	return out
 }

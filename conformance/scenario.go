@@ -6,6 +6,7 @@ package conformance
 import (
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -72,8 +73,21 @@ func Generate(seed uint64) *Scenario {
 		}
 	}
 	sc.Pod = g.pod("incoming", true)
+	// Start times come from a stream of their own so adding them left
+	// every other draw of a seed as it was. Few distinct values make
+	// preemption's last rule (latest start among the top victims) both
+	// decide and tie. Every placed pod has one: kube reads a missing one
+	// as the time of each call, which would make that rule a clock race.
+	starts := rand.New(rand.NewPCG(seed, 0x57a27))
+	for _, p := range sc.Pods {
+		p.Status.StartTime = &metav1.Time{Time: startEpoch.Add(time.Duration(starts.IntN(3)) * time.Minute)}
+	}
 	return sc
 }
+
+// startEpoch is when the placed pods' start times begin, whole seconds so
+// it survives a YAML round trip.
+var startEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (g gen) node(name string) *v1.Node {
 	alloc := v1.ResourceList{

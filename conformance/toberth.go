@@ -62,6 +62,9 @@ func toBerthPod(p *v1.Pod) *framework.Pod {
 	if p.Spec.NodeName != "" {
 		out.Phase = framework.PodRunning
 	}
+	if p.Status.StartTime != nil {
+		out.StartTime = p.Status.StartTime.Time
+	}
 	if p.Spec.Priority != nil {
 		out.Priority = *p.Spec.Priority
 	}
