@@ -2,17 +2,13 @@ package server
 
 import (
 	"context"
-	"errors"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
@@ -40,17 +36,8 @@ func TestFrontShedsPastItsLimitButNotHealthChecks(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	front := New(Config{Store: st, Registerer: reg, Logger: zaptest.NewLogger(t),
 		Admission: admission.Config{MaxInFlight: 1, MaxWait: time.Nanosecond}})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- front.Serve(lis) }()
+	conn := serveFront(t, front)
 	front.SetServing()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cluster := berthv1.NewClusterServiceClient(conn)
@@ -62,7 +49,7 @@ func TestFrontShedsPastItsLimitButNotHealthChecks(t *testing.T) {
 	}()
 	<-st.entered
 
-	_, err = cluster.ListDisruptionBudgets(ctx, &berthv1.ListDisruptionBudgetsRequest{Namespace: "ns"})
+	_, err := cluster.ListDisruptionBudgets(ctx, &berthv1.ListDisruptionBudgetsRequest{Namespace: "ns"})
 	st2 := status.Convert(err)
 	var retry *errdetails.RetryInfo
 	for _, d := range st2.Details() {
@@ -86,11 +73,6 @@ func TestFrontShedsPastItsLimitButNotHealthChecks(t *testing.T) {
 		t.Errorf("berth_admission_shed_total{method=%q,reason=\"wait\"} = %v, want 1", method, got)
 	}
 
-	conn.Close()
-	front.Shutdown(time.Minute)
-	if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-		t.Errorf("serve: %v", err)
-	}
 }
 
 func shedCount(t *testing.T, reg *prometheus.Registry, method, reason string) float64 {

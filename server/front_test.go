@@ -40,22 +40,13 @@ func (s *budgetStore) ListBudgets(_ context.Context, namespace string) ([]*berth
 func TestFrontValidatesBeforeTheStore(t *testing.T) {
 	st := &budgetStore{}
 	front := New(Config{Store: st, Registerer: prometheus.NewRegistry(), Logger: zaptest.NewLogger(t)})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- front.Serve(lis) }()
+	conn := serveFront(t, front)
 	front.SetServing()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
 	cluster := berthv1.NewClusterServiceClient(conn)
-	_, err = cluster.ListDisruptionBudgets(ctx, &berthv1.ListDisruptionBudgetsRequest{Namespace: "Bad_NS"})
+	_, err := cluster.ListDisruptionBudgets(ctx, &berthv1.ListDisruptionBudgetsRequest{Namespace: "Bad_NS"})
 	if status.Code(err) != codes.InvalidArgument || st.calls.Load() != 0 {
 		t.Errorf("bad namespace: %v after %d store calls; want InvalidArgument before the store", err, st.calls.Load())
 	}
@@ -68,9 +59,28 @@ func TestFrontValidatesBeforeTheStore(t *testing.T) {
 		t.Errorf("health: %v, %v", h, err)
 	}
 
-	conn.Close()
-	front.Shutdown(time.Minute)
-	if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-		t.Errorf("serve: %v", err)
+}
+
+// serveFront serves front on a loopback port and returns a connection to
+// it. At cleanup the connection closes and Shutdown must end Serve cleanly.
+func serveFront(t *testing.T, front *Server) *grpc.ClientConn {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	served := make(chan error, 1)
+	go func() { served <- front.Serve(lis) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		front.Shutdown(time.Minute)
+		if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return conn
 }

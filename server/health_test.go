@@ -2,15 +2,11 @@ package server
 
 import (
 	"context"
-	"errors"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
@@ -19,16 +15,7 @@ import (
 // serves before the replica reports.
 func TestHealthPerService(t *testing.T) {
 	front := New(Config{Store: &budgetStore{}, Registerer: prometheus.NewRegistry(), Logger: zaptest.NewLogger(t)})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- front.Serve(lis) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := serveFront(t, front)
 	hc := healthpb.NewHealthClient(conn)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -60,9 +47,4 @@ func TestHealthPerService(t *testing.T) {
 	front.SetHealth(Health{Scheduling: true})
 	check("storage lost", all(off))
 
-	conn.Close()
-	front.Shutdown(time.Minute)
-	if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-		t.Errorf("serve: %v", err)
-	}
 }
