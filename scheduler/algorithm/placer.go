@@ -59,9 +59,19 @@ type Placer struct {
 
 	results  []nodeResult
 	feasible []*framework.NodeInfo
+	// feasiblePos[i] is feasible[i]'s position in the snapshot list, for
+	// the memo; kept only while cur is set.
+	feasiblePos []int32
 	// statuses is every cycle's NodeToStatus, reused: see Schedule.
 	statuses *framework.NodeToStatus
 	scores   framework.NodeScores
+
+	// batching enables the signature memo (see memo.go); cur is the
+	// current cycle's signature's results, nil when the cycle cannot use
+	// the memo.
+	batching bool
+	memo     signatureMemo
+	cur      *signatureResults
 }
 
 // Option configures New.
@@ -72,11 +82,18 @@ func WithRandSeed(seed1, seed2 uint64) Option {
 	return func(s *Placer) { s.pcg.Seed(seed1, seed2) }
 }
 
+// WithSignatureBatching turns the reuse of results between pods of one
+// signature (see memo.go) on or off; it is on by default. Decisions are
+// the same either way; off is for comparing.
+func WithSignatureBatching(on bool) Option {
+	return func(s *Placer) { s.batching = on }
+}
+
 // New returns a Placer filtering percentageOfNodesToScore percent of
 // the nodes per cycle (0: kube's adaptive default).
 func New(percentageOfNodesToScore int32, opts ...Option) *Placer {
 	now := uint64(time.Now().UnixNano())
-	s := &Placer{percentage: percentageOfNodesToScore, pcg: rand.NewPCG(now, now>>1^0x9e3779b97f4a7c15)}
+	s := &Placer{percentage: percentageOfNodesToScore, pcg: rand.NewPCG(now, now>>1^0x9e3779b97f4a7c15), batching: true}
 	for _, o := range opts {
 		o(s)
 	}
@@ -94,7 +111,18 @@ func (s *Placer) Schedule(ctx context.Context, fwk *runtime.Framework, state *fr
 	if len(nodes) == 0 {
 		return Result{}, framework.ErrNoNodesAvailable
 	}
-	feasibleNodes, diag, err := s.findNodesThatFitPod(ctx, fwk, state, pod, nodes)
+	s.cur = nil
+	sig, batched := s.signature(fwk, pod)
+	if batched {
+		var began uint64
+		if began, batched = s.memo.begin(fwk, nodes); batched {
+			defer s.memo.end(fwk, began)
+		}
+	}
+	if !batched {
+		sig = ""
+	}
+	feasibleNodes, diag, err := s.findNodesThatFitPod(ctx, fwk, state, pod, nodes, batched, sig)
 	if err != nil {
 		return Result{}, err
 	}
@@ -105,7 +133,11 @@ func (s *Placer) Schedule(ctx context.Context, fwk *runtime.Framework, state *fr
 	if len(feasibleNodes) == 1 {
 		return Result{SuggestedHost: feasibleNodes[0].Node().Name, EvaluatedNodes: evaluated, FeasibleNodes: 1}, nil
 	}
-	totals, err := s.prioritize(ctx, fwk, state, pod, feasibleNodes, &s.scores)
+	var memo runtime.RawScoreMemo
+	if s.cur != nil {
+		memo = &scoreMemo{r: s.cur, pos: s.feasiblePos, nodes: feasibleNodes}
+	}
+	totals, err := s.prioritize(ctx, fwk, state, pod, feasibleNodes, &s.scores, memo)
 	if err != nil {
 		return Result{}, err
 	}
@@ -113,9 +145,21 @@ func (s *Placer) Schedule(ctx context.Context, fwk *runtime.Framework, state *fr
 	return Result{SuggestedHost: feasibleNodes[best].Node().Name, EvaluatedNodes: evaluated, FeasibleNodes: len(feasibleNodes)}, nil
 }
 
+// signature returns the pod's signature if this cycle may use the memo
+// for it at all: a pod nominated to a node filters that node first and is
+// left out of the nominations it would count, so it goes alone.
+func (s *Placer) signature(fwk *runtime.Framework, pod *framework.PodInfo) (string, bool) {
+	if !s.batching || pod.Pod.NominatedNodeName != "" {
+		return "", false
+	}
+	return fwk.PodSignature(pod)
+}
+
 // findNodesThatFitPod runs PreFilter, tries the nominated node, then
-// filters a window of the (possibly narrowed) nodes.
-func (s *Placer) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, all []*framework.NodeInfo) ([]*framework.NodeInfo, framework.Diagnosis, error) {
+// filters a window of the (possibly narrowed) nodes. With batched, the
+// memo's results for sig are used when the nodes are not narrowed.
+func (s *Placer) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, all []*framework.NodeInfo,
+	batched bool, sig string) ([]*framework.NodeInfo, framework.Diagnosis, error) {
 	if s.statuses == nil {
 		s.statuses = framework.NewNodeToStatus()
 	}
@@ -152,6 +196,10 @@ func (s *Placer) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework
 	}
 
 	candidates := narrow(fwk, all, preRes, withNodes, &diag)
+	if batched && preRes.AllNodes() {
+		// The memo is by position in the whole list.
+		s.cur = s.memo.lookup(memoKey{fwk: fwk, sig: sig, skipFilter: state.SkipFilterPlugins()})
+	}
 	diag.NodeToStatus.Grow(len(candidates))
 	found, recordedNominated, err := s.findNodesThatPassFilters(ctx, fwk, state, pod, &diag, candidates, nominated)
 	// The window most often filtered the nominated node again; if not,
@@ -225,12 +273,15 @@ func (s *Placer) findNodesThatPassFilters(ctx context.Context, fwk *runtime.Fram
 	}
 	start := s.nextStartNodeIndex
 	s.feasible = s.feasible[:0]
+	s.feasiblePos = s.feasiblePos[:0]
 	if !fwk.HasFilterPlugins() {
 		for i := range numToFind {
 			s.feasible = append(s.feasible, nodes[(start+i)%n])
+			s.feasiblePos = append(s.feasiblePos, int32((start+i)%n))
 		}
 		return s.feasible, false, nil
 	}
+	memo := s.cur
 
 	if cap(s.results) < n {
 		s.results = make([]nodeResult, n)
@@ -255,7 +306,17 @@ func (s *Placer) findNodesThatPassFilters(ctx context.Context, fwk *runtime.Fram
 				break
 			}
 		}
-		st := fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodes[(start+i)%n])
+		pos := (start + i) % n
+		ni := nodes[pos]
+		var st *framework.Status
+		if memo == nil {
+			st = fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
+		} else if known, ok := memo.filterResult(pos, ni); ok {
+			st = known
+		} else {
+			st = fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
+			memo.keepFilterResult(pos, ni, st)
+		}
 		switch {
 		case st.IsSuccess():
 			results[i].state = feasible
@@ -291,10 +352,12 @@ func (s *Placer) keepWindowPrefix(results []nodeResult, nodes []*framework.NodeI
 	for i := range results {
 		r := &results[i]
 		if len(s.feasible) < numToFind {
-			switch ni := nodes[(start+i)%n]; r.state {
+			switch pos := (start + i) % n; r.state {
 			case feasible:
-				s.feasible = append(s.feasible, ni)
+				s.feasible = append(s.feasible, nodes[pos])
+				s.feasiblePos = append(s.feasiblePos, int32(pos))
 			case rejected:
+				ni := nodes[pos]
 				diag.NodeToStatus.Record(ni, r.status)
 				if p, c := r.status.Plugin(), r.status.Code(); p != last.plugin || c != last.code {
 					diag.AddPluginStatus(r.status)
@@ -311,8 +374,10 @@ func (s *Placer) keepWindowPrefix(results []nodeResult, nodes []*framework.NodeI
 }
 
 // prioritize runs PreScore and Score and returns the weighted totals, in
-// the order of nodes. Without Score plugins every node scores 1.
-func (s *Placer) prioritize(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo, out *framework.NodeScores) ([]int64, error) {
+// the order of nodes. Without Score plugins every node scores 1. A memo
+// (nil: none) supplies and keeps raw scores.
+func (s *Placer) prioritize(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo, out *framework.NodeScores,
+	memo runtime.RawScoreMemo) ([]int64, error) {
 	if !fwk.HasScorePlugins() {
 		out.Reset(0, nodes)
 		for i := range out.Totals {
@@ -323,7 +388,10 @@ func (s *Placer) prioritize(ctx context.Context, fwk *runtime.Framework, state *
 	if st := fwk.RunPreScorePlugins(ctx, state, pod, nodes); !st.IsSuccess() {
 		return nil, st.AsError()
 	}
-	if st := fwk.RunScorePlugins(ctx, state, pod, nodes, out); !st.IsSuccess() {
+	if m, ok := memo.(*scoreMemo); ok {
+		m.r.prepareScores(state.SkipScorePlugins(), fwk.NumActiveScorePlugins(state))
+	}
+	if st := fwk.RunScorePluginsWithMemo(ctx, state, pod, nodes, out, memo); !st.IsSuccess() {
 		return nil, st.AsError()
 	}
 	return out.Totals, nil

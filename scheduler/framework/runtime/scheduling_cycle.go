@@ -213,6 +213,26 @@ func (f *Framework) RunPreScorePlugins(ctx context.Context, state *framework.Cyc
 // normalizes each plugin's scores, checks they are in [0, 100] and sums
 // them with the plugins' weights into out (reused; see NodeScores).
 func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo, out *framework.NodeScores) *framework.Status {
+	return f.RunScorePluginsWithMemo(ctx, state, pod, nodes, out, nil)
+}
+
+// RawScoreMemo holds Score plugins' raw scores (before NormalizeScore) per
+// node, for pods that share them (see framework.SignPlugin). Its storage
+// for a node has one slot per Score plugin this cycle runs, in order.
+type RawScoreMemo interface {
+	// RawScores returns the storage of the i-th node and whether it holds
+	// that node's scores already.
+	RawScores(i int) (raw []int64, known bool)
+	// Known marks the i-th node's storage as filled.
+	Known(i int)
+}
+
+// RunScorePluginsWithMemo is RunScorePlugins taking the raw scores of the
+// nodes memo knows from it, and leaving the others in it once computed;
+// normalizing and weighting run as always. A nil memo computes every
+// score.
+func (f *Framework) RunScorePluginsWithMemo(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo, out *framework.NodeScores,
+	memo RawScoreMemo) *framework.Status {
 	skip := state.SkipScorePlugins()
 	active := make([]int, 0, len(f.score))
 	for i := range f.score {
@@ -236,6 +256,25 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleS
 		}
 		ni := nodes[n]
 		name := ni.Node().Name
+		if memo != nil {
+			raw, known := memo.RawScores(n)
+			if !known {
+				for p, i := range active {
+					pl := f.score[i]
+					s, st := pl.Score(ctx, state, pod, ni)
+					if !st.IsSuccess() {
+						errOnce.set(fmt.Errorf("plugin %q failed with: %w", pl.Name(), st.AsError()))
+						return
+					}
+					raw[p] = s
+				}
+				memo.Known(n)
+			}
+			for p := range active {
+				out.PluginScores(p)[n] = framework.NodeScore{Name: name, Score: raw[p]}
+			}
+			return
+		}
 		for p, i := range active {
 			pl := f.score[i]
 			s, st := pl.Score(ctx, state, pod, ni)
