@@ -181,7 +181,10 @@ func shapes() []func(p *framework.Pod) {
 			p.Containers[0].Ports = []framework.ContainerPort{{ContainerPort: 80, HostPort: 8080, Protocol: framework.ProtocolTCP}}
 		}),
 		with(big, func(p *framework.Pod) { p.Priority = 1000 }),
-		with(small, func(p *framework.Pod) { p.Containers[0].Image = "img-a"; p.InitContainers = []framework.Container{{Name: "i", Image: "img-b:v1"}} }),
+		with(small, func(p *framework.Pod) {
+			p.Containers[0].Image = "img-a"
+			p.InitContainers = []framework.Container{{Name: "i", Image: "img-b:v1"}}
+		}),
 		func(p *framework.Pod) { p.Containers = []framework.Container{{Name: "c", Image: "img-c"}} }, // best effort
 		with(req(100, Gi/4), func(p *framework.Pod) {
 			p.Affinity = &framework.Affinity{PodAntiAffinity: &framework.PodAntiAffinity{Preferred: []framework.WeightedPodAffinityTerm{{Weight: 50,
@@ -231,7 +234,7 @@ type cluster struct {
 func (c *cluster) node(name string) *framework.Node {
 	i := len(c.names)
 	n := &framework.Node{Name: name, Revision: 1,
-		Labels: map[string]string{"zone": fmt.Sprint("z", i%3), framework.LabelHostname: name, framework.LabelTopologyZone: fmt.Sprint("z", i%3)},
+		Labels:      map[string]string{"zone": fmt.Sprint("z", i%3), framework.LabelHostname: name, framework.LabelTopologyZone: fmt.Sprint("z", i%3)},
 		Allocatable: framework.ResourceList{framework.ResourceCPU: 4000, framework.ResourceMemory: 8 * Gi, framework.ResourcePods: 20}}
 	if i%4 == 0 {
 		n.Labels["disk"] = "ssd"
