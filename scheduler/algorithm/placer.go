@@ -300,14 +300,47 @@ func (s *Placer) findNodesThatPassFilters(ctx context.Context, fwk *runtime.Fram
 	var filtered atomic.Int64
 	var firstErr atomic.Pointer[framework.Status]
 	limit := int64(numToFind)
+	// record keeps window position i's verdict and says whether to stop.
+	record := func(i int, st *framework.Status) (stop bool) {
+		switch {
+		case st.IsSuccess():
+			results[i].state = feasible
+			return found.Add(1) >= limit
+		case st.Code() == framework.Error:
+			firstErr.CompareAndSwap(nil, st)
+			return true
+		default:
+			results[i].status, results[i].state = st, rejected
+			return false
+		}
+	}
+	first := 0
+	if memo != nil {
+		var got int
+		var errSt *framework.Status
+		first, got, errSt = s.walkRemembered(ctx, fwk, state, pod, memo, nodes, start, numToFind)
+		filtered.Store(int64(first))
+		found.Store(int64(got))
+		if errSt != nil {
+			firstErr.Store(errSt)
+		}
+	}
+	if first == n || found.Load() >= limit || firstErr.Load() != nil {
+		recordedNominated = s.keepWindowPrefix(results[:filtered.Load()], nodes, start, numToFind, diag, nominated)
+		if st := firstErr.Load(); st != nil {
+			return s.feasible, recordedNominated, st.AsError()
+		}
+		return s.feasible, recordedNominated, nil
+	}
 	// Workers claim chunks in window order and finish every chunk they
 	// claim, so the nodes filtered always include a prefix of the window
 	// holding the first numToFind feasible nodes. Keeping exactly that
 	// prefix makes the outcome independent of the parallelism.
-	fwk.Parallelizer().UntilStopped(ctx, n, func(i int) bool {
+	fwk.Parallelizer().UntilStopped(ctx, n-first, func(j int) bool {
 		if firstErr.Load() != nil {
 			return true
 		}
+		i := first + j
 		for end := int64(i + 1); ; {
 			if cur := filtered.Load(); cur >= end || filtered.CompareAndSwap(cur, end) {
 				break
@@ -325,23 +358,64 @@ func (s *Placer) findNodesThatPassFilters(ctx context.Context, fwk *runtime.Fram
 			st = fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
 			memo.keepFilterResult(pos, ni, st)
 		}
-		switch {
-		case st.IsSuccess():
-			results[i].state = feasible
-			return found.Add(1) >= limit
-		case st.Code() == framework.Error:
-			firstErr.CompareAndSwap(nil, st)
-			return true
-		default:
-			results[i].status, results[i].state = st, rejected
-			return false
-		}
+		return record(i, st)
 	})
 	recordedNominated = s.keepWindowPrefix(results[:filtered.Load()], nodes, start, numToFind, diag, nominated)
 	if st := firstErr.Load(); st != nil {
 		return s.feasible, recordedNominated, st.AsError()
 	}
 	return s.feasible, recordedNominated, nil
+}
+
+// maxSerialMisses is how many nodes the memo does not know walkRemembered
+// filters itself before it hands the rest of the window to the parallel
+// walk: about as long as starting the workers takes.
+const maxSerialMisses = 16
+
+// walkRemembered walks the window in order on the caller's goroutine,
+// taking the memo's verdicts and filtering the nodes it does not know,
+// until numToFind nodes are feasible, a filter errs, the window ends, or
+// (with parallelism) more than maxSerialMisses nodes were unknown (a new
+// signature, a changed list). With most verdicts a load away, a worker per
+// chunk and atomics per node would cost more than the walk. It returns how
+// far it got (the positions before that are in s.results, the rest are not
+// touched), how many were feasible, and the error status if any.
+func (s *Placer) walkRemembered(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, memo *signatureResults,
+	nodes []*framework.NodeInfo, start, numToFind int) (next, found int, errSt *framework.Status) {
+	n := len(nodes)
+	results := s.results[:n]
+	parallel := fwk.Parallelizer().Parallelism() > 1
+	misses := 0
+	for i := range n {
+		if i&1023 == 1023 && ctx.Err() != nil {
+			return i, found, nil
+		}
+		pos := (start + i) % n
+		ni := nodes[pos]
+		st, ok := memo.filterResult(pos, ni)
+		if ok {
+			results[i].remembered = true
+		} else {
+			if parallel && misses == maxSerialMisses {
+				return i, found, nil
+			}
+			misses++
+			st = fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
+			memo.keepFilterResult(pos, ni, st)
+		}
+		switch {
+		case st.IsSuccess():
+			results[i].state = feasible
+			if found++; found >= numToFind {
+				return i + 1, found, nil
+			}
+		case st.Code() == framework.Error:
+			return i + 1, found, st
+		default:
+			results[i].status, results[i].state = st, rejected
+		}
+	}
+	return n, found, nil
 }
 
 // keepWindowPrefix walks the filtered part of the window in order, keeps
