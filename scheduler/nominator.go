@@ -322,6 +322,8 @@ func (n *nominator) setLocked(key string, pi *framework.PodInfo, node string) {
 	n.version.Add(1)
 }
 
+var _ fwruntime.VersionedPodNominator = (*nominator)(nil)
+
 // NominationsVersion implements fwruntime.VersionedPodNominator.
 func (n *nominator) NominationsVersion() (version uint64, none bool) {
 	version = n.version.Load()
