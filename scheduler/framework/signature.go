@@ -37,9 +37,11 @@ type SignatureGuard interface {
 	SignaturesValid() bool
 }
 
-// podSignature is a pod's signature as computed by one framework.
+// podSignature is a pod's signature as computed by one framework for one
+// version of the pod.
 type podSignature struct {
 	owner any
+	pod   *Pod
 	sig   string
 	ok    bool
 }
@@ -48,16 +50,18 @@ type podSignature struct {
 // pod, if any. Only the scheduling loop that owns the pod calls it, so
 // there is no lock.
 func (pi *PodInfo) CachedSignature(owner any) (sig string, ok, cached bool) {
-	if s := pi.sig; s != nil && s.owner == owner {
+	if s := pi.sig; s != nil && s.owner == owner && s.pod == pi.Pod {
 		return s.sig, s.ok, true
 	}
 	return "", false, false
 }
 
-// CacheSignature remembers owner's signature for this pod: a pod's spec
-// does not change under one PodInfo.
+// CacheSignature remembers owner's signature for this version of the pod.
+// The queue copies a PodInfo for a new version whose spec is unchanged,
+// but fields plugins read may still differ (rejections, the node name), so
+// the signature is tied to the Pod it was computed from.
 func (pi *PodInfo) CacheSignature(owner any, sig string, ok bool) {
-	pi.sig = &podSignature{owner: owner, sig: sig, ok: ok}
+	pi.sig = &podSignature{owner: owner, pod: pi.Pod, sig: sig, ok: ok}
 }
 
 // Separators of the signature encoding: field values are length-prefixed,

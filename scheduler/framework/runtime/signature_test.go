@@ -95,6 +95,17 @@ func TestPodSignatureIsCachedPerFramework(t *testing.T) {
 	if s1 != s2 {
 		t.Errorf("frameworks of one profile sign differently: %q, %q", s1, s2)
 	}
+
+	// The queue copies a PodInfo for a new version of a pod whose spec is
+	// unchanged; a rejection is such a change, and must not keep the old
+	// signature.
+	rejected := *pi.Pod
+	rejected.Rejections = map[string]int64{"n1": 1}
+	copied := *pi
+	copied.Pod = &rejected
+	if sig, ok := f2.PodSignature(&copied); ok {
+		t.Errorf("a rejected pod's copied PodInfo signs %q", sig)
+	}
 }
 
 func TestPluginWithoutSignatureDisablesReuse(t *testing.T) {
