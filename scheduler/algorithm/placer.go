@@ -288,50 +288,38 @@ func (s *Placer) findNodesThatPassFilters(ctx context.Context, fwk *runtime.Fram
 		}
 		return s.feasible, false, nil
 	}
-	memo := s.cur
-
 	if cap(s.results) < n {
 		s.results = make([]nodeResult, n)
 	}
-	results := s.results[:n]
-	var found atomic.Int64
-	// filtered is one past the furthest window position filtered, so the
-	// walk below stays within what was touched.
-	var filtered atomic.Int64
+	filtered, found := 0, 0
+	var errSt *framework.Status
+	if s.cur != nil {
+		filtered, found, errSt = s.walkRemembered(ctx, fwk, state, pod, s.cur, nodes, start, numToFind)
+	}
+	if filtered < n && found < numToFind && errSt == nil {
+		filtered, errSt = s.filterInParallel(ctx, fwk, state, pod, nodes, start, filtered, found, numToFind)
+	}
+	recordedNominated = s.keepWindowPrefix(s.results[:filtered], nodes, start, numToFind, diag, nominated)
+	if errSt != nil {
+		return s.feasible, recordedNominated, errSt.AsError()
+	}
+	return s.feasible, recordedNominated, nil
+}
+
+// filterInParallel filters the window from position first on with the
+// framework's parallelism, found of the numToFind feasible nodes being
+// before first, and records the verdicts in s.results (taking and keeping
+// them in the memo, if the cycle has one). It returns one past the
+// furthest position filtered and the first error status.
+func (s *Placer) filterInParallel(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo,
+	nodes []*framework.NodeInfo, start, first, found, numToFind int) (int, *framework.Status) {
+	n := len(nodes)
+	results, memo := s.results[:n], s.cur
+	var feasibleSoFar, filtered atomic.Int64
+	feasibleSoFar.Store(int64(found))
+	filtered.Store(int64(first))
 	var firstErr atomic.Pointer[framework.Status]
 	limit := int64(numToFind)
-	// record keeps window position i's verdict and says whether to stop.
-	record := func(i int, st *framework.Status) (stop bool) {
-		switch {
-		case st.IsSuccess():
-			results[i].state = feasible
-			return found.Add(1) >= limit
-		case st.Code() == framework.Error:
-			firstErr.CompareAndSwap(nil, st)
-			return true
-		default:
-			results[i].status, results[i].state = st, rejected
-			return false
-		}
-	}
-	first := 0
-	if memo != nil {
-		var got int
-		var errSt *framework.Status
-		first, got, errSt = s.walkRemembered(ctx, fwk, state, pod, memo, nodes, start, numToFind)
-		filtered.Store(int64(first))
-		found.Store(int64(got))
-		if errSt != nil {
-			firstErr.Store(errSt)
-		}
-	}
-	if first == n || found.Load() >= limit || firstErr.Load() != nil {
-		recordedNominated = s.keepWindowPrefix(results[:filtered.Load()], nodes, start, numToFind, diag, nominated)
-		if st := firstErr.Load(); st != nil {
-			return s.feasible, recordedNominated, st.AsError()
-		}
-		return s.feasible, recordedNominated, nil
-	}
 	// Workers claim chunks in window order and finish every chunk they
 	// claim, so the nodes filtered always include a prefix of the window
 	// holding the first numToFind feasible nodes. Keeping exactly that
@@ -358,13 +346,19 @@ func (s *Placer) findNodesThatPassFilters(ctx context.Context, fwk *runtime.Fram
 			st = fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
 			memo.keepFilterResult(pos, ni, st)
 		}
-		return record(i, st)
+		switch {
+		case st.IsSuccess():
+			results[i].state = feasible
+			return feasibleSoFar.Add(1) >= limit
+		case st.Code() == framework.Error:
+			firstErr.CompareAndSwap(nil, st)
+			return true
+		default:
+			results[i].status, results[i].state = st, rejected
+			return false
+		}
 	})
-	recordedNominated = s.keepWindowPrefix(results[:filtered.Load()], nodes, start, numToFind, diag, nominated)
-	if st := firstErr.Load(); st != nil {
-		return s.feasible, recordedNominated, st.AsError()
-	}
-	return s.feasible, recordedNominated, nil
+	return int(filtered.Load()), firstErr.Load()
 }
 
 // maxSerialMisses is how many nodes the memo does not know walkRemembered
