@@ -74,6 +74,9 @@ type Placer struct {
 	batching bool
 	memo     signatureMemo
 	cur      *signatureResults
+	// scoreMemo is the cycle's view of cur for scoring, kept here so
+	// that handing it to the runtime allocates nothing.
+	scoreMemo scoreMemo
 	// memoCycles counts cycles that used the memo, memoHits the filter
 	// results in their windows it supplied: for tests and benchmarks.
 	memoCycles, memoHits int
@@ -140,7 +143,8 @@ func (s *Placer) Schedule(ctx context.Context, fwk *runtime.Framework, state *fr
 	}
 	var memo runtime.RawScoreMemo
 	if s.cur != nil {
-		memo = &scoreMemo{r: s.cur, pos: s.feasiblePos, nodes: feasibleNodes}
+		s.scoreMemo = scoreMemo{r: s.cur, pos: s.feasiblePos, nodes: feasibleNodes}
+		memo = &s.scoreMemo
 	}
 	totals, err := s.prioritize(ctx, fwk, state, pod, feasibleNodes, &s.scores, memo)
 	if err != nil {
