@@ -18,8 +18,9 @@ import (
 // concerned, the same Filter status and the same raw Score on every node
 // whose NodeInfo is unchanged (same Generation), given the same snapshot
 // node list. A plugin whose results depend on other nodes or pods (counts
-// over topology domains, affinity of existing pods) either reports false,
-// or implements SignatureGuard as well.
+// over topology domains, affinity of existing pods, anything its PreScore
+// gathers from the feasible nodes it is handed) either reports false, or
+// implements SignatureGuard as well.
 type SignPlugin interface {
 	Plugin
 	// AppendSignature appends what the plugin reads of pod to sig and
