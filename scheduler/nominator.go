@@ -37,7 +37,10 @@ type nominator struct {
 	// count is len(nodeOf), read without the lock: with no nomination
 	// anywhere, filters and deletions skip the map altogether.
 	count atomic.Int64
-	seed  maphash.Seed // of the UID hashes in nominee
+	// version counts publications twice (see setLocked), for placers
+	// that remember filter results while there is no nomination.
+	version atomic.Uint64
+	seed    maphash.Seed // of the UID hashes in nominee
 }
 
 // nominationView is one published version of the nominations, split into
@@ -311,8 +314,20 @@ func (n *nominator) setLocked(key string, pi *framework.PodInfo, node string) {
 		is[node] = is[node].with(key, pi, nominee{priority: pi.Pod.Priority, uid: n.uidHash(pi.Pod.UID)})
 		n.nodeOf[key] = node
 	}
+	// Odd while publishing, so a reader that saw no change across a
+	// cycle knows no filter of the cycle saw one half made.
+	n.version.Add(1)
 	n.view.Store(edit.publish())
 	n.count.Store(int64(len(n.nodeOf)))
+	n.version.Add(1)
+}
+
+var _ fwruntime.VersionedPodNominator = (*nominator)(nil)
+
+// NominationsVersion implements fwruntime.VersionedPodNominator.
+func (n *nominator) NominationsVersion() (version uint64, none bool) {
+	version = n.version.Load()
+	return version, n.count.Load() == 0
 }
 
 func (n *nominator) dropVictimsLocked(key string) {

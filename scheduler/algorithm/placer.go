@@ -36,6 +36,8 @@ type Result struct {
 type nodeResult struct {
 	status *framework.Status
 	state  uint8
+	// remembered says the memo supplied the result.
+	remembered bool
 }
 
 const (
@@ -59,9 +61,25 @@ type Placer struct {
 
 	results  []nodeResult
 	feasible []*framework.NodeInfo
+	// feasiblePos[i] is feasible[i]'s position in the snapshot list, for
+	// the memo; kept only while cur is set.
+	feasiblePos []int32
 	// statuses is every cycle's NodeToStatus, reused: see Schedule.
 	statuses *framework.NodeToStatus
 	scores   framework.NodeScores
+
+	// batching enables the signature memo (see memo.go); cur is the
+	// current cycle's signature's results, nil when the cycle cannot use
+	// the memo.
+	batching bool
+	memo     signatureMemo
+	cur      *signatureResults
+	// scoreMemo is the cycle's view of cur for scoring, kept here so
+	// that handing it to the runtime allocates nothing.
+	scoreMemo scoreMemo
+	// memoCycles counts cycles that used the memo, memoHits the filter
+	// results in their windows it supplied: for tests and benchmarks.
+	memoCycles, memoHits int
 }
 
 // Option configures New.
@@ -72,11 +90,18 @@ func WithRandSeed(seed1, seed2 uint64) Option {
 	return func(s *Placer) { s.pcg.Seed(seed1, seed2) }
 }
 
+// WithSignatureBatching turns the reuse of results between pods of one
+// signature (see memo.go) on or off; it is on by default. Decisions are
+// the same either way; off is for comparing.
+func WithSignatureBatching(on bool) Option {
+	return func(s *Placer) { s.batching = on }
+}
+
 // New returns a Placer filtering percentageOfNodesToScore percent of
 // the nodes per cycle (0: kube's adaptive default).
 func New(percentageOfNodesToScore int32, opts ...Option) *Placer {
 	now := uint64(time.Now().UnixNano())
-	s := &Placer{percentage: percentageOfNodesToScore, pcg: rand.NewPCG(now, now>>1^0x9e3779b97f4a7c15)}
+	s := &Placer{percentage: percentageOfNodesToScore, pcg: rand.NewPCG(now, now>>1^0x9e3779b97f4a7c15), batching: true}
 	for _, o := range opts {
 		o(s)
 	}
@@ -94,7 +119,18 @@ func (s *Placer) Schedule(ctx context.Context, fwk *runtime.Framework, state *fr
 	if len(nodes) == 0 {
 		return Result{}, framework.ErrNoNodesAvailable
 	}
-	feasibleNodes, diag, err := s.findNodesThatFitPod(ctx, fwk, state, pod, nodes)
+	s.cur = nil
+	sig, batched := s.signature(fwk, pod)
+	if batched {
+		var began uint64
+		if began, batched = s.memo.begin(fwk, nodes); batched {
+			defer s.memo.end(fwk, began)
+		}
+	}
+	if !batched {
+		sig = ""
+	}
+	feasibleNodes, diag, err := s.findNodesThatFitPod(ctx, fwk, state, pod, nodes, batched, sig)
 	if err != nil {
 		return Result{}, err
 	}
@@ -105,7 +141,12 @@ func (s *Placer) Schedule(ctx context.Context, fwk *runtime.Framework, state *fr
 	if len(feasibleNodes) == 1 {
 		return Result{SuggestedHost: feasibleNodes[0].Node().Name, EvaluatedNodes: evaluated, FeasibleNodes: 1}, nil
 	}
-	totals, err := s.prioritize(ctx, fwk, state, pod, feasibleNodes, &s.scores)
+	var memo runtime.RawScoreMemo
+	if s.cur != nil {
+		s.scoreMemo = scoreMemo{r: s.cur, pos: s.feasiblePos, nodes: feasibleNodes}
+		memo = &s.scoreMemo
+	}
+	totals, err := s.prioritize(ctx, fwk, state, pod, feasibleNodes, &s.scores, memo)
 	if err != nil {
 		return Result{}, err
 	}
@@ -113,9 +154,21 @@ func (s *Placer) Schedule(ctx context.Context, fwk *runtime.Framework, state *fr
 	return Result{SuggestedHost: feasibleNodes[best].Node().Name, EvaluatedNodes: evaluated, FeasibleNodes: len(feasibleNodes)}, nil
 }
 
+// signature returns the pod's signature if this cycle may use the memo
+// for it at all: a pod nominated to a node filters that node first and is
+// left out of the nominations it would count, so it goes alone.
+func (s *Placer) signature(fwk *runtime.Framework, pod *framework.PodInfo) (string, bool) {
+	if !s.batching || pod.Pod.NominatedNodeName != "" {
+		return "", false
+	}
+	return fwk.PodSignature(pod)
+}
+
 // findNodesThatFitPod runs PreFilter, tries the nominated node, then
-// filters a window of the (possibly narrowed) nodes.
-func (s *Placer) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, all []*framework.NodeInfo) ([]*framework.NodeInfo, framework.Diagnosis, error) {
+// filters a window of the (possibly narrowed) nodes. With batched, the
+// memo's results for sig are used when the nodes are not narrowed.
+func (s *Placer) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, all []*framework.NodeInfo,
+	batched bool, sig string) ([]*framework.NodeInfo, framework.Diagnosis, error) {
 	if s.statuses == nil {
 		s.statuses = framework.NewNodeToStatus()
 	}
@@ -152,6 +205,12 @@ func (s *Placer) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework
 	}
 
 	candidates := narrow(fwk, all, preRes, withNodes, &diag)
+	if batched && preRes.AllNodes() {
+		// The memo is by position in the whole list.
+		if s.cur = s.memo.lookup(memoKey{fwk: fwk, sig: sig, skipFilter: state.SkipFilterPlugins()}); s.cur != nil {
+			s.memoCycles++
+		}
+	}
 	diag.NodeToStatus.Grow(len(candidates))
 	found, recordedNominated, err := s.findNodesThatPassFilters(ctx, fwk, state, pod, &diag, candidates, nominated)
 	// The window most often filtered the nominated node again; if not,
@@ -225,54 +284,136 @@ func (s *Placer) findNodesThatPassFilters(ctx context.Context, fwk *runtime.Fram
 	}
 	start := s.nextStartNodeIndex
 	s.feasible = s.feasible[:0]
+	s.feasiblePos = s.feasiblePos[:0]
 	if !fwk.HasFilterPlugins() {
 		for i := range numToFind {
 			s.feasible = append(s.feasible, nodes[(start+i)%n])
+			s.feasiblePos = append(s.feasiblePos, int32((start+i)%n))
 		}
 		return s.feasible, false, nil
 	}
-
 	if cap(s.results) < n {
 		s.results = make([]nodeResult, n)
 	}
-	results := s.results[:n]
-	var found atomic.Int64
-	// filtered is one past the furthest window position filtered, so the
-	// walk below stays within what was touched.
-	var filtered atomic.Int64
+	filtered, found := 0, 0
+	var errSt *framework.Status
+	if s.cur != nil {
+		filtered, found, errSt = s.walkRemembered(ctx, fwk, state, pod, s.cur, nodes, start, numToFind)
+	}
+	if filtered < n && found < numToFind && errSt == nil {
+		filtered, errSt = s.filterInParallel(ctx, fwk, state, pod, nodes, start, filtered, found, numToFind)
+	}
+	recordedNominated = s.keepWindowPrefix(s.results[:filtered], nodes, start, numToFind, diag, nominated)
+	if errSt != nil {
+		return s.feasible, recordedNominated, errSt.AsError()
+	}
+	return s.feasible, recordedNominated, nil
+}
+
+// filterInParallel filters the window from position first on with the
+// framework's parallelism, found of the numToFind feasible nodes being
+// before first, and records the verdicts in s.results (taking and keeping
+// them in the memo, if the cycle has one). It returns one past the
+// furthest position filtered and the first error status.
+func (s *Placer) filterInParallel(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo,
+	nodes []*framework.NodeInfo, start, first, found, numToFind int) (int, *framework.Status) {
+	n := len(nodes)
+	results, memo := s.results[:n], s.cur
+	var feasibleSoFar, filtered atomic.Int64
+	feasibleSoFar.Store(int64(found))
+	filtered.Store(int64(first))
 	var firstErr atomic.Pointer[framework.Status]
 	limit := int64(numToFind)
 	// Workers claim chunks in window order and finish every chunk they
 	// claim, so the nodes filtered always include a prefix of the window
 	// holding the first numToFind feasible nodes. Keeping exactly that
 	// prefix makes the outcome independent of the parallelism.
-	fwk.Parallelizer().UntilStopped(ctx, n, func(i int) bool {
+	fwk.Parallelizer().UntilStopped(ctx, n-first, func(j int) bool {
 		if firstErr.Load() != nil {
 			return true
 		}
+		i := first + j
 		for end := int64(i + 1); ; {
 			if cur := filtered.Load(); cur >= end || filtered.CompareAndSwap(cur, end) {
 				break
 			}
 		}
-		st := fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodes[(start+i)%n])
+		pos := (start + i) % n
+		ni := nodes[pos]
+		var st *framework.Status
+		if memo == nil {
+			st = fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
+		} else if known, ok := memo.filterResult(pos, ni); ok {
+			st = known
+			results[i].remembered = true
+		} else {
+			st = fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
+			memo.keepFilterResult(pos, ni, st)
+		}
 		switch {
 		case st.IsSuccess():
 			results[i].state = feasible
-			return found.Add(1) >= limit
+			return feasibleSoFar.Add(1) >= limit
 		case st.Code() == framework.Error:
 			firstErr.CompareAndSwap(nil, st)
 			return true
 		default:
-			results[i] = nodeResult{status: st, state: rejected}
+			results[i].status, results[i].state = st, rejected
 			return false
 		}
 	})
-	recordedNominated = s.keepWindowPrefix(results[:filtered.Load()], nodes, start, numToFind, diag, nominated)
-	if st := firstErr.Load(); st != nil {
-		return s.feasible, recordedNominated, st.AsError()
+	return int(filtered.Load()), firstErr.Load()
+}
+
+// maxSerialMisses is how many nodes the memo does not know walkRemembered
+// filters itself before it hands the rest of the window to the parallel
+// walk: about as long as starting the workers takes.
+const maxSerialMisses = 16
+
+// walkRemembered walks the window in order on the caller's goroutine,
+// taking the memo's verdicts and filtering the nodes it does not know,
+// until numToFind nodes are feasible, a filter errs, the window ends, or
+// (with parallelism) more than maxSerialMisses nodes were unknown (a new
+// signature, a changed list). With most verdicts a load away, a worker per
+// chunk and atomics per node would cost more than the walk. It returns how
+// far it got (the positions before that are in s.results, the rest are not
+// touched), how many were feasible, and the error status if any.
+func (s *Placer) walkRemembered(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, memo *signatureResults,
+	nodes []*framework.NodeInfo, start, numToFind int) (next, found int, errSt *framework.Status) {
+	n := len(nodes)
+	results := s.results[:n]
+	parallel := fwk.Parallelizer().Parallelism() > 1
+	misses := 0
+	for i := range n {
+		if i&1023 == 1023 && ctx.Err() != nil {
+			return i, found, nil
+		}
+		pos := (start + i) % n
+		ni := nodes[pos]
+		st, ok := memo.filterResult(pos, ni)
+		if ok {
+			results[i].remembered = true
+		} else {
+			if parallel && misses == maxSerialMisses {
+				return i, found, nil
+			}
+			misses++
+			st = fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
+			memo.keepFilterResult(pos, ni, st)
+		}
+		switch {
+		case st.IsSuccess():
+			results[i].state = feasible
+			if found++; found >= numToFind {
+				return i + 1, found, nil
+			}
+		case st.Code() == framework.Error:
+			return i + 1, found, st
+		default:
+			results[i].status, results[i].state = st, rejected
+		}
 	}
-	return s.feasible, recordedNominated, nil
+	return n, found, nil
 }
 
 // keepWindowPrefix walks the filtered part of the window in order, keeps
@@ -291,10 +432,15 @@ func (s *Placer) keepWindowPrefix(results []nodeResult, nodes []*framework.NodeI
 	for i := range results {
 		r := &results[i]
 		if len(s.feasible) < numToFind {
-			switch ni := nodes[(start+i)%n]; r.state {
+			if r.remembered {
+				s.memoHits++
+			}
+			switch pos := (start + i) % n; r.state {
 			case feasible:
-				s.feasible = append(s.feasible, ni)
+				s.feasible = append(s.feasible, nodes[pos])
+				s.feasiblePos = append(s.feasiblePos, int32(pos))
 			case rejected:
+				ni := nodes[pos]
 				diag.NodeToStatus.Record(ni, r.status)
 				if p, c := r.status.Plugin(), r.status.Code(); p != last.plugin || c != last.code {
 					diag.AddPluginStatus(r.status)
@@ -311,8 +457,10 @@ func (s *Placer) keepWindowPrefix(results []nodeResult, nodes []*framework.NodeI
 }
 
 // prioritize runs PreScore and Score and returns the weighted totals, in
-// the order of nodes. Without Score plugins every node scores 1.
-func (s *Placer) prioritize(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo, out *framework.NodeScores) ([]int64, error) {
+// the order of nodes. Without Score plugins every node scores 1. A memo
+// (nil: none) supplies and keeps raw scores.
+func (s *Placer) prioritize(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo, out *framework.NodeScores,
+	memo runtime.RawScoreMemo) ([]int64, error) {
 	if !fwk.HasScorePlugins() {
 		out.Reset(0, nodes)
 		for i := range out.Totals {
@@ -323,7 +471,10 @@ func (s *Placer) prioritize(ctx context.Context, fwk *runtime.Framework, state *
 	if st := fwk.RunPreScorePlugins(ctx, state, pod, nodes); !st.IsSuccess() {
 		return nil, st.AsError()
 	}
-	if st := fwk.RunScorePlugins(ctx, state, pod, nodes, out); !st.IsSuccess() {
+	if m, ok := memo.(*scoreMemo); ok {
+		m.r.prepareScores(state.SkipScorePlugins(), fwk.NumActiveScorePlugins(state))
+	}
+	if st := fwk.RunScorePluginsWithMemo(ctx, state, pod, nodes, out, memo); !st.IsSuccess() {
 		return nil, st.AsError()
 	}
 	return out.Totals, nil

@@ -209,6 +209,9 @@ type PodInfo struct {
 	// class caches AffinityClass; copies made for a new node or revision
 	// share it, as they share the labels and terms it stands for.
 	class *atomic.Uint64
+	// sig caches the pod's signature (see SignPlugin); one pointer, as
+	// most PodInfos (the bound pods') never have one.
+	sig *podSignature
 }
 
 // NewPodInfo precomputes a pod's requests and what NodeInfo asks of it.

@@ -63,6 +63,13 @@ type Framework struct {
 	freedFitterBit []uint64
 
 	events map[string][]framework.ClusterEventWithHint
+
+	// signers are the plugins whose parts make a pod's signature, guards
+	// those of them that can veto reuse per cycle; allSign is false if a
+	// plugin that would need to sign cannot. See signature.go.
+	signers []framework.SignPlugin
+	guards  []framework.SignatureGuard
+	allSign bool
 }
 
 // NewFramework instantiates the profile's plugins from the registry and
@@ -123,6 +130,7 @@ func NewFramework(ctx context.Context, registry framework.Registry, profile *Pro
 	if err := f.registerEvents(ctx, instances); err != nil {
 		return nil, err
 	}
+	f.collectSigners()
 	return f, nil
 }
 

@@ -213,6 +213,26 @@ func (f *Framework) RunPreScorePlugins(ctx context.Context, state *framework.Cyc
 // normalizes each plugin's scores, checks they are in [0, 100] and sums
 // them with the plugins' weights into out (reused; see NodeScores).
 func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo, out *framework.NodeScores) *framework.Status {
+	return f.RunScorePluginsWithMemo(ctx, state, pod, nodes, out, nil)
+}
+
+// RawScoreMemo holds Score plugins' raw scores (before NormalizeScore) per
+// node, for pods that share them (see framework.SignPlugin). Its storage
+// for a node has one slot per Score plugin this cycle runs, in order.
+type RawScoreMemo interface {
+	// RawScores returns the storage of the i-th node and whether it holds
+	// that node's scores already.
+	RawScores(i int) (raw []int64, known bool)
+	// Known marks the i-th node's storage as filled.
+	Known(i int)
+}
+
+// RunScorePluginsWithMemo is RunScorePlugins taking the raw scores of the
+// nodes memo knows from it, and leaving the others in it once computed;
+// normalizing and weighting run as always. A nil memo computes every
+// score.
+func (f *Framework) RunScorePluginsWithMemo(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo, out *framework.NodeScores,
+	memo RawScoreMemo) *framework.Status {
 	skip := state.SkipScorePlugins()
 	active := make([]int, 0, len(f.score))
 	for i := range f.score {
@@ -230,26 +250,89 @@ func (f *Framework) RunScorePlugins(ctx context.Context, state *framework.CycleS
 	}
 
 	var errOnce firstError
-	f.parallelizer.Until(ctx, len(nodes), func(n int) {
-		if errOnce.failed() {
-			return
-		}
-		ni := nodes[n]
-		name := ni.Node().Name
-		for p, i := range active {
-			pl := f.score[i]
-			s, st := pl.Score(ctx, state, pod, ni)
-			if !st.IsSuccess() {
-				errOnce.set(fmt.Errorf("plugin %q failed with: %w", pl.Name(), st.AsError()))
-				return
+	if memo != nil {
+		f.scoreWithMemo(ctx, state, pod, nodes, out, active, memo, &errOnce)
+	} else {
+		f.parallelizer.Until(ctx, len(nodes), func(n int) {
+			if !errOnce.failed() {
+				f.scoreNode(ctx, state, pod, nodes[n], n, out, active, &errOnce)
 			}
-			out.PluginScores(p)[n] = framework.NodeScore{Name: name, Score: s}
-		}
-	})
+		})
+	}
 	if err := errOnce.get(); err != nil {
 		return framework.AsStatus(fmt.Errorf("running Score plugins: %w", err))
 	}
+	return f.normalizeAndWeigh(ctx, state, pod, out, active)
+}
 
+// scoreNode scores the n-th node with every active plugin into out.
+func (f *Framework) scoreNode(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, ni *framework.NodeInfo, n int, out *framework.NodeScores,
+	active []int, errOnce *firstError) {
+	name := ni.Node().Name
+	for p, i := range active {
+		pl := f.score[i]
+		s, st := pl.Score(ctx, state, pod, ni)
+		if !st.IsSuccess() {
+			errOnce.set(fmt.Errorf("plugin %q failed with: %w", pl.Name(), st.AsError()))
+			return
+		}
+		out.PluginScores(p)[n] = framework.NodeScore{Name: name, Score: s}
+	}
+}
+
+// scoreWithMemo takes the scores memo knows in one pass on this goroutine
+// (a copy each: workers would cost more), then scores the others, in
+// parallel if there are many (a new signature), and leaves them in memo.
+func (f *Framework) scoreWithMemo(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo, out *framework.NodeScores,
+	active []int, memo RawScoreMemo, errOnce *firstError) {
+	var missed []int
+	var listBuf [8]framework.NodeScoreList
+	lists := listBuf[:0]
+	for p := range active {
+		lists = append(lists, out.PluginScores(p))
+	}
+	for n, ni := range nodes {
+		raw, known := memo.RawScores(n)
+		if !known {
+			missed = append(missed, n)
+			continue
+		}
+		name := ni.Node().Name
+		for p, list := range lists {
+			list[n] = framework.NodeScore{Name: name, Score: raw[p]}
+		}
+	}
+	score := func(k int) {
+		if errOnce.failed() {
+			return
+		}
+		n := missed[k]
+		f.scoreNode(ctx, state, pod, nodes[n], n, out, active, errOnce)
+		if errOnce.failed() {
+			return
+		}
+		raw, _ := memo.RawScores(n)
+		for p := range active {
+			raw[p] = out.PluginScores(p)[n].Score
+		}
+		memo.Known(n)
+	}
+	if len(missed) <= minParallelMisses {
+		for k := range missed {
+			score(k)
+		}
+		return
+	}
+	f.parallelizer.Until(ctx, len(missed), score)
+}
+
+// minParallelMisses is how many unknown nodes scoreWithMemo scores on its
+// own goroutine before it is worth starting workers.
+const minParallelMisses = 16
+
+// normalizeAndWeigh runs NormalizeScore, checks the range and sums the
+// weighted scores into out.Totals.
+func (f *Framework) normalizeAndWeigh(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, out *framework.NodeScores, active []int) *framework.Status {
 	for p, i := range active {
 		ext := f.score[i].ScoreExtensions()
 		if ext == nil {

@@ -161,3 +161,12 @@ func balancedScore(fractions []float64) int64 {
 
 // ScoreExtensions implements framework.ScorePlugin: scores are final.
 func (*BalancedAllocation) ScoreExtensions() framework.ScoreExtensions { return nil }
+
+var _ framework.SignPlugin = (*BalancedAllocation)(nil)
+
+// AppendSignature implements framework.SignPlugin: the pod's requests,
+// plain and with kube's non-zero defaults.
+func (*BalancedAllocation) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
+	sig = framework.AppendSigResource(sig, &pod.Requests)
+	return framework.AppendSigResource(sig, &pod.NonZeroRequests), true
+}

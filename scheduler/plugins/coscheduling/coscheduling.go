@@ -246,3 +246,12 @@ type nopGangs struct{}
 func (nopGangs) BindTogether([]*framework.Pod) {}
 func (nopGangs) Hold(*framework.Pod)           {}
 func (nopGangs) Release(*framework.Pod)        {}
+
+var _ framework.SignPlugin = (*Coscheduling)(nil)
+
+// AppendSignature implements framework.SignPlugin: the plugin's PreFilter
+// admits or turns away the whole pod and it has no Filter or Score, so it
+// adds nothing a node's results depend on.
+func (*Coscheduling) AppendSignature(sig []byte, _ *framework.PodInfo) ([]byte, bool) {
+	return sig, true
+}

@@ -141,3 +141,21 @@ func normalizedImageName(name string) string {
 	}
 	return name
 }
+
+var _ framework.SignPlugin = (*ImageLocality)(nil)
+
+// AppendSignature implements framework.SignPlugin: the pod's images, in
+// container order. Score also reads the number of nodes in the snapshot,
+// which the signature contract holds fixed (same node list), and each
+// node's image states, which its generation covers.
+func (*ImageLocality) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
+	p := pod.Pod
+	sig = framework.AppendSigInt(sig, int64(len(p.InitContainers)+len(p.Containers)))
+	for i := range p.InitContainers {
+		sig = framework.AppendSigString(sig, p.InitContainers[i].Image)
+	}
+	for i := range p.Containers {
+		sig = framework.AppendSigString(sig, p.Containers[i].Image)
+	}
+	return sig, true
+}

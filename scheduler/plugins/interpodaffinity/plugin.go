@@ -198,3 +198,24 @@ func asPods(oldObj, newObj any) (oldPod, newPod *framework.Pod, err error) {
 	}
 	return oldPod, newPod, nil
 }
+
+var (
+	_ framework.SignPlugin     = (*InterPodAffinity)(nil)
+	_ framework.SignatureGuard = (*InterPodAffinity)(nil)
+)
+
+// AppendSignature implements framework.SignPlugin. Affinity counts pods
+// over whole topology domains: only a pod without terms can be signed,
+// and only while no existing pod has terms (see SignaturesValid), when
+// the plugin does nothing for it.
+func (*InterPodAffinity) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
+	return sig, !framework.HasAffinity(pod.Pod)
+}
+
+// SignaturesValid implements framework.SignatureGuard: an existing pod
+// with terms can attract or repel a pod without any, on every node of its
+// domain.
+func (pl *InterPodAffinity) SignaturesValid() bool {
+	lister := pl.handle.SnapshotSharedLister()
+	return lister != nil && len(lister.NodeInfos().HavePodsWithAffinityList()) == 0
+}

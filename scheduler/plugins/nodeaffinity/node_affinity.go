@@ -284,3 +284,54 @@ func (pl *NodeAffinity) isSchedulableAfterNodeChange(pod *framework.Pod, oldObj,
 	}
 	return framework.Queue, nil
 }
+
+var _ framework.SignPlugin = (*NodeAffinity)(nil)
+
+// AppendSignature implements framework.SignPlugin: the pod's node selector
+// and node affinity; the added affinity is the plugin's, the same for
+// every pod.
+func (*NodeAffinity) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
+	p := pod.Pod
+	sig = framework.AppendSigStringMap(sig, p.NodeSelector)
+	var na *framework.NodeAffinity
+	if p.Affinity != nil {
+		na = p.Affinity.NodeAffinity
+	}
+	if na == nil {
+		return append(sig, '-'), true
+	}
+	sig = append(sig, '+')
+	if na.Required != nil {
+		sig = append(sig, 'r')
+		sig = appendSigTerms(sig, na.Required.NodeSelectorTerms)
+	}
+	sig = framework.AppendSigInt(sig, int64(len(na.Preferred)))
+	for i := range na.Preferred {
+		sig = framework.AppendSigInt(sig, int64(na.Preferred[i].Weight))
+		sig = appendSigTerms(sig, []framework.NodeSelectorTerm{na.Preferred[i].Preference})
+	}
+	return sig, true
+}
+
+func appendSigTerms(sig []byte, terms []framework.NodeSelectorTerm) []byte {
+	sig = framework.AppendSigInt(sig, int64(len(terms)))
+	for i := range terms {
+		sig = appendSigRequirements(sig, terms[i].MatchExpressions)
+		sig = appendSigRequirements(sig, terms[i].MatchFields)
+	}
+	return sig
+}
+
+func appendSigRequirements(sig []byte, reqs []framework.NodeSelectorRequirement) []byte {
+	sig = framework.AppendSigInt(sig, int64(len(reqs)))
+	for i := range reqs {
+		r := &reqs[i]
+		sig = framework.AppendSigString(sig, r.Key)
+		sig = framework.AppendSigString(sig, string(r.Operator))
+		sig = framework.AppendSigInt(sig, int64(len(r.Values)))
+		for _, v := range r.Values {
+			sig = framework.AppendSigString(sig, v)
+		}
+	}
+	return sig
+}

@@ -63,3 +63,10 @@ func isSchedulableAfterNodeAdd(pod *framework.Pod, _, newObj any) (framework.Que
 	}
 	return framework.QueueSkip, nil
 }
+
+var _ framework.SignPlugin = (*NodeName)(nil)
+
+// AppendSignature implements framework.SignPlugin: the node the pod names.
+func (*NodeName) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
+	return framework.AppendSigString(sig, pod.Pod.NodeName), true
+}

@@ -135,3 +135,18 @@ func isSchedulableAfterPodDeleted(pod *framework.Pod, oldObj, _ any) (framework.
 	}
 	return framework.Queue, nil
 }
+
+var _ framework.SignPlugin = (*NodePorts)(nil)
+
+// AppendSignature implements framework.SignPlugin: the host ports the pod
+// claims, in container order. The ports in use are the node's own state.
+func (*NodePorts) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
+	ports := hostPorts(pod.Pod)
+	sig = framework.AppendSigInt(sig, int64(len(ports)))
+	for _, p := range ports {
+		sig = framework.AppendSigString(sig, p.HostIP)
+		sig = framework.AppendSigString(sig, string(p.Protocol))
+		sig = framework.AppendSigInt(sig, int64(p.HostPort))
+	}
+	return sig, true
+}

@@ -365,3 +365,12 @@ func anyRequestedResourceIncreased(req *framework.Resource, oldNode, newNode *fr
 	}
 	return false
 }
+
+var _ framework.SignPlugin = (*Fit)(nil)
+
+// AppendSignature implements framework.SignPlugin: Filter reads the pod's
+// requests, Score its requests with kube's non-zero defaults.
+func (*Fit) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
+	sig = framework.AppendSigResource(sig, &pod.Requests)
+	return framework.AppendSigResource(sig, &pod.NonZeroRequests), true
+}

@@ -72,3 +72,11 @@ func isSchedulableAfterNodeChange(pod *framework.Pod, oldObj, newObj any) (frame
 	}
 	return framework.Queue, nil
 }
+
+var _ framework.SignPlugin = (*NodeUnschedulable)(nil)
+
+// AppendSignature implements framework.SignPlugin: the verdict depends on
+// the pod's tolerations only.
+func (*NodeUnschedulable) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
+	return framework.AppendSigTolerations(sig, pod.Pod.Tolerations), true
+}

@@ -236,3 +236,17 @@ func asNode(obj any) *framework.Node {
 	n, _ := obj.(*framework.Node)
 	return n
 }
+
+var _ framework.SignPlugin = (*PodTopologySpread)(nil)
+
+// AppendSignature implements framework.SignPlugin. Spreading counts pods
+// over whole topology domains, so only a pod no constraint applies to
+// (none of its own, and no defaults for it) can be signed; for it the
+// plugin does nothing.
+func (pl *PodTopologySpread) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
+	p := pod.Pod
+	if len(p.TopologySpreadConstraints) > 0 || (len(pl.defaults) > 0 && len(p.Labels) > 0) {
+		return sig, false
+	}
+	return sig, true
+}

@@ -68,3 +68,11 @@ func isSchedulableAfterNodeChange(pod *framework.Pod, _, newObj any) (framework.
 	}
 	return framework.QueueSkip, nil
 }
+
+var _ framework.SignPlugin = (*RejectedNodes)(nil)
+
+// AppendSignature implements framework.SignPlugin. A pod some node
+// rejected is alone of its kind: its rejections are per pod.
+func (*RejectedNodes) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
+	return sig, len(pod.Pod.Rejections) == 0
+}

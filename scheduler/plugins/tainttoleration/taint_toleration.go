@@ -128,3 +128,11 @@ func isSchedulableAfterNodeChange(pod *framework.Pod, oldObj, newObj any) (frame
 	}
 	return framework.QueueSkip, nil
 }
+
+var _ framework.SignPlugin = (*TaintToleration)(nil)
+
+// AppendSignature implements framework.SignPlugin: Filter and Score read
+// only the pod's tolerations.
+func (*TaintToleration) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
+	return framework.AppendSigTolerations(sig, pod.Pod.Tolerations), true
+}

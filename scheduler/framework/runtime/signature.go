@@ -1,0 +1,133 @@
+package runtime
+
+import (
+	"github.com/berth-io/berth/scheduler/framework"
+)
+
+// This file is the framework's side of signature batching (see
+// framework.SignPlugin): computing a pod's signature from its plugins, and
+// telling the placer when remembered results cannot stand.
+
+// PodSignature returns the pod's signature under this framework: every
+// PreFilter, Filter, PreScore and Score plugin's part, in a fixed order.
+// ok is false when any of them cannot sign the pod (or is not a
+// SignPlugin), and then the pod must be scheduled without reuse. The
+// result is cached on the PodInfo.
+func (f *Framework) PodSignature(pod *framework.PodInfo) (sig string, ok bool) {
+	if sig, ok, cached := pod.CachedSignature(f); cached {
+		return sig, ok
+	}
+	sig, ok = f.computeSignature(pod)
+	pod.CacheSignature(f, sig, ok)
+	return sig, ok
+}
+
+func (f *Framework) computeSignature(pod *framework.PodInfo) (string, bool) {
+	var buf [256]byte
+	b := buf[:0]
+	for _, p := range f.signers {
+		var ok bool
+		b = framework.AppendSigString(b, p.Name())
+		if b, ok = p.AppendSignature(b, pod); !ok {
+			return "", false
+		}
+	}
+	if !f.allSign {
+		return "", false
+	}
+	return string(b), true
+}
+
+// collectSigners lists, once, the distinct plugins of the per-pod and
+// per-node extension points in a fixed order, and notes whether every one
+// of them can sign.
+func (f *Framework) collectSigners() {
+	seen := map[string]bool{}
+	f.allSign = true
+	add := func(p framework.Plugin) {
+		if seen[p.Name()] {
+			return
+		}
+		seen[p.Name()] = true
+		s, ok := p.(framework.SignPlugin)
+		if !ok {
+			f.allSign = false
+			return
+		}
+		f.signers = append(f.signers, s)
+		if g, ok := p.(framework.SignatureGuard); ok {
+			f.guards = append(f.guards, g)
+		}
+	}
+	for _, p := range f.preFilter {
+		add(p)
+	}
+	for _, p := range f.filter {
+		add(p)
+	}
+	for _, p := range f.preScore {
+		add(p)
+	}
+	for _, p := range f.score {
+		add(p)
+	}
+}
+
+// SignaturesUsable reports whether results may be reused by signature in
+// this cycle: every plugin can sign, every guard agrees for the current
+// snapshot, and no pod is nominated anywhere. The nominations' version
+// comes back so the caller can tell whether they changed during the
+// cycle (see NominationsVersion).
+func (f *Framework) SignaturesUsable() (nominationsVersion uint64, usable bool) {
+	if !f.allSign {
+		return 0, false
+	}
+	v, none, ok := f.NominationsVersion()
+	if !ok || !none {
+		return v, false
+	}
+	for _, g := range f.guards {
+		if !g.SignaturesValid() {
+			return v, false
+		}
+	}
+	return v, true
+}
+
+// VersionedPodNominator is a PodNominator that numbers its changes, so a
+// placer can tell that no nomination existed or changed across a cycle
+// without asking about every node.
+type VersionedPodNominator interface {
+	// NominationsVersion returns a number that changes with every change
+	// of the nominations, odd while one is being made, and whether there
+	// are none.
+	NominationsVersion() (version uint64, none bool)
+}
+
+// NominationsVersion returns the nominator's version and whether it holds
+// no nomination; ok is false if the nominator cannot say. Without a
+// nominator there is never any nomination. An odd version (a change in
+// progress) reports none as false.
+func (f *Framework) NominationsVersion() (version uint64, none, ok bool) {
+	if f.nominator == nil {
+		return 0, true, true
+	}
+	vn, is := f.nominator.(VersionedPodNominator)
+	if !is {
+		return 0, false, false
+	}
+	version, none = vn.NominationsVersion()
+	return version, none && version%2 == 0, true
+}
+
+// NumActiveScorePlugins returns how many Score plugins state's cycle runs
+// (those PreScore did not skip): the slots of a RawScoreMemo.
+func (f *Framework) NumActiveScorePlugins(state *framework.CycleState) int {
+	skip, n := state.SkipScorePlugins(), 0
+	for i := range f.score {
+		if skip&f.scoreBit[i] == 0 {
+			n++
+		}
+	}
+	return n
+}
