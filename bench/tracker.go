@@ -20,14 +20,17 @@ var errStalled = errors.New("bench: no progress")
 
 // podRecord is what the bench knows of one pod it submits.
 type podRecord struct {
-	pod       *berthv1.Pod
-	phase     podPhase
-	uid       string
-	submitted int64 // unix nanos when its SubmitPods call started; 0 before
-	acked     bool  // the SubmitPods call returned
-	boundAt   int64 // unix nanos the BOUND event arrived; 0 while not bound
-	node      string
-	deleted   bool // an UNBOUND event was seen
+	// pod is what is submitted; a slim tracker drops it once acknowledged,
+	// keeping only namespace and name.
+	pod             *berthv1.Pod
+	namespace, name string
+	phase           podPhase
+	uid             string
+	submitted       int64 // unix nanos when its SubmitPods call started; 0 before
+	acked           bool  // the SubmitPods call returned
+	boundAt         int64 // unix nanos the BOUND event arrived; 0 while not bound
+	node            string
+	deleted         bool // an UNBOUND event was seen
 }
 
 // evictRequest names a preemption victim to delete.
@@ -63,6 +66,9 @@ type tracker struct {
 	kick chan struct{}
 	// evictions carries victims from the watch to the evictor.
 	evictions chan evictRequest
+	// slim drops each pod's body once it is acknowledged, so a run of a
+	// million pods (berth load) does not hold them all.
+	slim bool
 }
 
 func newTracker() *tracker {
@@ -80,7 +86,7 @@ func (t *tracker) add(p *berthv1.Pod, phase podPhase) int32 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	slot := int32(len(t.pods))
-	t.pods = append(t.pods, podRecord{pod: p, phase: phase})
+	t.pods = append(t.pods, podRecord{pod: p, namespace: p.GetNamespace(), name: p.GetName(), phase: phase})
 	t.byName[p.GetName()] = slot
 	return slot
 }
@@ -114,7 +120,10 @@ func (t *tracker) acked(slots []int32, results []*berthv1.SubmitPodResult) error
 		r.acked = true
 		r.uid = res.GetPod().GetUid()
 		if res.GetCode() != 0 && err == nil {
-			err = fmt.Errorf("submit pod %s/%s: %s: %s", r.pod.GetNamespace(), r.pod.GetName(), codes.Code(res.GetCode()), res.GetMessage())
+			err = fmt.Errorf("submit pod %s/%s: %s: %s", r.namespace, r.name, codes.Code(res.GetCode()), res.GetMessage())
+		}
+		if t.slim {
+			r.pod = nil
 		}
 		t.notifyLocked(s)
 	}
@@ -159,7 +168,7 @@ func (t *tracker) handle(ev *berthv1.BindingEvent, now int64) (*evictRequest, er
 	defer t.mu.Unlock()
 	t.rev = max(t.rev, ev.GetRevision())
 	slot, ok := t.byName[ev.GetName()]
-	if !ok || t.pods[slot].pod.GetNamespace() != ev.GetNamespace() {
+	if !ok || t.pods[slot].namespace != ev.GetNamespace() {
 		return nil, nil // not a pod of this run
 	}
 	r := &t.pods[slot]
