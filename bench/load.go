@@ -207,6 +207,12 @@ func (l *loader) prepareDirs() (func(), error) {
 		root, cleanup = tmp, func() { os.RemoveAll(tmp) }
 	}
 	l.dataDir, l.logDir = filepath.Join(root, "data"), filepath.Join(root, "logs")
+	// Another run's cluster would be loaded at start and counted in the
+	// memory: measure only on fresh data.
+	if entries, err := os.ReadDir(l.dataDir); err == nil && len(entries) > 0 {
+		cleanup()
+		return nil, fmt.Errorf("%s already holds data: remove it or choose another --data-dir", l.dataDir)
+	}
 	if err := os.MkdirAll(l.logDir, 0o755); err != nil {
 		cleanup()
 		return nil, err
