@@ -315,16 +315,19 @@ func (l *loader) load(ctx context.Context, w *workload, srv *serverProcess, pid 
 			return fmt.Sprintf("server rss %s (peak %s)", formatBytes(m.RSS), formatBytes(m.HWM))
 		}
 	}
-	res := r.runWorkload(lctx)
+	res := r.measureWorkload(lctx)
 	if res.err != nil {
 		res.err = contextCause(lctx, res.err)
 	}
-	if pid == 0 {
-		return res, memStatus{}, nil
+	var m memStatus
+	if pid > 0 {
+		if m, err = readMemStatus(pid); err != nil {
+			err = fmt.Errorf("server memory: %w", err)
+		}
 	}
-	m, err := readMemStatus(pid)
-	if err != nil {
-		err = fmt.Errorf("server memory: %w", err)
+	if l.lc.Addr != "" {
+		// After the reading: deleting the pods is not part of the load.
+		r.cleanupShared(ctx, max(time.Minute, l.lc.StartTimeout))
 	}
 	return res, m, err
 }

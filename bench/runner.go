@@ -102,21 +102,33 @@ func runWorkload(ctx context.Context, bc Config, w *workload, run string, conn g
 }
 
 func (r *runner) runWorkload(ctx context.Context) runResult {
-	bc, w, out := r.bc, r.w, r.out
-	res := runResult{workload: w.name, nodes: w.nodes, initPods: w.initPods, pods: w.pods}
-	if w.trace == nil {
-		res.rate = bc.Rate
-	}
-	res.err = r.execute(ctx, &res)
-	if bc.Addr != "" {
-		// A shared server outlives the run: leave it as it was.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		if err := r.cleanup(cctx); err != nil {
-			fmt.Fprintf(out, "cleanup: %v\n", err)
-		}
-		cancel()
+	res := r.measureWorkload(ctx)
+	if r.bc.Addr != "" {
+		r.cleanupShared(ctx, time.Minute)
 	}
 	return res
+}
+
+// measureWorkload is runWorkload without the cleanup, for a caller that
+// measures the server before it.
+func (r *runner) measureWorkload(ctx context.Context) runResult {
+	w := r.w
+	res := runResult{workload: w.name, nodes: w.nodes, initPods: w.initPods, pods: w.pods}
+	if w.trace == nil {
+		res.rate = r.bc.Rate
+	}
+	res.err = r.execute(ctx, &res)
+	return res
+}
+
+// cleanupShared deletes what the run created, within limit even once ctx
+// has ended: a shared server outlives the run, so leave it as it was.
+func (r *runner) cleanupShared(ctx context.Context, limit time.Duration) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	defer cancel()
+	if err := r.cleanup(cctx); err != nil {
+		fmt.Fprintf(r.out, "cleanup: %v\n", err)
+	}
 }
 
 func (r *runner) execute(ctx context.Context, res *runResult) error {

@@ -85,7 +85,7 @@ func startServerProcess(ctx context.Context, sc ServerCommand, args []string, lo
 
 func (p *serverProcess) pid() int { return p.cmd.Process.Pid }
 
-// signal sends sig to the child's whole group and returns how long it took
+// stop sends sig to the child's whole group and returns how long it took
 // the child to exit, giving up (and killing the group) after grace.
 func (p *serverProcess) stop(sig syscall.Signal, grace time.Duration) (time.Duration, error) {
 	start := time.Now()
