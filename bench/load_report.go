@@ -20,15 +20,43 @@ const (
 // load's own: time to store and memory.
 func printLoaded(out io.Writer, r loadResult) {
 	printDetails(out, r.run)
-	if r.run.submitDur > 0 {
+	if r.allStored() {
 		fmt.Fprintf(out, "time to store:    %s for all %d pods (every SubmitPods acknowledged, durable)\n",
 			r.run.submitDur.Round(time.Millisecond), r.run.pods)
+	} else {
+		fmt.Fprintf(out, "stored:           %d of %d pods\n", r.stored, r.run.pods)
+	}
+	if r.retried > 0 {
+		fmt.Fprintf(out, "retried:          %d pods refused for a transient reason (Unavailable, ResourceExhausted) were sent again\n", r.retried)
 	}
 	if r.loaded.HWM > 0 {
 		fmt.Fprintf(out, "server memory:    peak %s (VmHWM, pid %d), %s after the load (VmRSS); per pod %s peak, %s after\n",
 			formatBytes(r.loaded.HWM), r.pid, formatBytes(r.loaded.RSS),
 			formatPerPod(r.loaded.HWM, r.run.pods), formatPerPod(r.loaded.RSS, r.run.pods))
 	}
+}
+
+// allStored says whether every pod was acknowledged, so the submission
+// time is the time to store them all.
+func (r loadResult) allStored() bool {
+	return r.run.submitDur > 0 && r.stored == r.run.pods
+}
+
+// storeTime is the time to store all pods, 0 when some were not.
+func (r loadResult) storeTime() time.Duration {
+	if !r.allStored() {
+		return 0
+	}
+	return r.run.submitDur
+}
+
+// submitRate is the rate of durable acknowledgements, 0 when some pods
+// were not acknowledged.
+func (r loadResult) submitRate() float64 {
+	if !r.allStored() {
+		return 0
+	}
+	return r.run.submitPerSec()
 }
 
 // printLoadEnd prints a failure the load's lines did not, and the summary.
@@ -54,9 +82,9 @@ func loadSummary(r loadResult) string {
 		restart[signalName(rr.signal)] = rr
 	}
 	term, kill := restart["SIGTERM"], restart["SIGKILL"]
-	return fmt.Sprintf("summary: workload=%s nodes=%d pods=%d bound=%d submit-pods/s=%.0f pods/s=%.0f store-all=%s peak-rss=%d rss-after=%d peak-bytes/pod=%d bytes/pod-after=%d term-serving=%s term-bound=%s kill-serving=%s kill-bound=%s status=%q",
-		r.run.workload, r.run.nodes, r.run.pods, r.run.bound, r.run.submitPerSec(), r.run.podsPerSec(),
-		r.run.submitDur.Round(time.Millisecond), r.loaded.HWM, r.loaded.RSS, perPod(r.loaded.HWM, r.run.pods), perPod(r.loaded.RSS, r.run.pods),
+	return fmt.Sprintf("summary: workload=%s nodes=%d pods=%d bound=%d retried=%d submit-pods/s=%.0f pods/s=%.0f store-all=%s peak-rss=%d rss-after=%d peak-bytes/pod=%d bytes/pod-after=%d term-serving=%s term-bound=%s kill-serving=%s kill-bound=%s status=%q",
+		r.run.workload, r.run.nodes, r.run.pods, r.run.bound, r.retried, r.submitRate(), r.run.podsPerSec(),
+		r.storeTime().Round(time.Millisecond), r.loaded.HWM, r.loaded.RSS, perPod(r.loaded.HWM, r.run.pods), perPod(r.loaded.RSS, r.run.pods),
 		term.toServing.Round(time.Millisecond), term.toBound.Round(time.Millisecond),
 		kill.toServing.Round(time.Millisecond), kill.toBound.Round(time.Millisecond), firstLine(r.err))
 }
@@ -86,7 +114,7 @@ func loadPerfData(r loadResult) PerfData {
 		}
 		return l
 	}
-	if r.run.submitDur > 0 {
+	if r.allStored() {
 		pd.DataItems = append(pd.DataItems,
 			DataItem{Data: map[string]float64{"Average": ms(r.run.submitDur)}, Unit: "ms", Labels: labels(metricStoreAll)},
 			DataItem{Data: map[string]float64{"Average": r.run.submitPerSec()}, Unit: "pods/s", Labels: labels(metricSubmitRate)})

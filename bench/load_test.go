@@ -44,6 +44,7 @@ func sampleLoadResult() loadResult {
 		},
 		pid:    7,
 		loaded: memStatus{HWM: 4000, RSS: 2000},
+		stored: 4,
 		restarts: []restartResult{
 			{signal: syscall.SIGTERM, stop: time.Second, toServing: 2 * time.Second, toBound: 3 * time.Second, mem: memStatus{HWM: 400, RSS: 300}},
 			{signal: syscall.SIGKILL, toServing: 4 * time.Second, toBound: 5 * time.Second, mem: memStatus{HWM: 500, RSS: 350}},
@@ -53,7 +54,7 @@ func sampleLoadResult() loadResult {
 
 func TestLoadSummary(t *testing.T) {
 	got := loadSummary(sampleLoadResult())
-	want := `summary: workload=scale nodes=2 pods=4 bound=4 submit-pods/s=2 pods/s=1 store-all=2s peak-rss=4000 rss-after=2000 peak-bytes/pod=1000 bytes/pod-after=500 term-serving=2s term-bound=3s kill-serving=4s kill-bound=5s status="ok"`
+	want := `summary: workload=scale nodes=2 pods=4 bound=4 retried=0 submit-pods/s=2 pods/s=1 store-all=2s peak-rss=4000 rss-after=2000 peak-bytes/pod=1000 bytes/pod-after=500 term-serving=2s term-bound=3s kill-serving=4s kill-bound=5s status="ok"`
 	if got != want {
 		t.Errorf("summary\n got %s\nwant %s", got, want)
 	}
@@ -101,5 +102,17 @@ func TestLoadPerfData(t *testing.T) {
 	}
 	if s := loadSummary(failed); !strings.HasSuffix(s, `status="restart after SIGKILL: boom"`) {
 		t.Errorf("failed summary %s", s)
+	}
+
+	// Pods not all stored: no time to store them all, nor a rate of it.
+	partial := sampleLoadResult()
+	partial.stored, partial.err = 3, errors.New("submit: boom")
+	for _, it := range loadPerfData(partial).DataItems {
+		if m := it.Labels["Metric"]; m == metricStoreAll || m == metricSubmitRate {
+			t.Errorf("%s item for a load that stored 3 of 4 pods", m)
+		}
+	}
+	if s := loadSummary(partial); !strings.Contains(s, " submit-pods/s=0 ") || !strings.Contains(s, " store-all=0s ") {
+		t.Errorf("partial summary %s", s)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
@@ -83,6 +84,8 @@ type runner struct {
 	// memory).
 	progressEvery time.Duration
 	progressExtra func() string
+	// submitRetries is the submitter's retries of transient refusals.
+	submitRetries int
 }
 
 func newRunner(bc Config, w *workload, run string, conn grpc.ClientConnInterface, out io.Writer) *runner {
@@ -218,6 +221,7 @@ func (r *runner) phase(ctx context.Context, phase podPhase, n int, build func(in
 	r.t.touch()
 	start := time.Now()
 	sub := newSubmitter(ctx, r.pods, r.t, r.bc.Concurrency)
+	sub.retries = r.submitRetries
 	if paced {
 		ticker := time.NewTicker(pacerTick(r.bc.Rate))
 		p := &pacer{rate: r.bc.Rate, batch: r.bc.Batch}
@@ -348,6 +352,9 @@ func (r *runner) progress(phase podPhase, n int) func() {
 				if c.evicts > 0 || c.deletes > 0 {
 					line += fmt.Sprintf("  evicted %d  deleted %d", c.evicts, c.deletes)
 				}
+				if c.retried > 0 {
+					line += fmt.Sprintf("  retried %d", c.retried)
+				}
 				if r.progressExtra != nil {
 					line += "  " + r.progressExtra()
 				}
@@ -432,6 +439,10 @@ type submitter struct {
 	pods berthv1.PodServiceClient
 	t    *tracker
 	g    *errgroup.Group
+	// retries is how many times a batch, or the pods of it refused for a
+	// transient reason, are sent again (0: a refusal fails the run, as the
+	// bench wants: it measures a server that keeps up).
+	retries int
 }
 
 func newSubmitter(ctx context.Context, pods berthv1.PodServiceClient, t *tracker, concurrency int) *submitter {
@@ -443,15 +454,37 @@ func newSubmitter(ctx context.Context, pods berthv1.PodServiceClient, t *tracker
 // submit sends one batch; it blocks while the limit of calls is in flight.
 func (s *submitter) submit(slots []int32) {
 	s.g.Go(func() error {
-		if err := s.ctx.Err(); err != nil {
-			return err
+		for attempt := 0; ; attempt++ {
+			if err := s.ctx.Err(); err != nil {
+				return err
+			}
+			retry := attempt < s.retries
+			resp, err := s.pods.SubmitPods(s.ctx, &berthv1.SubmitPodsRequest{Pods: s.t.startSubmit(slots)})
+			if err != nil && !(retry && transient(status.Code(err))) {
+				return fmt.Errorf("submit %d pods: %w", len(slots), err)
+			}
+			if err == nil {
+				if slots, err = s.t.ackedOrRetry(slots, resp.GetResults(), retry); err != nil || len(slots) == 0 {
+					return err
+				}
+			}
+			if err := s.backoff(attempt); err != nil {
+				return err
+			}
 		}
-		resp, err := s.pods.SubmitPods(s.ctx, &berthv1.SubmitPodsRequest{Pods: s.t.startSubmit(slots)})
-		if err != nil {
-			return fmt.Errorf("submit %d pods: %w", len(slots), err)
-		}
-		return s.t.acked(slots, resp.GetResults())
 	})
+}
+
+// backoff waits before retry attempt+1: 50ms doubling to 2s.
+func (s *submitter) backoff(attempt int) error {
+	t := time.NewTimer(min(50*time.Millisecond<<min(attempt, 6), 2*time.Second))
+	defer t.Stop()
+	select {
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // wait returns once every batch is acknowledged, with the first failure.

@@ -120,8 +120,17 @@ func (p *serverProcess) logTail(lines int) string {
 		return ""
 	}
 	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(all[max(0, len(all)-lines):], "\n")
+	tail := all[max(0, len(all)-lines):]
+	for i, line := range tail {
+		// etcd's slow-request warnings quote whole transactions.
+		if len(line) > maxLogLine {
+			tail[i] = line[:maxLogLine] + "..."
+		}
+	}
+	return strings.Join(tail, "\n")
 }
+
+const maxLogLine = 400
 
 // killGroup signals the process group led by pid.
 func killGroup(pid int, sig syscall.Signal) error {
