@@ -192,18 +192,25 @@ func runLoad(ctx context.Context, lc LoadConfig, out io.Writer) (res loadResult)
 		}
 		return res
 	}
+	res.restarts, srv, res.err = l.restarts(ctx, srv, w)
+	return res
+}
+
+// restarts times a restart after SIGTERM, then one after SIGKILL, and
+// returns the server then running.
+func (l *loader) restarts(ctx context.Context, srv *serverProcess, w *workload) ([]restartResult, *serverProcess, error) {
+	var out []restartResult
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		var rr restartResult
 		rr, srv = l.restart(ctx, srv, w, sig)
-		res.restarts = append(res.restarts, rr)
+		out = append(out, rr)
 		if rr.err != nil {
-			res.err = fmt.Errorf("restart after %s: %w", signalName(sig), rr.err)
 			l.explain(srv)
-			return res
+			return out, srv, fmt.Errorf("restart after %s: %w", signalName(sig), rr.err)
 		}
-		printRestart(out, rr)
+		printRestart(l.out, rr)
 	}
-	return res
+	return out, srv, nil
 }
 
 // prepareDirs makes the child's data and log directories under
