@@ -248,6 +248,17 @@ func resolveTraceDir(flagDir string) (string, error) {
 
 // printResult prints the latency lines and the one-line summary.
 func printResult(out io.Writer, r runResult) {
+	if printDetails(out, r) {
+		return
+	}
+	fmt.Fprintf(out, "summary: workload=%s nodes=%d init=%d pods=%d bound=%d unschedulable=%d evicted=%d deleted=%d pods/s=%.0f p50=%s p99=%s p999=%s violations=%d status=%q\n",
+		r.workload, r.nodes, r.initPods, r.pods, r.bound, r.unschedulable, r.evicts, r.deletes, r.podsPerSec(),
+		r.percentile(0.50), r.percentile(0.99), r.percentile(0.999), len(r.violations), firstLine(r.err))
+}
+
+// printDetails prints the throughput and latency lines, and what went
+// wrong; it says whether the workload was skipped.
+func printDetails(out io.Writer, r runResult) (skipped bool) {
 	if r.bound > 0 {
 		verb := "all bound"
 		if r.bound < r.pods {
@@ -278,11 +289,9 @@ func printResult(out io.Writer, r runResult) {
 	}
 	if r.skipped != "" {
 		fmt.Fprintf(out, "skipped: %s\n", r.skipped)
-		return
+		return true
 	}
-	fmt.Fprintf(out, "summary: workload=%s nodes=%d init=%d pods=%d bound=%d unschedulable=%d evicted=%d deleted=%d pods/s=%.0f p50=%s p99=%s p999=%s violations=%d status=%q\n",
-		r.workload, r.nodes, r.initPods, r.pods, r.bound, r.unschedulable, r.evicts, r.deletes, r.podsPerSec(),
-		r.percentile(0.50), r.percentile(0.99), r.percentile(0.999), len(r.violations), firstLine(r.err))
+	return false
 }
 
 // printTable prints one row per workload.

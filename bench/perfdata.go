@@ -77,7 +77,11 @@ func perfData(results []runResult) PerfData {
 
 // writePerfData writes the results as indented JSON to path.
 func writePerfData(path string, results []runResult) error {
-	b, err := json.MarshalIndent(perfData(results), "", "  ")
+	return writeJSON(path, perfData(results))
+}
+
+func writeJSON(path string, pd PerfData) error {
+	b, err := json.MarshalIndent(pd, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
@@ -44,6 +45,14 @@ func (r runResult) podsPerSec() float64 {
 	return float64(r.bound) / r.elapsed.Seconds()
 }
 
+// submitPerSec is the rate of durable acknowledgements.
+func (r runResult) submitPerSec() float64 {
+	if r.submitDur <= 0 {
+		return 0
+	}
+	return float64(r.pods) / r.submitDur.Seconds()
+}
+
 // percentile of the sorted latencies; 0 when there are none.
 func (r runResult) percentile(p float64) time.Duration {
 	if len(r.latencies) == 0 {
@@ -69,32 +78,60 @@ type runner struct {
 	// unschedMsgs: why replayed pods were unschedulable when deleted.
 	unschedMu   sync.Mutex
 	unschedMsgs map[int32]string
+
+	// progressEvery is the time between progress lines (0: a second);
+	// progressExtra, when set, adds to each line (berth load: the server's
+	// memory).
+	progressEvery time.Duration
+	progressExtra func() string
+	// submitRetries is the submitter's retries of transient refusals.
+	submitRetries int
 }
 
-// runWorkload registers the nodes, binds the init pods, then submits and
-// measures the measured pods (or replays the trace).
-func runWorkload(ctx context.Context, bc Config, w *workload, run string, conn grpc.ClientConnInterface, out io.Writer) runResult {
-	r := &runner{
+func newRunner(bc Config, w *workload, run string, conn grpc.ClientConnInterface, out io.Writer) *runner {
+	return &runner{
 		bc: bc, w: w, run: run, out: out,
 		cluster: berthv1.NewClusterServiceClient(conn),
 		pods:    berthv1.NewPodServiceClient(conn),
 		sched:   berthv1.NewSchedulerServiceClient(conn),
 		t:       newTracker(),
 	}
-	res := runResult{workload: w.name, nodes: w.nodes, initPods: w.initPods, pods: w.pods}
-	if w.trace == nil {
-		res.rate = bc.Rate
-	}
-	res.err = r.execute(ctx, &res)
-	if bc.Addr != "" {
-		// A shared server outlives the run: leave it as it was.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		if err := r.cleanup(cctx); err != nil {
-			fmt.Fprintf(out, "cleanup: %v\n", err)
-		}
-		cancel()
+}
+
+// runWorkload registers the nodes, binds the init pods, then submits and
+// measures the measured pods (or replays the trace).
+func runWorkload(ctx context.Context, bc Config, w *workload, run string, conn grpc.ClientConnInterface, out io.Writer) runResult {
+	return newRunner(bc, w, run, conn, out).runWorkload(ctx)
+}
+
+func (r *runner) runWorkload(ctx context.Context) runResult {
+	res := r.measureWorkload(ctx)
+	if r.bc.Addr != "" {
+		r.cleanupShared(ctx, time.Minute)
 	}
 	return res
+}
+
+// measureWorkload is runWorkload without the cleanup, for a caller that
+// measures the server before it.
+func (r *runner) measureWorkload(ctx context.Context) runResult {
+	w := r.w
+	res := runResult{workload: w.name, nodes: w.nodes, initPods: w.initPods, pods: w.pods}
+	if w.trace == nil {
+		res.rate = r.bc.Rate
+	}
+	res.err = r.execute(ctx, &res)
+	return res
+}
+
+// cleanupShared deletes what the run created, within limit even once ctx
+// has ended: a shared server outlives the run, so leave it as it was.
+func (r *runner) cleanupShared(ctx context.Context, limit time.Duration) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	defer cancel()
+	if err := r.cleanup(cctx); err != nil {
+		fmt.Fprintf(r.out, "cleanup: %v\n", err)
+	}
 }
 
 func (r *runner) execute(ctx context.Context, res *runResult) error {
@@ -172,16 +209,20 @@ func (r *runner) phases(ctx context.Context, res *runResult) error {
 // phase submits n pods built by build and waits until all are bound. It
 // returns how long the submissions took.
 func (r *runner) phase(ctx context.Context, phase podPhase, n int, build func(int) *berthv1.Pod) (time.Duration, error) {
+	paced := r.bc.Rate > 0 && phase == phaseMeasured
 	slots := make([]int32, n)
-	for i := range n {
-		slots[i] = r.t.add(build(i), phase)
+	if paced {
+		for i := range n {
+			slots[i] = r.t.add(build(i), phase)
+		}
 	}
 	stopProgress := r.progress(phase, n)
 	defer stopProgress()
 	r.t.touch()
 	start := time.Now()
 	sub := newSubmitter(ctx, r.pods, r.t, r.bc.Concurrency)
-	if r.bc.Rate > 0 && phase == phaseMeasured {
+	sub.retries = r.submitRetries
+	if paced {
 		ticker := time.NewTicker(pacerTick(r.bc.Rate))
 		p := &pacer{rate: r.bc.Rate, batch: r.bc.Batch}
 		err := p.run(sub.ctx, start, ticker.C, n, func(lo, hi int) { sub.submit(slots[lo:hi]) })
@@ -194,8 +235,14 @@ func (r *runner) phase(ctx context.Context, phase podPhase, n int, build func(in
 			return time.Since(start), err
 		}
 	} else {
+		// Pods are built a batch ahead of their call, not all first: at a
+		// million pods the bench would otherwise hold them all at once.
 		for lo := 0; lo < n; lo += r.bc.Batch {
-			sub.submit(slots[lo:min(lo+r.bc.Batch, n)])
+			hi := min(lo+r.bc.Batch, n)
+			for i := lo; i < hi; i++ {
+				slots[i] = r.t.add(build(i), phase)
+			}
+			sub.submit(slots[lo:hi])
 		}
 		if err := sub.wait(); err != nil {
 			return time.Since(start), err
@@ -287,7 +334,11 @@ func (r *runner) progress(phase podPhase, n int) func() {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(time.Second)
+		every := r.progressEvery
+		if every <= 0 {
+			every = time.Second
+		}
+		t := time.NewTicker(every)
 		defer t.Stop()
 		prev := r.t.counts().bound[phase]
 		for {
@@ -296,9 +347,16 @@ func (r *runner) progress(phase podPhase, n int) func() {
 				return
 			case <-t.C:
 				c := r.t.counts()
-				line := fmt.Sprintf("  %s: submitted %d/%d  bound %d  (%d pods/s)", name, c.sent[phase], n, c.bound[phase], c.bound[phase]-prev)
+				rate := float64(c.bound[phase]-prev) / every.Seconds()
+				line := fmt.Sprintf("  %s: submitted %d/%d  bound %d  (%.0f pods/s)", name, c.sent[phase], n, c.bound[phase], rate)
 				if c.evicts > 0 || c.deletes > 0 {
 					line += fmt.Sprintf("  evicted %d  deleted %d", c.evicts, c.deletes)
+				}
+				if c.retried > 0 {
+					line += fmt.Sprintf("  retried %d", c.retried)
+				}
+				if r.progressExtra != nil {
+					line += "  " + r.progressExtra()
 				}
 				fmt.Fprintln(r.out, line)
 				prev = c.bound[phase]
@@ -346,18 +404,18 @@ func (r *runner) registerNodes(ctx context.Context) (int64, error) {
 // cleanup deletes what the run created, for runs against a shared server.
 func (r *runner) cleanup(ctx context.Context) error {
 	r.t.mu.Lock()
-	var pods []*berthv1.Pod
+	var pods []*berthv1.DeletePodRequest
 	for _, p := range r.t.pods {
 		if p.submitted != 0 && !p.deleted {
-			pods = append(pods, p.pod)
+			pods = append(pods, &berthv1.DeletePodRequest{Namespace: p.namespace, Name: p.name})
 		}
 	}
 	r.t.mu.Unlock()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(64)
-	for _, p := range pods {
+	for _, req := range pods {
 		g.Go(func() error {
-			_, err := r.pods.DeletePod(gctx, &berthv1.DeletePodRequest{Namespace: p.GetNamespace(), Name: p.GetName()})
+			_, err := r.pods.DeletePod(gctx, req)
 			return ignoreNotFound(err)
 		})
 	}
@@ -381,6 +439,10 @@ type submitter struct {
 	pods berthv1.PodServiceClient
 	t    *tracker
 	g    *errgroup.Group
+	// retries is how many times a batch, or the pods of it refused for a
+	// transient reason, are sent again (0: a refusal fails the run, as the
+	// bench wants: it measures a server that keeps up).
+	retries int
 }
 
 func newSubmitter(ctx context.Context, pods berthv1.PodServiceClient, t *tracker, concurrency int) *submitter {
@@ -392,15 +454,37 @@ func newSubmitter(ctx context.Context, pods berthv1.PodServiceClient, t *tracker
 // submit sends one batch; it blocks while the limit of calls is in flight.
 func (s *submitter) submit(slots []int32) {
 	s.g.Go(func() error {
-		if err := s.ctx.Err(); err != nil {
-			return err
+		for attempt := 0; ; attempt++ {
+			if err := s.ctx.Err(); err != nil {
+				return err
+			}
+			retry := attempt < s.retries
+			resp, err := s.pods.SubmitPods(s.ctx, &berthv1.SubmitPodsRequest{Pods: s.t.startSubmit(slots)})
+			if err != nil && !(retry && transient(status.Code(err))) {
+				return fmt.Errorf("submit %d pods: %w", len(slots), err)
+			}
+			if err == nil {
+				if slots, err = s.t.ackedOrRetry(slots, resp.GetResults(), retry); err != nil || len(slots) == 0 {
+					return err
+				}
+			}
+			if err := s.backoff(attempt); err != nil {
+				return err
+			}
 		}
-		resp, err := s.pods.SubmitPods(s.ctx, &berthv1.SubmitPodsRequest{Pods: s.t.startSubmit(slots)})
-		if err != nil {
-			return fmt.Errorf("submit %d pods: %w", len(slots), err)
-		}
-		return s.t.acked(slots, resp.GetResults())
 	})
+}
+
+// backoff waits before retry attempt+1: 50ms doubling to 2s.
+func (s *submitter) backoff(attempt int) error {
+	t := time.NewTimer(min(50*time.Millisecond<<min(attempt, 6), 2*time.Second))
+	defer t.Stop()
+	select {
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // wait returns once every batch is acknowledged, with the first failure.

@@ -20,14 +20,17 @@ var errStalled = errors.New("bench: no progress")
 
 // podRecord is what the bench knows of one pod it submits.
 type podRecord struct {
-	pod       *berthv1.Pod
-	phase     podPhase
-	uid       string
-	submitted int64 // unix nanos when its SubmitPods call started; 0 before
-	acked     bool  // the SubmitPods call returned
-	boundAt   int64 // unix nanos the BOUND event arrived; 0 while not bound
-	node      string
-	deleted   bool // an UNBOUND event was seen
+	// pod is what is submitted; a slim tracker drops it once acknowledged,
+	// keeping only namespace and name.
+	pod             *berthv1.Pod
+	namespace, name string
+	phase           podPhase
+	uid             string
+	submitted       int64 // unix nanos when its SubmitPods call started; 0 before
+	acked           bool  // the SubmitPods call returned
+	boundAt         int64 // unix nanos the BOUND event arrived; 0 while not bound
+	node            string
+	deleted         bool // an UNBOUND event was seen
 }
 
 // evictRequest names a preemption victim to delete.
@@ -63,6 +66,11 @@ type tracker struct {
 	kick chan struct{}
 	// evictions carries victims from the watch to the evictor.
 	evictions chan evictRequest
+	// slim drops each pod's body once it is acknowledged, so a run of a
+	// million pods (berth load) does not hold them all.
+	slim bool
+	// retried counts pods sent again after a transient refusal.
+	retried int
 }
 
 func newTracker() *tracker {
@@ -80,7 +88,7 @@ func (t *tracker) add(p *berthv1.Pod, phase podPhase) int32 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	slot := int32(len(t.pods))
-	t.pods = append(t.pods, podRecord{pod: p, phase: phase})
+	t.pods = append(t.pods, podRecord{pod: p, namespace: p.GetNamespace(), name: p.GetName(), phase: phase})
 	t.byName[p.GetName()] = slot
 	return slot
 }
@@ -93,8 +101,12 @@ func (t *tracker) startSubmit(slots []int32) []*berthv1.Pod {
 	defer t.mu.Unlock()
 	for k, s := range slots {
 		r := &t.pods[s]
-		r.submitted = now
-		t.sent[r.phase]++
+		// A retried pod keeps its first stamp: its latency includes the
+		// retries.
+		if r.submitted == 0 {
+			r.submitted = now
+			t.sent[r.phase]++
+		}
 		out[k] = r.pod
 	}
 	return out
@@ -102,23 +114,47 @@ func (t *tracker) startSubmit(slots []int32) []*berthv1.Pod {
 
 // acked records the results of one SubmitPods call.
 func (t *tracker) acked(slots []int32, results []*berthv1.SubmitPodResult) error {
+	_, err := t.ackedOrRetry(slots, results, false)
+	return err
+}
+
+// ackedOrRetry is acked that, when retry is set, leaves the pods refused
+// for a passing reason (transient) unacknowledged and returns them, to be
+// sent again.
+func (t *tracker) ackedOrRetry(slots []int32, results []*berthv1.SubmitPodResult, retry bool) ([]int32, error) {
 	if len(results) != len(slots) {
-		return fmt.Errorf("submit: %d results for %d pods", len(results), len(slots))
+		return nil, fmt.Errorf("submit: %d results for %d pods", len(results), len(slots))
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var err error
+	var again []int32
 	for k, s := range slots {
 		r := &t.pods[s]
 		res := results[k]
+		if retry && transient(codes.Code(res.GetCode())) {
+			again = append(again, s)
+			t.retried++
+			continue
+		}
 		r.acked = true
 		r.uid = res.GetPod().GetUid()
 		if res.GetCode() != 0 && err == nil {
-			err = fmt.Errorf("submit pod %s/%s: %s: %s", r.pod.GetNamespace(), r.pod.GetName(), codes.Code(res.GetCode()), res.GetMessage())
+			err = fmt.Errorf("submit pod %s/%s: %s: %s", r.namespace, r.name, codes.Code(res.GetCode()), res.GetMessage())
+		}
+		if t.slim {
+			r.pod = nil
 		}
 		t.notifyLocked(s)
 	}
-	return err
+	return again, err
+}
+
+// transient says whether a refusal may pass if the call is made again: an
+// overloaded front (ResourceExhausted) or a store that did not answer in
+// time (Unavailable, outcome unknown: submitting is idempotent).
+func transient(c codes.Code) bool {
+	return c == codes.Unavailable || c == codes.ResourceExhausted
 }
 
 // watch feeds the stream into the tracker until it fails, which is how it
@@ -159,7 +195,7 @@ func (t *tracker) handle(ev *berthv1.BindingEvent, now int64) (*evictRequest, er
 	defer t.mu.Unlock()
 	t.rev = max(t.rev, ev.GetRevision())
 	slot, ok := t.byName[ev.GetName()]
-	if !ok || t.pods[slot].pod.GetNamespace() != ev.GetNamespace() {
+	if !ok || t.pods[slot].namespace != ev.GetNamespace() {
 		return nil, nil // not a pod of this run
 	}
 	r := &t.pods[slot]
@@ -250,6 +286,19 @@ func (t *tracker) slot(slot int32) (podRecord, <-chan struct{}, error) {
 	return t.pods[slot], ch, t.err
 }
 
+// ackedCount is how many pods of phase were acknowledged OK.
+func (t *tracker) ackedCount(phase podPhase) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var n int
+	for _, r := range t.pods {
+		if r.phase == phase && r.acked && r.uid != "" {
+			n++
+		}
+	}
+	return n
+}
+
 // record returns a copy of one pod's record.
 func (t *tracker) record(slot int32) podRecord {
 	t.mu.Lock()
@@ -261,6 +310,7 @@ func (t *tracker) record(slot int32) podRecord {
 type trackerCounts struct {
 	sent, bound     [numPhases]int
 	evicts, deletes int
+	retried         int
 	rev             int64
 	lastProgress    time.Time
 	err             error
@@ -270,7 +320,7 @@ func (t *tracker) counts() trackerCounts {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return trackerCounts{
-		sent: t.sent, bound: t.bound, evicts: t.evicts, deletes: t.deletes, rev: t.rev,
+		sent: t.sent, bound: t.bound, evicts: t.evicts, deletes: t.deletes, retried: t.retried, rev: t.rev,
 		lastProgress: time.Unix(0, t.lastProgress), err: t.err,
 	}
 }

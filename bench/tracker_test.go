@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -241,5 +242,81 @@ func TestTrackerSlotWaiter(t *testing.T) {
 	err = tr.acked([]int32{slot}, []*berthv1.SubmitPodResult{{Code: int32(codes.InvalidArgument), Message: "bad"}})
 	if err == nil || !strings.Contains(err.Error(), "bad") {
 		t.Errorf("rejected submit: %v, want its message", err)
+	}
+}
+
+// refusingPods answers SubmitPods from a script: each call takes the next
+// answer; an answer is a whole-call error or one code per pod.
+type refusingPods struct {
+	berthv1.PodServiceClient
+	answers []func(n int) (*berthv1.SubmitPodsResponse, error)
+	calls   [][]string // pod names of each call
+}
+
+func (f *refusingPods) SubmitPods(_ context.Context, req *berthv1.SubmitPodsRequest, _ ...grpc.CallOption) (*berthv1.SubmitPodsResponse, error) {
+	var names []string
+	for _, p := range req.GetPods() {
+		names = append(names, p.GetName())
+	}
+	f.calls = append(f.calls, names)
+	answer := f.answers[0]
+	f.answers = f.answers[1:]
+	return answer(len(names))
+}
+
+func codesAnswer(cs ...codes.Code) func(int) (*berthv1.SubmitPodsResponse, error) {
+	return func(int) (*berthv1.SubmitPodsResponse, error) {
+		resp := &berthv1.SubmitPodsResponse{}
+		for i, c := range cs {
+			resp.Results = append(resp.Results, &berthv1.SubmitPodResult{Code: int32(c), Pod: &berthv1.Pod{Uid: fmt.Sprint("u", i)}})
+		}
+		return resp, nil
+	}
+}
+
+// With retries, a batch refused whole or a pod refused for a transient
+// reason is sent again, counted once and stamped once; without, the
+// refusal fails the run as before.
+func TestSubmitterRetriesTransientRefusals(t *testing.T) {
+	tr := newTracker()
+	tr.slim = true
+	var slots []int32
+	for _, name := range []string{"a", "b", "c"} {
+		slots = append(slots, tr.add(&berthv1.Pod{Namespace: measuredNamespace, Name: name}, phaseMeasured))
+	}
+	pods := &refusingPods{answers: []func(int) (*berthv1.SubmitPodsResponse, error){
+		func(int) (*berthv1.SubmitPodsResponse, error) { return nil, status.Error(codes.Unavailable, "shed") },
+		codesAnswer(codes.OK, codes.Unavailable, codes.OK),
+		codesAnswer(codes.OK),
+	}}
+	sub := newSubmitter(context.Background(), pods, tr, 1)
+	sub.retries = 3
+	sub.submit(slots)
+	if err := sub.wait(); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"a", "b", "c"}, {"a", "b", "c"}, {"b"}}
+	if diff := cmp.Diff(want, pods.calls); diff != "" {
+		t.Errorf("calls (-want,+got):\n%s", diff)
+	}
+	c := tr.counts()
+	if c.sent[phaseMeasured] != 3 || c.retried != 1 || tr.ackedCount(phaseMeasured) != 3 {
+		t.Errorf("sent %d, retried %d, acked %d; want 3, 1, 3", c.sent[phaseMeasured], c.retried, tr.ackedCount(phaseMeasured))
+	}
+	for _, s := range slots {
+		if rec := tr.record(s); rec.pod != nil || rec.name == "" {
+			t.Errorf("slim record %+v: want the body dropped, the name kept", rec)
+		}
+	}
+
+	// Without retries the transient refusal fails the batch.
+	strict := newTracker()
+	slot := strict.add(&berthv1.Pod{Namespace: measuredNamespace, Name: "d"}, phaseMeasured)
+	sub = newSubmitter(context.Background(), &refusingPods{answers: []func(int) (*berthv1.SubmitPodsResponse, error){
+		codesAnswer(codes.Unavailable),
+	}}, strict, 1)
+	sub.submit([]int32{slot})
+	if err := sub.wait(); err == nil || !strings.Contains(err.Error(), "Unavailable") {
+		t.Errorf("no retries: %v, want the Unavailable refusal", err)
 	}
 }

@@ -1,5 +1,5 @@
 // Command berth is the Berth scheduling service (berth serve) and its
-// tools (berth bench).
+// tools (berth bench, berth load).
 package main
 
 import (
@@ -18,6 +18,7 @@ const usage = `berth: a gRPC scheduling service with kube-scheduler semantics
 Usage:
   berth serve [flags]   run a replica (embedded etcd unless --etcd-endpoints)
   berth bench [flags]   measure end-to-end scheduling throughput
+  berth load [flags]    measure one replica at scale: memory, throughput, restart times
   berth etcd [flags]    run one etcd member in-process (for a cluster without an etcd binary)
   berth version         print the version, VCS revision and Go version (also --version)
   berth probe [flags]   exit 0 if a replica's gRPC health service says SERVING (container healthchecks)
@@ -56,6 +57,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = serve(ctx, args[1:], stderr)
 	case "bench":
 		err = runBench(ctx, args[1:], stdout, stderr)
+	case "load":
+		err = runLoad(ctx, args[1:], stdout, stderr)
 	case "etcd":
 		err = etcdMember(ctx, args[1:], stderr)
 	case "version", "--version", "-version":

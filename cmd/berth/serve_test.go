@@ -142,7 +142,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestHelpExitsZero(t *testing.T) {
-	for _, args := range [][]string{{"serve", "--help"}, {"serve", "-h"}, {"bench", "--help"}, {"etcd", "--help"}} {
+	for _, args := range [][]string{{"serve", "--help"}, {"serve", "-h"}, {"bench", "--help"}, {"load", "--help"}, {"etcd", "--help"}} {
 		var stderr bytes.Buffer
 		if code := run(context.Background(), args, io.Discard, &stderr); code != 0 {
 			t.Errorf("berth %s: exit %d, want 0", strings.Join(args, " "), code)

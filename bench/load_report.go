@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// Metric labels of the items loadPerfData adds to the bench's.
+const (
+	metricStoreAll     = "time_to_store_all"
+	metricSubmitRate   = "SubmitThroughput"
+	metricServerMemory = "server_memory"
+	metricRestart      = "restart"
+)
+
+// printLoaded prints the bench's throughput and latency lines, then the
+// load's own: time to store and memory.
+func printLoaded(out io.Writer, r loadResult) {
+	printDetails(out, r.run)
+	if r.allStored() {
+		fmt.Fprintf(out, "time to store:    %s for all %d pods (every SubmitPods acknowledged, durable)\n",
+			r.run.submitDur.Round(time.Millisecond), r.run.pods)
+	} else {
+		fmt.Fprintf(out, "stored:           %d of %d pods\n", r.stored, r.run.pods)
+	}
+	if r.retried > 0 {
+		fmt.Fprintf(out, "retried:          %d pods refused for a transient reason (Unavailable, ResourceExhausted) were sent again\n", r.retried)
+	}
+	if r.loaded.HWM > 0 {
+		fmt.Fprintf(out, "server memory:    peak %s (VmHWM, pid %d), %s after the load (VmRSS); per pod %s peak, %s after\n",
+			formatBytes(r.loaded.HWM), r.pid, formatBytes(r.loaded.RSS),
+			formatPerPod(r.loaded.HWM, r.run.pods), formatPerPod(r.loaded.RSS, r.run.pods))
+	}
+}
+
+// allStored says whether every pod was acknowledged, so the submission
+// time is the time to store them all.
+func (r loadResult) allStored() bool {
+	return r.run.submitDur > 0 && r.stored == r.run.pods
+}
+
+// storeTime is the time to store all pods, 0 when some were not.
+func (r loadResult) storeTime() time.Duration {
+	if !r.allStored() {
+		return 0
+	}
+	return r.run.submitDur
+}
+
+// submitRate is the rate of durable acknowledgements, 0 when some pods
+// were not acknowledged.
+func (r loadResult) submitRate() float64 {
+	if !r.allStored() {
+		return 0
+	}
+	return r.run.submitPerSec()
+}
+
+// printLoadEnd prints a failure the load's lines did not, and the summary.
+func printLoadEnd(out io.Writer, r loadResult) {
+	if r.err != nil && (r.run.err == nil || !errors.Is(r.err, r.run.err)) {
+		fmt.Fprintf(out, "FAILED: %v\n", r.err)
+	}
+	fmt.Fprintln(out, loadSummary(r))
+}
+
+// printRestart prints one restart's line as soon as it is measured.
+func printRestart(out io.Writer, rr restartResult) {
+	fmt.Fprintf(out, "restart after %s: stopped in %s; new berth serve pid %d SERVING in %s, first new pod bound in %s (on %s); peak %s by then\n",
+		signalName(rr.signal), rr.stop.Round(time.Millisecond), rr.pid, rr.toServing.Round(time.Millisecond),
+		rr.toBound.Round(time.Millisecond), rr.node, formatBytes(rr.mem.HWM))
+}
+
+// loadSummary is the one-line summary, in the bench's key=value form;
+// absent figures are 0.
+func loadSummary(r loadResult) string {
+	restart := map[string]restartResult{}
+	for _, rr := range r.restarts {
+		restart[signalName(rr.signal)] = rr
+	}
+	term, kill := restart["SIGTERM"], restart["SIGKILL"]
+	return fmt.Sprintf("summary: workload=%s nodes=%d pods=%d bound=%d retried=%d submit-pods/s=%.0f pods/s=%.0f store-all=%s peak-rss=%d rss-after=%d peak-bytes/pod=%d bytes/pod-after=%d term-serving=%s term-bound=%s kill-serving=%s kill-bound=%s status=%q",
+		r.run.workload, r.run.nodes, r.run.pods, r.run.bound, r.retried, r.submitRate(), r.run.podsPerSec(),
+		r.storeTime().Round(time.Millisecond), r.loaded.HWM, r.loaded.RSS, perPod(r.loaded.HWM, r.run.pods), perPod(r.loaded.RSS, r.run.pods),
+		term.toServing.Round(time.Millisecond), term.toBound.Round(time.Millisecond),
+		kill.toServing.Round(time.Millisecond), kill.toBound.Round(time.Millisecond), firstLine(r.err))
+}
+
+// loadPerfData is the bench's items for the load (throughput, latency)
+// and, labelled alike, the time to store every pod, the submit rate, the
+// server's memory after the load and after each restart, and each
+// restart's timings.
+func loadPerfData(r loadResult) PerfData {
+	pd := perfData([]runResult{r.run})
+	if r.err != nil {
+		// A failed restart fails the run: say so on the load's items too.
+		for _, it := range pd.DataItems {
+			it.Labels["status"] = "failed"
+		}
+	}
+	labels := func(metric string, extra ...string) map[string]string {
+		l := map[string]string{
+			"Metric": metric, "workload": r.run.workload,
+			"nodes": strconv.Itoa(r.run.nodes), "initPods": "0", "pods": strconv.Itoa(r.run.pods),
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			l[extra[i]] = extra[i+1]
+		}
+		if r.err != nil {
+			l["status"] = "failed"
+		}
+		return l
+	}
+	if r.allStored() {
+		pd.DataItems = append(pd.DataItems,
+			DataItem{Data: map[string]float64{"Average": ms(r.run.submitDur)}, Unit: "ms", Labels: labels(metricStoreAll)},
+			DataItem{Data: map[string]float64{"Average": r.run.submitPerSec()}, Unit: "pods/s", Labels: labels(metricSubmitRate)})
+	}
+	if r.loaded.HWM > 0 {
+		pd.DataItems = append(pd.DataItems, DataItem{
+			Data: map[string]float64{
+				"Peak": float64(r.loaded.HWM), "AfterLoad": float64(r.loaded.RSS),
+				"PeakPerPod": float64(perPod(r.loaded.HWM, r.run.pods)), "AfterLoadPerPod": float64(perPod(r.loaded.RSS, r.run.pods)),
+			},
+			Unit: "bytes", Labels: labels(metricServerMemory, "phase", "load"),
+		})
+	}
+	for _, rr := range r.restarts {
+		if rr.err != nil {
+			continue
+		}
+		sig := signalName(rr.signal)
+		pd.DataItems = append(pd.DataItems, DataItem{
+			Data: map[string]float64{"Stop": ms(rr.stop), "ToServing": ms(rr.toServing), "ToFirstBinding": ms(rr.toBound)},
+			Unit: "ms", Labels: labels(metricRestart, "signal", sig),
+		}, DataItem{
+			Data: map[string]float64{"Peak": float64(rr.mem.HWM), "AtFirstBinding": float64(rr.mem.RSS)},
+			Unit: "bytes", Labels: labels(metricServerMemory, "phase", "restart", "signal", sig),
+		})
+	}
+	return pd
+}
+
+func perPod(bytes int64, pods int) int64 {
+	if pods <= 0 {
+		return 0
+	}
+	return bytes / int64(pods)
+}
+
+func formatPerPod(bytes int64, pods int) string {
+	return strconv.FormatInt(perPod(bytes, pods), 10) + " B"
+}

@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLoadConfigValidate(t *testing.T) {
+	good := LoadConfig{
+		Server: ServerCommand{Path: "berth"}, Nodes: 1, Pods: 1, Batch: 1000, Concurrency: 8,
+		Timeout: time.Minute, StartTimeout: time.Minute,
+	}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	for name, edit := range map[string]func(*LoadConfig){
+		"no nodes":         func(lc *LoadConfig) { lc.Nodes = 0 },
+		"no pods":          func(lc *LoadConfig) { lc.Pods = 0 },
+		"batch over 1000":  func(lc *LoadConfig) { lc.Batch = 1001 },
+		"no concurrency":   func(lc *LoadConfig) { lc.Concurrency = 0 },
+		"pid without addr": func(lc *LoadConfig) { lc.PID = 42 },
+		"no binary":        func(lc *LoadConfig) { lc.Server.Path = "" },
+		"no start timeout": func(lc *LoadConfig) { lc.StartTimeout = 0 },
+	} {
+		lc := good
+		edit(&lc)
+		if lc.Validate() == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func sampleLoadResult() loadResult {
+	return loadResult{
+		run: runResult{
+			workload: WorkloadScale, nodes: 2, pods: 4, bound: 4,
+			submitDur: 2 * time.Second, elapsed: 4 * time.Second,
+			latencies: []time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond, 4 * time.Millisecond},
+		},
+		pid:    7,
+		loaded: memStatus{HWM: 4000, RSS: 2000},
+		stored: 4,
+		restarts: []restartResult{
+			{signal: syscall.SIGTERM, stop: time.Second, toServing: 2 * time.Second, toBound: 3 * time.Second, mem: memStatus{HWM: 400, RSS: 300}},
+			{signal: syscall.SIGKILL, toServing: 4 * time.Second, toBound: 5 * time.Second, mem: memStatus{HWM: 500, RSS: 350}},
+		},
+	}
+}
+
+func TestLoadSummary(t *testing.T) {
+	got := loadSummary(sampleLoadResult())
+	want := `summary: workload=scale nodes=2 pods=4 bound=4 retried=0 submit-pods/s=2 pods/s=1 store-all=2s peak-rss=4000 rss-after=2000 peak-bytes/pod=1000 bytes/pod-after=500 term-serving=2s term-bound=3s kill-serving=4s kill-bound=5s status="ok"`
+	if got != want {
+		t.Errorf("summary\n got %s\nwant %s", got, want)
+	}
+}
+
+// The load's items: the bench's two, the time to store and submit rate,
+// memory after the load, and per restart its timings and memory.
+func TestLoadPerfData(t *testing.T) {
+	items := loadPerfData(sampleLoadResult()).DataItems
+	type key struct{ metric, unit, phase, signal string }
+	var got []key
+	for _, it := range items {
+		got = append(got, key{it.Labels["Metric"], it.Unit, it.Labels["phase"], it.Labels["signal"]})
+		if it.Labels["workload"] != WorkloadScale || it.Labels["nodes"] != "2" || it.Labels["pods"] != "4" || it.Labels["status"] != "" {
+			t.Errorf("%s labels %v; want workload scale, 2 nodes, 4 pods, no status", it.Labels["Metric"], it.Labels)
+		}
+	}
+	want := []key{
+		{metricThroughput, "pods/s", "", ""},
+		{metricSubmitToBound, "ms", "", ""},
+		{metricStoreAll, "ms", "", ""},
+		{metricSubmitRate, "pods/s", "", ""},
+		{metricServerMemory, "bytes", "load", ""},
+		{metricRestart, "ms", "", "SIGTERM"},
+		{metricServerMemory, "bytes", "restart", "SIGTERM"},
+		{metricRestart, "ms", "", "SIGKILL"},
+		{metricServerMemory, "bytes", "restart", "SIGKILL"},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(key{})); diff != "" {
+		t.Fatalf("items (-want,+got):\n%s", diff)
+	}
+	if d := items[4].Data; d["Peak"] != 4000 || d["PeakPerPod"] != 1000 || d["AfterLoadPerPod"] != 500 {
+		t.Errorf("load memory %v", d)
+	}
+	if d := items[7].Data; d["ToServing"] != 4000 || d["ToFirstBinding"] != 5000 {
+		t.Errorf("SIGKILL restart %v", d)
+	}
+
+	failed := sampleLoadResult()
+	failed.err = errors.New("restart after SIGKILL: boom")
+	for _, it := range loadPerfData(failed).DataItems {
+		if it.Labels["status"] != "failed" {
+			t.Errorf("%s of a failed run not labelled failed: %v", it.Labels["Metric"], it.Labels)
+		}
+	}
+	if s := loadSummary(failed); !strings.HasSuffix(s, `status="restart after SIGKILL: boom"`) {
+		t.Errorf("failed summary %s", s)
+	}
+
+	// Pods not all stored: no time to store them all, nor a rate of it.
+	partial := sampleLoadResult()
+	partial.stored, partial.err = 3, errors.New("submit: boom")
+	for _, it := range loadPerfData(partial).DataItems {
+		if m := it.Labels["Metric"]; m == metricStoreAll || m == metricSubmitRate {
+			t.Errorf("%s item for a load that stored 3 of 4 pods", m)
+		}
+	}
+	if s := loadSummary(partial); !strings.Contains(s, " submit-pods/s=0 ") || !strings.Contains(s, " store-all=0s ") {
+		t.Errorf("partial summary %s", s)
+	}
+}

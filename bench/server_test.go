@@ -1,0 +1,177 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startTestChild starts the test binary as a stand-in child in mode (see
+// testChildEnv), with a kill at the test's end whatever happens.
+func startTestChild(t *testing.T, ctx context.Context, mode string) *serverProcess {
+	t.Helper()
+	p, err := startServerProcess(ctx, ServerCommand{Path: os.Args[0], Env: []string{testChildEnv + "=" + mode}}, nil,
+		filepath.Join(t.TempDir(), "child.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.kill)
+	return p
+}
+
+// pollUntil checks cond every few milliseconds until it holds, failing
+// the test after 30s. What it waits for has no event to wait on: a
+// grandchild killed with its group is reaped by init, not by us.
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("still waiting for %s after 30s", what)
+		}
+	}
+}
+
+func waitGone(t *testing.T, what string, pid int) {
+	t.Helper()
+	pollUntil(t, fmt.Sprintf("%s (pid %d) to end", what, pid), func() bool { return !processAlive(pid) })
+}
+
+// readPID waits until the child has written a pid to its log.
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	var line []byte
+	pollUntil(t, "the child to write a pid", func() bool {
+		b, _ := os.ReadFile(path)
+		var ok bool
+		line, ok = bytes.CutSuffix(b, []byte("\n"))
+		return ok
+	})
+	pid, err := strconv.Atoi(string(line))
+	if err != nil {
+		t.Fatalf("child wrote %q, want a pid", line)
+	}
+	return pid
+}
+
+// Cancelling the run's context kills the child and what it started.
+func TestServerProcessKilledWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := startTestChild(t, ctx, "group")
+	grandchild := readPID(t, p.logPath)
+	cancel()
+	<-p.done()
+	if !killedBy(p.waitErr, syscall.SIGKILL) {
+		t.Errorf("child ended with %v, want killed by SIGKILL", p.waitErr)
+	}
+	waitGone(t, "child", p.pid())
+	waitGone(t, "grandchild", grandchild)
+}
+
+// A panic unwinding through the run's deferred kill ends the child.
+func TestServerProcessKilledOnPanic(t *testing.T) {
+	var p *serverProcess
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("no panic")
+			}
+		}()
+		p = startTestChild(t, context.Background(), "sleep")
+		defer p.kill()
+		panic("run failed")
+	}()
+	if !killedBy(p.waitErr, syscall.SIGKILL) {
+		t.Errorf("child ended with %v, want killed by SIGKILL", p.waitErr)
+	}
+	waitGone(t, "child", p.pid())
+}
+
+// A bench process that dies without killing its child (a crash, kill -9)
+// takes the child with it: the kernel's parent-death signal.
+func TestServerProcessDiesWithBench(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), testChildEnv+"=parent")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("parent: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("parent wrote %q, want its child's pid", out)
+	}
+	waitGone(t, "orphaned child", pid)
+}
+
+// stop sends the signal to the group and waits for the exit.
+func TestServerProcessStop(t *testing.T) {
+	p := startTestChild(t, context.Background(), "sleep")
+	if _, err := p.stop(syscall.SIGTERM, time.Minute); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if processAlive(p.pid()) {
+		t.Errorf("pid %d alive after stop", p.pid())
+	}
+	if !killedBy(p.waitErr, syscall.SIGTERM) {
+		t.Errorf("child ended with %v, want killed by SIGTERM", p.waitErr)
+	}
+}
+
+// killedBy says whether a child's Wait error is its death by sig (and so
+// that it was still running when sig came).
+func killedBy(err error, sig syscall.Signal) bool {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return false
+	}
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == sig
+}
+
+// A child that ignores the signal is killed after the grace period, and
+// stop says so.
+func TestServerProcessStopKillsStubbornChild(t *testing.T) {
+	p := startTestChild(t, context.Background(), "stubborn")
+	readPID(t, p.logPath) // SIGTERM is ignored from here on
+	if _, err := p.stop(syscall.SIGTERM, 100*time.Millisecond); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("stop: %v; want an error saying the child was killed", err)
+	}
+	if processAlive(p.pid()) {
+		t.Errorf("pid %d alive after stop", p.pid())
+	}
+}
+
+func TestParseMemStatus(t *testing.T) {
+	status := "Name:\tberth\nVmPeak:\t 2000 kB\nVmHWM:\t    4096 kB\nVmRSS:\t    1024 kB\nThreads:\t9\n"
+	m, err := parseMemStatus([]byte(status))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m != (memStatus{HWM: 4096 << 10, RSS: 1024 << 10}) {
+		t.Errorf("parsed %+v, want HWM 4 MiB, RSS 1 MiB", m)
+	}
+	for _, bad := range []string{"Name:\tx\n", "VmHWM:\t1 MB\nVmRSS:\t1 kB\n", "VmHWM:\tx kB\nVmRSS:\t1 kB\n"} {
+		if _, err := parseMemStatus([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	self, err := readMemStatus(os.Getpid())
+	if err != nil || self.HWM <= 0 || self.RSS <= 0 || self.RSS > self.HWM {
+		t.Errorf("own status: %+v, %v; want 0 < RSS <= HWM", self, err)
+	}
+}
