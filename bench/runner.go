@@ -86,7 +86,7 @@ func runWorkload(ctx context.Context, bc Config, w *workload, run string, conn g
 		res.rate = bc.Rate
 	}
 	res.err = r.execute(ctx, &res)
-	if bc.Addr != "" {
+	if bc.Addr != "" && !bc.Keep {
 		// A shared server outlives the run: leave it as it was.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		if err := r.cleanup(cctx); err != nil {
