@@ -43,6 +43,14 @@ type ShardOwner interface {
 	ReleaseShard(shard int)
 }
 
+// ShardsSettledHandler is an optional part of a ShardOwner: ShardsSettled
+// comes after each session's first pass over the shards, once the owner
+// has been told every shard this replica holds (owned of them) and before
+// any later change: from then on, its ownership is known.
+type ShardsSettledHandler interface {
+	ShardsSettled(owned int)
+}
+
 type sessionInfo struct {
 	id    string
 	lease clientv3.LeaseID
@@ -161,6 +169,9 @@ func (m *member) runSession(ctx context.Context) (err error) {
 	}
 	if err := m.reconcile(ctx); err != nil {
 		return err
+	}
+	if sh, ok := m.owner.(ShardsSettledHandler); ok {
+		sh.ShardsSettled(len(m.mine))
 	}
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
