@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"go.uber.org/zap"
+
 	"github.com/berth-io/berth/convert"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/scheduler"
@@ -14,6 +16,8 @@ type bridge struct {
 	sched    *scheduler.Scheduler
 	ready    chan struct{}
 	revision func(int64)
+	// startup, if set, is told when the first listing is read and loaded.
+	startup *startupClock
 	// bridgeLeaseState: the node book and lease marking (nodebook.go).
 	bridgeLeaseState
 }
@@ -25,7 +29,14 @@ var (
 	_ store.PodGroupHandler   = (*bridge)(nil)
 	_ store.AssumptionHandler = (*bridge)(nil)
 	_ store.NodeLeaseHandler  = (*bridge)(nil)
+	_ store.ListedHandler     = (*bridge)(nil)
 )
+
+func (s *bridge) Listed(rev int64, nodes, pods int) {
+	if s.startup != nil {
+		s.startup.mark(phaseList, zap.Int64("revision", rev), zap.Int("nodes", nodes), zap.Int("pods", pods))
+	}
+}
 
 // Applied tells the core how far its view reaches, for the commits' node
 // fences.
@@ -61,6 +72,9 @@ func (s *bridge) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64)
 	s.sched.Reset(cn, cp)
 	s.checkLost(cp...)
 	s.revision(rev)
+	if s.startup != nil {
+		s.startup.mark(phaseCache)
+	}
 	select {
 	case <-s.ready:
 	default:
