@@ -69,6 +69,10 @@ type Config struct {
 	// Txns and scheduling cycles (see package tracing). Nil, the default,
 	// traces nothing at no cost.
 	TracerProvider trace.TracerProvider
+
+	// beforeLoad, for tests, runs after each listing is read and before it
+	// is loaded into the core.
+	beforeLoad func()
 }
 
 func (cfg *Config) setDefaults() {
@@ -366,7 +370,7 @@ func (r *Replica) runMembership(ctx context.Context) error {
 // runSync feeds the store's watch into the core until ctx ends, then waits
 // for the node_lost marks under way.
 func (r *Replica) runSync(ctx context.Context) error {
-	b := &bridge{sched: r.sched, ready: r.syncReady, startup: r.startup, revision: func(rev int64) { r.lastRev.Set(float64(rev)) },
+	b := &bridge{sched: r.sched, ready: r.syncReady, startup: r.startup, beforeLoad: r.cfg.beforeLoad, revision: func(rev int64) { r.lastRev.Set(float64(rev)) },
 		bridgeLeaseState: bridgeLeaseState{store: r.store, ctx: ctx, log: r.logger.Named("sync")}}
 	err := r.store.Sync(ctx, b)
 	b.waitMarking()
@@ -407,10 +411,11 @@ func (r *Replica) newHealthProbe() *healthProbe {
 			}
 		},
 		report: func(h server.Health) {
-			r.front.SetHealth(h)
+			// Marked first, so whoever sees SERVING finds the phase too.
 			if h.Storage && h.Scheduling {
 				r.startup.mark(phaseServing)
 			}
+			r.front.SetHealth(h)
 		},
 		interval: interval, timeout: timeout,
 		log: r.logger.Named("health"),
