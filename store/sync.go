@@ -301,17 +301,24 @@ func watchFailure(resp clientv3.WatchResponse, what string) error {
 // Paging a scan: etcd counts every key left in the range to answer each
 // page, so a scan of n keys in pages of c costs n²/c. Pages grow while they
 // are small in bytes, which keeps a scan of a million pods near linear,
-// and shrink if they grow large, which bounds one response's memory.
+// and shrink if they grow large, which bounds one response's memory. A
+// sync listing, which reads everything once and is a restart's critical
+// path, aims for larger pages than other scans.
 const (
 	scanPageBytes = 4 << 20
+	syncPageBytes = 16 << 20
 	maxScanChunk  = 1 << 16
 )
 
-func nextChunk(chunk, pageBytes int) int {
+func nextChunk(chunk, pageBytes int) int { return nextChunkFor(chunk, pageBytes, scanPageBytes) }
+
+// nextChunkFor sizes the next page of a scan aiming at pages of target
+// bytes.
+func nextChunkFor(chunk, pageBytes, target int) int {
 	switch {
-	case pageBytes < scanPageBytes/2 && chunk < maxScanChunk:
+	case pageBytes < target/2 && chunk < maxScanChunk:
 		return min(2*chunk, maxScanChunk)
-	case pageBytes > 2*scanPageBytes && chunk > 1:
+	case pageBytes > 2*target && chunk > 1:
 		return chunk / 2
 	}
 	return chunk

@@ -85,13 +85,13 @@ type decodedPage[T any] struct {
 // listDecoded ranges over prefix at rev (0: current, returned) for a sync
 // listing of what, decoding each value for keep, which is called in key
 // order from one goroutine; an undecodable value is logged and skipped.
-// Pages are decoded by a worker per core while the next is read; at most a
-// few pages per worker are in flight, which bounds the memory held by
-// values not yet decoded.
+// Pages are decoded by a worker per core while the next is read; about two
+// pages per worker are in flight, which bounds the memory held by values
+// not yet decoded.
 func listDecoded[T any](ctx context.Context, s *Store, what, prefix string, rev int64, decode func([]byte) (T, error), keep func(T, *mvccpb.KeyValue)) (int64, error) {
 	workers := runtime.GOMAXPROCS(0)
-	jobs := make(chan *decodedPage[T], 2*workers)
-	inOrder := make(chan *decodedPage[T], 2*workers)
+	jobs := make(chan *decodedPage[T], workers)
+	inOrder := make(chan *decodedPage[T], workers)
 	var decoders sync.WaitGroup
 	for range workers {
 		decoders.Go(func() {
@@ -112,7 +112,7 @@ func listDecoded[T any](ctx context.Context, s *Store, what, prefix string, rev 
 			}
 		}
 	}()
-	rev, err := s.rangePages(ctx, "sync list "+what, prefix, clientv3.GetPrefixRangeEnd(prefix), rev, func(kvs []*mvccpb.KeyValue) {
+	rev, err := s.rangePages(ctx, "sync list "+what, prefix, clientv3.GetPrefixRangeEnd(prefix), rev, syncPageBytes, func(kvs []*mvccpb.KeyValue) {
 		p := &decodedPage[T]{kvs: kvs, done: make(chan struct{})}
 		inOrder <- p
 		jobs <- p
@@ -142,16 +142,16 @@ func decodePageOf[T any](s *Store, p *decodedPage[T], what string, decode func([
 // the current revision, which it returns), calling fn for each in key order.
 // Each chunk has its own RequestTimeout, so large listings are not cut short.
 func (s *Store) rangeAt(ctx context.Context, op, start, end string, rev int64, fn func(*mvccpb.KeyValue)) (int64, error) {
-	return s.rangePages(ctx, op, start, end, rev, func(kvs []*mvccpb.KeyValue) {
+	return s.rangePages(ctx, op, start, end, rev, scanPageBytes, func(kvs []*mvccpb.KeyValue) {
 		for _, kv := range kvs {
 			fn(kv)
 		}
 	})
 }
 
-// rangePages is rangeAt a page at a time: fn gets each chunk's key-values,
-// in key order, and may keep the slice.
-func (s *Store) rangePages(ctx context.Context, op, start, end string, rev int64, fn func([]*mvccpb.KeyValue)) (int64, error) {
+// rangePages is rangeAt a page at a time, aiming at pages of pageBytes: fn
+// gets each chunk's key-values, in key order, and may keep the slice.
+func (s *Store) rangePages(ctx context.Context, op, start, end string, rev int64, pageBytes int, fn func([]*mvccpb.KeyValue)) (int64, error) {
 	chunk := s.chunk
 	for {
 		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(chunk))}
@@ -178,6 +178,6 @@ func (s *Store) rangePages(ctx context.Context, op, start, end string, rev int64
 			return rev, nil
 		}
 		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
-		chunk = nextChunk(chunk, size)
+		chunk = nextChunkFor(chunk, size, pageBytes)
 	}
 }
