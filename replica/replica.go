@@ -370,7 +370,8 @@ func (r *Replica) runMembership(ctx context.Context) error {
 // runSync feeds the store's watch into the core until ctx ends, then waits
 // for the node_lost marks under way.
 func (r *Replica) runSync(ctx context.Context) error {
-	b := &bridge{sched: r.sched, ready: r.syncReady, startup: r.startup, beforeLoad: r.cfg.beforeLoad, revision: func(rev int64) { r.lastRev.Set(float64(rev)) },
+	b := &bridge{sched: r.sched, ready: r.syncReady, revision: func(rev int64) { r.lastRev.Set(float64(rev)) },
+		startup: r.startup, beforeLoad: r.cfg.beforeLoad,
 		bridgeLeaseState: bridgeLeaseState{store: r.store, ctx: ctx, log: r.logger.Named("sync")}}
 	err := r.store.Sync(ctx, b)
 	b.waitMarking()
