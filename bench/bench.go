@@ -27,6 +27,9 @@ import (
 type Config struct {
 	// Addr targets a running server; empty starts a fresh one per workload.
 	Addr string
+	// Keep leaves what a run against Addr created in place, to build a
+	// data set for a restart measurement.
+	Keep bool
 	// TLS is the client's certificate material for a server that serves
 	// TLS (all empty: plaintext), so a secured deployment can be measured.
 	TLS      berth.TLSFiles

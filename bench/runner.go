@@ -106,7 +106,7 @@ func runWorkload(ctx context.Context, bc Config, w *workload, run string, conn g
 
 func (r *runner) runWorkload(ctx context.Context) runResult {
 	res := r.measureWorkload(ctx)
-	if r.bc.Addr != "" {
+	if r.bc.Addr != "" && !r.bc.Keep {
 		r.cleanupShared(ctx, time.Minute)
 	}
 	return res

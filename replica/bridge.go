@@ -1,6 +1,11 @@
 package replica
 
 import (
+	"runtime"
+	"sync"
+
+	"go.uber.org/zap"
+
 	"github.com/berth-io/berth/convert"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/scheduler"
@@ -14,6 +19,10 @@ type bridge struct {
 	sched    *scheduler.Scheduler
 	ready    chan struct{}
 	revision func(int64)
+	// startup, if set, is told when the first listing is read and loaded.
+	startup *startupClock
+	// beforeLoad, if set, runs when a listing has been read (tests).
+	beforeLoad func()
 	// bridgeLeaseState: the node book and lease marking (nodebook.go).
 	bridgeLeaseState
 }
@@ -25,7 +34,17 @@ var (
 	_ store.PodGroupHandler   = (*bridge)(nil)
 	_ store.AssumptionHandler = (*bridge)(nil)
 	_ store.NodeLeaseHandler  = (*bridge)(nil)
+	_ store.ListedHandler     = (*bridge)(nil)
 )
+
+func (s *bridge) Listed(rev int64, nodes, pods int) {
+	if s.startup != nil {
+		s.startup.mark(phaseList, zap.Int64("revision", rev), zap.Int("nodes", nodes), zap.Int("pods", pods))
+	}
+	if s.beforeLoad != nil {
+		s.beforeLoad()
+	}
+}
 
 // Applied tells the core how far its view reaches, for the commits' node
 // fences.
@@ -54,18 +73,36 @@ func (s *bridge) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64)
 	for i, n := range nodes {
 		cn[i] = s.nodes.put(n, s.nodes.listed[n.GetName()])
 	}
-	cp := make([]*framework.Pod, len(pods))
-	for i, p := range pods {
-		cp[i] = convert.PodToCore(p.Pod, p.ModRevision)
-	}
+	cp := podsToCore(pods)
 	s.sched.Reset(cn, cp)
 	s.checkLost(cp...)
 	s.revision(rev)
+	if s.startup != nil {
+		s.startup.mark(phaseCache)
+	}
 	select {
 	case <-s.ready:
 	default:
 		close(s.ready)
 	}
+}
+
+// podsToCore converts a listing's pods on every core: at a restart it is
+// a good part of the time to the first binding.
+func podsToCore(pods []store.PodRecord) []*framework.Pod {
+	cp := make([]*framework.Pod, len(pods))
+	workers := runtime.GOMAXPROCS(0)
+	size := max((len(pods)+workers-1)/workers, 1024)
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(pods); lo += size {
+		wg.Go(func() {
+			for i := lo; i < min(lo+size, len(pods)); i++ {
+				cp[i] = convert.PodToCore(pods[i].Pod, pods[i].ModRevision)
+			}
+		})
+	}
+	wg.Wait()
+	return cp
 }
 
 func (s *bridge) NodePut(n *berthv1.Node, rev int64) {

@@ -19,6 +19,9 @@ type healthProbe struct {
 	// member reports a live session: its shards (or the others') are owned
 	// rightly.
 	member func() bool
+	// ownership reports that the membership has settled which shards are
+	// ours; nil: not followed.
+	ownership func() bool
 	// synced reports a cache that holds the cluster.
 	synced func() bool
 	report func(server.Health)
@@ -78,13 +81,16 @@ func (p *healthProbe) check(ctx context.Context) (server.Health, error) {
 	pctx, cancel := context.WithTimeout(ctx, p.timeout)
 	err := p.storage(pctx)
 	cancel()
-	return server.Health{Storage: err == nil, Scheduling: p.member() && p.synced()}, err
+	return server.Health{Storage: err == nil, Scheduling: p.member() && p.ownershipKnown() && p.synced()}, err
 }
+
+func (p *healthProbe) ownershipKnown() bool { return p.ownership == nil || p.ownership() }
 
 // logChange warns of a replica that stopped serving; while it starts, not
 // serving yet is no news.
 func (p *healthProbe) logChange(h server.Health, storageErr error, served bool) {
-	fields := []zap.Field{zap.Bool("storage", h.Storage), zap.Bool("member", p.member()), zap.Bool("synced", p.synced())}
+	fields := []zap.Field{zap.Bool("storage", h.Storage), zap.Bool("member", p.member()),
+		zap.Bool("ownership", p.ownershipKnown()), zap.Bool("synced", p.synced())}
 	if storageErr != nil {
 		fields = append(fields, zap.NamedError("storage_error", storageErr))
 	}

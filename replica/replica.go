@@ -11,6 +11,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,6 +69,10 @@ type Config struct {
 	// Txns and scheduling cycles (see package tracing). Nil, the default,
 	// traces nothing at no cost.
 	TracerProvider trace.TracerProvider
+
+	// beforeLoad, for tests, runs after each listing is read and before it
+	// is loaded into the core.
+	beforeLoad func()
 }
 
 func (cfg *Config) setDefaults() {
@@ -115,6 +120,11 @@ type Replica struct {
 	stopOnce     sync.Once
 	stopErr      error
 	syncReady    chan struct{}
+	// ownershipKnown is set once the membership has settled which shards
+	// are ours; until then a replica cannot say it schedules.
+	ownershipKnown atomic.Bool
+	// startup times the phases of Start and what follows it.
+	startup *startupClock
 	// submits links scheduling cycles to the submits of their pods; nil
 	// unless tracing.
 	submits *submitLinks
@@ -126,6 +136,7 @@ type Replica struct {
 // serving). It returns once the replica accepts RPCs. ctx bounds start-up
 // only; the replica runs until Stop.
 func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
+	began := time.Now()
 	cfg.setDefaults()
 	r := &Replica{cfg: cfg, logger: cfg.Logger, syncReady: make(chan struct{})}
 	if r.tracingOn() {
@@ -137,6 +148,7 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 		}
 	}()
 	r.newMetrics()
+	r.startup = newStartupClock(began, r.reg, r.logger.Named("startup"))
 	if r.sec, err = loadSecurity(cfg); err != nil {
 		return nil, err
 	}
@@ -150,6 +162,7 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 	if err := r.listen(); err != nil {
 		return nil, err
 	}
+	r.startup.mark(phaseListen)
 	r.run()
 	r.logger.Info("berth serving", zap.String("grpc", r.lis.Addr().String()), zap.String("advertise", r.cfg.Advertise),
 		zap.Stringer("metrics", r.metrics.addr()), zap.String("replica", r.cfg.ReplicaID),
@@ -241,8 +254,10 @@ func (r *Replica) openStore(ctx context.Context) error {
 			storeCfg.MaxTxnOps = store.EmbeddedMaxTxnOps
 		}
 	} else {
+		// Nothing of ours to start: the phase ends at once.
 		storeCfg.Endpoints = r.cfg.EtcdEndpoints
 	}
+	r.startup.mark(phaseEtcd)
 	r.etcdEndpoints = storeCfg.Endpoints
 	var err error
 	r.store, err = store.Open(ctx, storeCfg)
@@ -251,6 +266,7 @@ func (r *Replica) openStore(ctx context.Context) error {
 	}
 	r.logger.Info("store open", zap.Strings("etcd", r.etcdEndpoints), zap.Bool("embedded_etcd", r.embedded != nil),
 		zap.String("prefix", storeCfg.Prefix))
+	r.startup.mark(phaseStore)
 	return nil
 }
 
@@ -341,7 +357,10 @@ func (r *Replica) runMembership(ctx context.Context) error {
 		Address: r.cfg.Advertise,
 		TTL:     r.cfg.LeaseTTL,
 		Shards:  r.sched.LogicalShards(),
-	}, r.sched)
+	}, settlingOwner{Scheduler: r.sched, settled: func(owned int) {
+		r.ownershipKnown.Store(true)
+		r.startup.mark(phaseOwnership, zap.Int("owned_shards", owned))
+	}})
 	if errors.Is(err, context.Canceled) || errors.Is(err, store.ErrClosed) {
 		return nil
 	}
@@ -352,6 +371,7 @@ func (r *Replica) runMembership(ctx context.Context) error {
 // for the node_lost marks under way.
 func (r *Replica) runSync(ctx context.Context) error {
 	b := &bridge{sched: r.sched, ready: r.syncReady, revision: func(rev int64) { r.lastRev.Set(float64(rev)) },
+		startup: r.startup, beforeLoad: r.cfg.beforeLoad,
 		bridgeLeaseState: bridgeLeaseState{store: r.store, ctx: ctx, log: r.logger.Named("sync")}}
 	err := r.store.Sync(ctx, b)
 	b.waitMarking()
@@ -360,6 +380,17 @@ func (r *Replica) runSync(ctx context.Context) error {
 	}
 	return err
 }
+
+// settlingOwner is the scheduler as the membership's shard owner, also
+// told when the ownership is first settled.
+type settlingOwner struct {
+	*scheduler.Scheduler
+	settled func(owned int)
+}
+
+func (o settlingOwner) ShardsSettled(owned int) { o.settled(owned) }
+
+var _ store.ShardsSettledHandler = settlingOwner{}
 
 // newHealthProbe follows storage, membership and the cache into the
 // front's health checks.
@@ -370,7 +401,8 @@ func (r *Replica) newHealthProbe() *healthProbe {
 			_, err := r.store.CurrentRevision(ctx)
 			return err
 		},
-		member: func() bool { return r.store.SessionLease() != 0 },
+		member:    func() bool { return r.store.SessionLease() != 0 },
+		ownership: r.ownershipKnown.Load,
 		synced: func() bool {
 			select {
 			case <-r.syncReady:
@@ -379,7 +411,13 @@ func (r *Replica) newHealthProbe() *healthProbe {
 				return false
 			}
 		},
-		report:   r.front.SetHealth,
+		report: func(h server.Health) {
+			// Marked first, so whoever sees SERVING finds the phase too.
+			if h.Storage && h.Scheduling {
+				r.startup.mark(phaseServing)
+			}
+			r.front.SetHealth(h)
+		},
 		interval: interval, timeout: timeout,
 		log: r.logger.Named("health"),
 	}

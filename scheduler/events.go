@@ -121,8 +121,14 @@ func (s *Scheduler) DeletePod(p *framework.Pod) {
 }
 
 // Reset replaces everything the scheduler knows with a fresh listing, as
-// after a restart or a watch that fell behind compaction.
+// after a restart or a watch that fell behind compaction. The first, into
+// an empty scheduler, is loaded in bulk (reset.go).
 func (s *Scheduler) Reset(nodes []*framework.Node, pods []*framework.Pod) {
+	if s.isEmpty() {
+		s.loadEmpty(nodes, pods)
+		s.logger.Info("scheduler state loaded", zap.Int("nodes", len(nodes)), zap.Int("pods", len(pods)), zap.Bool("bulk", true))
+		return
+	}
 	s.groups.resetMembers()
 	s.mu.Lock()
 	stale := s.nodes

@@ -137,6 +137,13 @@ func (m *Metrics) event(kind string) {
 	}
 }
 
+// eventN counts n events of one kind at once, as a bulk load applies them.
+func (m *Metrics) eventN(kind string, n int) {
+	if m != nil && n > 0 {
+		m.events.WithLabelValues(kind).Add(float64(n))
+	}
+}
+
 func (m *Metrics) preemptionUndone(reason string) {
 	if m != nil {
 		m.undone.WithLabelValues(reason).Inc()

@@ -43,6 +43,14 @@ type ShardOwner interface {
 	ReleaseShard(shard int)
 }
 
+// ShardsSettledHandler is an optional part of a ShardOwner: ShardsSettled
+// comes after each session's first pass over the shards, once the owner
+// has been told every shard this replica holds (owned of them) and before
+// any later change: from then on, its ownership is known.
+type ShardsSettledHandler interface {
+	ShardsSettled(owned int)
+}
+
 type sessionInfo struct {
 	id    string
 	lease clientv3.LeaseID
@@ -162,6 +170,9 @@ func (m *member) runSession(ctx context.Context) (err error) {
 	if err := m.reconcile(ctx); err != nil {
 		return err
 	}
+	if sh, ok := m.owner.(ShardsSettledHandler); ok {
+		sh.ShardsSettled(len(m.mine))
+	}
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), start, clientv3.WithRange(end), clientv3.WithRev(rev+1))
@@ -252,7 +263,7 @@ func (m *member) reconcile(ctx context.Context) error {
 	}
 	slices.Sort(ids)
 	s.metrics.liveReplicas(len(ids))
-	var acquired, released, lost []int
+	var released, lost, free []int
 	for i := 0; i < m.cfg.Shards; i++ {
 		want := rendezvous(ids, i)
 		claim, held := m.claims[i]
@@ -280,31 +291,82 @@ func (m *member) reconcile(ctx context.Context) error {
 				return s.callError(ctx, "release shard", err)
 			}
 		case !mine && !held && want == m.cfg.ID:
-			key := s.keys.shard(i)
-			cctx, cancel := s.bound(ctx)
-			resp, err := s.client.Txn(cctx).
-				If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-				Then(clientv3.OpPut(key, m.cfg.ID, clientv3.WithLease(m.lease))).Commit()
-			cancel()
-			if err != nil {
-				return s.callError(ctx, "claim shard", err)
-			}
-			if !resp.Succeeded {
-				continue // someone else got there; the watch will say who
-			}
-			epoch := resp.Header.Revision
-			m.mine[i] = epoch
-			m.claims[i] = shardClaim{owner: m.cfg.ID, createRev: epoch}
-			m.owner.AcquireShard(i, epoch)
-			acquired = append(acquired, i)
-			s.metrics.shardMoved("acquired", len(m.mine))
+			free = append(free, i)
 		}
+	}
+	acquired, err := m.claim(ctx, free)
+	if err != nil {
+		return err
 	}
 	if len(acquired)+len(released)+len(lost) > 0 {
 		m.log.Info("shard ownership changed", zap.Ints("acquired", acquired), zap.Ints("released", released),
 			zap.Ints("lost", lost), zap.Int("owned", len(m.mine)), zap.Strings("live_replicas", ids))
 	}
 	return nil
+}
+
+// claimBatch is how many shards one claim Txn takes: well under the
+// smallest max-txn-ops an etcd is likely to run with (its default is 128).
+const claimBatch = 64
+
+// claim claims the free shards we should own and returns those taken. A
+// starting replica claims all its shards at once, so they go in one Txn
+// per claimBatch (one fsync, not one each); a batch that finds any key
+// taken is retried one shard at a time, and a shard someone else got is
+// left to the watch to report.
+func (m *member) claim(ctx context.Context, free []int) (acquired []int, err error) {
+	for len(free) > 0 {
+		batch := free[:min(claimBatch, len(free))]
+		free = free[len(batch):]
+		ok, err := m.claimTxn(ctx, batch)
+		if err != nil {
+			return acquired, err
+		}
+		if ok {
+			acquired = append(acquired, batch...)
+			continue
+		}
+		for _, i := range batch {
+			ok, err := m.claimTxn(ctx, []int{i})
+			if err != nil {
+				return acquired, err
+			}
+			if ok {
+				acquired = append(acquired, i)
+			}
+		}
+	}
+	return acquired, nil
+}
+
+// claimTxn claims every shard of batch in one Txn, or none if any is
+// taken. The claims' create revision, their epoch, is the Txn's.
+func (m *member) claimTxn(ctx context.Context, batch []int) (bool, error) {
+	s := m.s
+	cmps := make([]clientv3.Cmp, len(batch))
+	puts := make([]clientv3.Op, len(batch))
+	for j, i := range batch {
+		key := s.keys.shard(i)
+		cmps[j] = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+		puts[j] = clientv3.OpPut(key, m.cfg.ID, clientv3.WithLease(m.lease))
+	}
+	cctx, cancel := s.bound(ctx)
+	resp, err := s.client.Txn(cctx).If(cmps...).Then(puts...).Commit()
+	cancel()
+	if err != nil {
+		return false, s.callError(ctx, "claim shard", err)
+	}
+	if !resp.Succeeded {
+		return false, nil
+	}
+	epoch := resp.Header.Revision
+	for _, i := range batch {
+		m.mine[i] = epoch
+		m.claims[i] = shardClaim{owner: m.cfg.ID, createRev: epoch}
+		m.owner.AcquireShard(i, epoch)
+		s.metrics.shardMoved("acquired", len(m.mine))
+	}
+	return true, nil
 }
 
 // releaseAll gives up every shard; leaving says the replica is stopping on

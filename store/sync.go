@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -37,6 +35,13 @@ type SyncHandler interface {
 // transactions only.
 type AppliedHandler interface {
 	Applied(rev int64)
+}
+
+// ListedHandler is an optional part of a SyncHandler: Listed comes when a
+// listing has been read, before the resets that hand it over, so the
+// handler can tell reading from loading.
+type ListedHandler interface {
+	Listed(rev int64, nodes, pods int)
 }
 
 // BudgetHandler is an optional part of a SyncHandler: a handler that also
@@ -126,6 +131,9 @@ func (s *Store) syncOnce(ctx context.Context, h SyncHandler) (listed bool, err e
 	if err != nil {
 		return false, err
 	}
+	if lh, ok := h.(ListedHandler); ok {
+		lh.Listed(l.rev, len(l.nodes), len(l.pods))
+	}
 	l.reset(h)
 	return true, s.followSync(ctx, h, l.rev)
 }
@@ -140,64 +148,6 @@ type syncListing struct {
 	groups      []*berthv1.PodGroup // only for a PodGroupHandler
 	assumptions []Assumption        // only for an AssumptionHandler
 	leased      []string            // only for a NodeLeaseHandler
-}
-
-// listForSync reads what h is reset with: budgets first, at the current
-// revision, then the rest at that same revision. Undecodable values are
-// logged and skipped.
-func (s *Store) listForSync(ctx context.Context, h SyncHandler) (*syncListing, error) {
-	l := &syncListing{nodeRevs: map[string]int64{}}
-	var err error
-	l.rev, err = listDecoded(ctx, s, "budgets", s.keys.budgets, 0, decodeBudget,
-		func(b *berthv1.DisruptionBudget, _ *mvccpb.KeyValue) { l.budgets = append(l.budgets, b) })
-	if err != nil {
-		return nil, err
-	}
-	if _, err = listDecoded(ctx, s, "nodes", s.keys.nodes, l.rev, decodeNode, func(n *berthv1.Node, kv *mvccpb.KeyValue) {
-		l.nodes = append(l.nodes, n)
-		l.nodeRevs[n.Name] = kv.ModRevision
-	}); err != nil {
-		return nil, err
-	}
-	if _, ok := h.(PodGroupHandler); ok {
-		if _, err = listDecoded(ctx, s, "pod groups", s.keys.groups, l.rev, decodePodGroup,
-			func(g *berthv1.PodGroup, _ *mvccpb.KeyValue) { l.groups = append(l.groups, g) }); err != nil {
-			return nil, err
-		}
-	}
-	if _, err = listDecoded(ctx, s, "pods", s.keys.pods, l.rev, decodePod, func(p *berthv1.Pod, kv *mvccpb.KeyValue) {
-		l.pods = append(l.pods, PodRecord{Pod: p, ModRevision: kv.ModRevision})
-	}); err != nil {
-		return nil, err
-	}
-	if _, ok := h.(AssumptionHandler); ok {
-		if _, err = listDecoded(ctx, s, "assumptions", s.keys.assumes, l.rev, decodeAssumption,
-			func(a Assumption, _ *mvccpb.KeyValue) { l.assumptions = append(l.assumptions, a) }); err != nil {
-			return nil, err
-		}
-	}
-	if _, ok := h.(NodeLeaseHandler); ok {
-		_, err = s.rangeAt(ctx, "sync list node leases", s.keys.nodeLeases, clientv3.GetPrefixRangeEnd(s.keys.nodeLeases), l.rev,
-			func(kv *mvccpb.KeyValue) { l.leased = append(l.leased, s.keys.nodeLeaseName(string(kv.Key))) })
-		if err != nil {
-			return nil, err
-		}
-	}
-	return l, nil
-}
-
-// listDecoded ranges over prefix at rev (0: current, returned) for a sync
-// listing of what, decoding each value for keep; an undecodable one is
-// logged and skipped.
-func listDecoded[T any](ctx context.Context, s *Store, what, prefix string, rev int64, decode func([]byte) (T, error), keep func(T, *mvccpb.KeyValue)) (int64, error) {
-	return s.rangeAt(ctx, "sync list "+what, prefix, clientv3.GetPrefixRangeEnd(prefix), rev, func(kv *mvccpb.KeyValue) {
-		v, err := decode(kv.Value)
-		if err != nil {
-			s.log.Warn("store sync: skipping undecodable "+strings.TrimSuffix(what, "s"), zap.ByteString("key", kv.Key), zap.Error(err))
-			return
-		}
-		keep(v, kv)
-	})
 }
 
 // reset hands the listing to h: budgets, groups and leases before the
@@ -348,52 +298,27 @@ func watchFailure(resp clientv3.WatchResponse, what string) error {
 	return nil
 }
 
-// rangeAt reads every key in [start, end) in chunks, all at revision rev (0:
-// the current revision, which it returns), calling fn for each in key order.
-// Each chunk has its own RequestTimeout, so large listings are not cut short.
-func (s *Store) rangeAt(ctx context.Context, op, start, end string, rev int64, fn func(*mvccpb.KeyValue)) (int64, error) {
-	chunk := s.chunk
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(chunk))}
-		if rev != 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		cctx, cancel := s.bound(ctx)
-		resp, err := s.client.Get(cctx, start, opts...)
-		cancel()
-		if err != nil {
-			return 0, s.callError(ctx, op, err)
-		}
-		if rev == 0 {
-			rev = resp.Header.Revision
-		}
-		size := 0
-		for _, kv := range resp.Kvs {
-			size += len(kv.Key) + len(kv.Value)
-			fn(kv)
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			return rev, nil
-		}
-		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
-		chunk = nextChunk(chunk, size)
-	}
-}
-
 // Paging a scan: etcd counts every key left in the range to answer each
 // page, so a scan of n keys in pages of c costs n²/c. Pages grow while they
 // are small in bytes, which keeps a scan of a million pods near linear,
-// and shrink if they grow large, which bounds one response's memory.
+// and shrink if they grow large, which bounds one response's memory. A
+// sync listing, which reads everything once and is a restart's critical
+// path, aims for larger pages than other scans.
 const (
 	scanPageBytes = 4 << 20
+	syncPageBytes = 16 << 20
 	maxScanChunk  = 1 << 16
 )
 
-func nextChunk(chunk, pageBytes int) int {
+func nextChunk(chunk, pageBytes int) int { return nextChunkFor(chunk, pageBytes, scanPageBytes) }
+
+// nextChunkFor sizes the next page of a scan aiming at pages of target
+// bytes.
+func nextChunkFor(chunk, pageBytes, target int) int {
 	switch {
-	case pageBytes < scanPageBytes/2 && chunk < maxScanChunk:
+	case pageBytes < target/2 && chunk < maxScanChunk:
 		return min(2*chunk, maxScanChunk)
-	case pageBytes > 2*scanPageBytes && chunk > 1:
+	case pageBytes > 2*target && chunk > 1:
 		return chunk / 2
 	}
 	return chunk

@@ -90,6 +90,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	bc := &bf.cfg
 	fs := newFlagSet("bench", benchUsage, stderr)
 	fs.StringVar(&bc.Addr, "addr", "", "target a running server instead of starting one with embedded etcd; what a run creates is deleted after it")
+	fs.BoolVar(&bc.Keep, "keep", false, "with --addr, leave what the run created in place")
 	fs.StringVar(&bc.TLS.CACert, "cacert", "", "with --addr: verify a TLS server with the CA certificates in this file")
 	fs.StringVar(&bc.TLS.Cert, "cert", "", "with --addr: client certificate for mutual TLS")
 	fs.StringVar(&bc.TLS.Key, "key", "", "with --addr: client key for mutual TLS")

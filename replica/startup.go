@@ -1,0 +1,86 @@
+package replica
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// Start-up phases, in the order they usually end. ownership runs beside
+// list and cache; serving needs them all.
+const (
+	// phaseEtcd: the embedded etcd is ready (or, with external endpoints,
+	// nothing to start).
+	phaseEtcd = "etcd"
+	// phaseStore: the store's client is open on it.
+	phaseStore = "store"
+	// phaseListen: the gRPC and metrics listeners are open.
+	phaseListen = "listen"
+	// phaseList: every node and pod was read at one revision.
+	phaseList = "list"
+	// phaseCache: the cache and the queues hold that listing.
+	phaseCache = "cache"
+	// phaseOwnership: the membership has settled which shards are ours.
+	phaseOwnership = "ownership"
+	// phaseServing: health reported SERVING: the shards can schedule.
+	phaseServing = "serving"
+)
+
+// startupPhases lists every phase, for tests and documentation.
+var startupPhases = []string{phaseEtcd, phaseStore, phaseListen, phaseList, phaseCache, phaseOwnership, phaseServing}
+
+// startupClock times a replica's start: each phase's end is recorded once,
+// as seconds since Start was called, in berth_startup_phase_seconds and in
+// one log line; a later re-listing or new session does not move it. Marks
+// come from several goroutines.
+type startupClock struct {
+	start time.Time
+	gauge *prometheus.GaugeVec
+	log   *zap.Logger
+
+	mu sync.Mutex
+	// done holds when each marked phase ended; last is the latest end, so
+	// a log line can say how long its phase added.
+	done map[string]time.Duration
+	last time.Duration
+}
+
+func newStartupClock(start time.Time, reg prometheus.Registerer, log *zap.Logger) *startupClock {
+	c := &startupClock{
+		start: start, log: log, done: map[string]time.Duration{},
+		gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "berth_startup_phase_seconds",
+			Help: "Seconds from the replica's start to the end of each start-up phase (etcd, store, listen, list, cache, ownership, serving).",
+		}, []string{"phase"}),
+	}
+	reg.MustRegister(c.gauge)
+	return c
+}
+
+// mark records the end of phase, the first time only, with fields for its
+// log line.
+func (c *startupClock) mark(phase string, fields ...zap.Field) {
+	c.mu.Lock()
+	if _, ok := c.done[phase]; ok {
+		c.mu.Unlock()
+		return
+	}
+	at := time.Since(c.start)
+	c.done[phase] = at
+	added := max(at-c.last, 0)
+	c.last = max(c.last, at)
+	c.mu.Unlock()
+	c.gauge.WithLabelValues(phase).Set(at.Seconds())
+	c.log.Info("startup phase done", append([]zap.Field{zap.String("phase", phase),
+		zap.Duration("since_start", at), zap.Duration("after_previous", added)}, fields...)...)
+}
+
+// marked reports whether phase has ended.
+func (c *startupClock) marked(phase string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.done[phase]
+	return ok
+}

@@ -1,0 +1,30 @@
+package cache
+
+import "github.com/berth-io/berth/scheduler/framework"
+
+// AddPodInfos is AddPod for many bound pods at once, under one lock, with
+// their PodInfos built by the caller (in parallel, at a restart's load):
+// each pod must have a node and not be terminal. A pod already cached is
+// replaced, as AddPod does.
+func (c *Cache) AddPodInfos(pis []*framework.PodInfo) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var firstErr error
+	for _, pi := range pis {
+		key := pi.Pod.Key()
+		ps, ok := c.pods[key]
+		if ok {
+			if err := c.removePodLocked(key, ps); err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+		}
+		c.addPodLocked(pi, false)
+		if !ok || ps.nodeName != pi.Pod.NodeName {
+			c.placed.record(pi)
+		}
+	}
+	return firstErr
+}
