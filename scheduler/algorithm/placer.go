@@ -236,39 +236,29 @@ func (s *Placer) findNodesThatPassFilters(ctx context.Context, fwk *runtime.Fram
 		s.results = make([]nodeResult, n)
 	}
 	results := s.results[:n]
-	var found atomic.Int64
-	// filtered is one past the furthest window position filtered, so the
-	// walk below stays within what was touched.
-	var filtered atomic.Int64
 	var firstErr atomic.Pointer[framework.Status]
-	limit := int64(numToFind)
-	// Workers claim chunks in window order and finish every chunk they
-	// claim, so the nodes filtered always include a prefix of the window
-	// holding the first numToFind feasible nodes. Keeping exactly that
-	// prefix makes the outcome independent of the parallelism.
-	fwk.Parallelizer().UntilStopped(ctx, n, func(i int) bool {
+	// The Parallelizer hands out chunks in window order and finishes every
+	// chunk it hands out, so the nodes filtered always include a prefix of
+	// the window holding the first numToFind feasible nodes. Keeping
+	// exactly that prefix makes the outcome independent of the parallelism.
+	filtered := fwk.Parallelizer().UntilFound(ctx, n, numToFind, func(i int) (hit, stop bool) {
 		if firstErr.Load() != nil {
-			return true
-		}
-		for end := int64(i + 1); ; {
-			if cur := filtered.Load(); cur >= end || filtered.CompareAndSwap(cur, end) {
-				break
-			}
+			return false, true
 		}
 		st := fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodes[(start+i)%n])
 		switch {
 		case st.IsSuccess():
 			results[i].state = feasible
-			return found.Add(1) >= limit
+			return true, false
 		case st.Code() == framework.Error:
 			firstErr.CompareAndSwap(nil, st)
-			return true
+			return false, true
 		default:
 			results[i] = nodeResult{status: st, state: rejected}
-			return false
+			return false, false
 		}
 	})
-	recordedNominated = s.keepWindowPrefix(results[:filtered.Load()], nodes, start, numToFind, diag, nominated)
+	recordedNominated = s.keepWindowPrefix(results[:filtered], nodes, start, numToFind, diag, nominated)
 	if st := firstErr.Load(); st != nil {
 		return s.feasible, recordedNominated, st.AsError()
 	}
