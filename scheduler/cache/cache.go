@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/berth-io/berth/scheduler/framework"
 )
@@ -91,8 +92,9 @@ type podState struct {
 	nodeName string
 	assumed  bool
 	// bindingFinished is set by FinishBinding; it is informational only
-	// (shown by Dump): nothing expires because of it.
-	bindingFinished bool
+	// (shown by Dump): nothing expires because of it. It is atomic so
+	// FinishBinding needs only the read lock: see there.
+	bindingFinished atomic.Bool
 }
 
 // Option configures a Cache.
@@ -372,15 +374,19 @@ func (c *Cache) AssumePod(pi *framework.PodInfo) error {
 
 // FinishBinding records that the pod's binding was committed. The pod stays
 // assumed until its bound record arrives through AddPod; nothing expires.
+//
+// It changes no room, so it takes only the read lock: a group commit
+// finishes hundreds of bindings at once, and as writers they queued ahead
+// of every shard's snapshot update and assumption.
 func (c *Cache) FinishBinding(p *framework.Pod) error {
 	key := p.Key()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	ps, ok := c.pods[key]
 	if !ok || !ps.assumed {
 		return fmt.Errorf("%w: %s", ErrNotAssumed, key)
 	}
-	ps.bindingFinished = true
+	ps.bindingFinished.Store(true)
 	return nil
 }
 
@@ -473,7 +479,7 @@ func (c *Cache) Dump() *Dump {
 	}
 	for key, ps := range c.pods {
 		if ps.assumed {
-			d.AssumedPods[key] = ps.bindingFinished
+			d.AssumedPods[key] = ps.bindingFinished.Load()
 		}
 	}
 	return d
