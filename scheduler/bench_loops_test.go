@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -110,7 +111,7 @@ func BenchmarkLoops(b *testing.B) {
 			go func() { defer run.Done(); s.Run(runCtx) }()
 			defer func() { stopRun(); run.Wait(); stopWatch(); watch.Wait() }()
 
-			var busy, cpu time.Duration
+			var busy, cpu, lockWait time.Duration
 			round := 0
 			for b.Loop() {
 				// Submitting is the store's work, not the loops': only the
@@ -123,18 +124,23 @@ func BenchmarkLoops(b *testing.B) {
 				round++
 				c.target.Add(batch)
 				b.StartTimer()
-				start, cpuStart := time.Now(), processCPU(b)
+				start, cpuStart, waitStart := time.Now(), processCPU(b), mutexWait()
 				for _, p := range pods {
 					s.UpsertPod(p)
 				}
 				<-c.reached
 				busy += time.Since(start)
 				cpu += processCPU(b) - cpuStart
+				lockWait += mutexWait() - waitStart
 			}
 			b.ReportMetric(float64(b.N*batch)/busy.Seconds(), "pods/s")
 			// CPU per pod does not depend on how much of the machine others
 			// take, so it tells whether more loops cost more work per pod.
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*batch), "cpu-µs/pod")
+			// Time goroutines spent blocked on mutexes, loops and binding
+			// cycles alike: how much the loops and their bindings queue on
+			// one another's locks.
+			b.ReportMetric(float64(lockWait.Microseconds())/float64(b.N*batch), "lock-wait-µs/pod")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
@@ -147,4 +153,12 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// mutexWait is the time the process's goroutines spent blocked on
+// sync.Mutex and sync.RWMutex so far.
+func mutexWait() time.Duration {
+	sample := []metrics.Sample{{Name: "/sync/mutex/wait/total:seconds"}}
+	metrics.Read(sample)
+	return time.Duration(sample[0].Value.Float64() * float64(time.Second))
 }
