@@ -83,7 +83,8 @@ func (p Parallelizer) UntilStopped(ctx context.Context, pieces int, doWork func(
 // i is a hit, and may say stop (a failure) to end the walk. It returns
 // covered, which bounds the pieces checked: none at or past covered was.
 // Unless check said stop, every piece before covered was checked, and
-// those pieces hold want hits, or all the hits there are.
+// those pieces hold want hits, or all the hits there are, or ctx was
+// cancelled (checked between chunks, as by Until).
 //
 // Inline, the walk ends at the want-th hit. In parallel, chunks are taken
 // in order and finished once taken (so covered is whole chunks), and each
