@@ -20,11 +20,21 @@ import (
 // can be broken by pods another shard placed after this cycle's snapshot.
 // For pods they apply to, those placements are folded into a copy of the
 // cycle's state (as Kubernetes adds nominated pods) and the chosen node is
-// filtered again on its live NodeInfo. Every assumption holds placeMu, so
-// nothing is placed between that re-check and this assumption.
+// filtered again on its live NodeInfo. Such a pod holds placeMu
+// exclusively, so nothing is placed between that re-check and this
+// assumption. Other pods hold it shared: their own assumptions cannot
+// break one another (a placement matters to such a pod only through a
+// required anti-affinity, and a pod carrying one takes the lock
+// exclusively), so the shard loops assume them side by side instead of
+// queueing on one lock every cycle.
 func (sh *shard) assume(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, placedBefore int64, pi, assumedInfo *framework.PodInfo) error {
-	sh.s.placeMu.Lock()
-	defer sh.s.placeMu.Unlock()
+	if hasCrossPodTerms(pi.Pod) {
+		sh.s.placeMu.Lock()
+		defer sh.s.placeMu.Unlock()
+	} else {
+		sh.s.placeMu.RLock()
+		defer sh.s.placeMu.RUnlock()
+	}
 	if sh.s.cache.Placements() != placedBefore {
 		placed, complete := sh.s.cache.PlacedSince(placedBefore)
 		var err error

@@ -79,10 +79,11 @@ type Scheduler struct {
 	// foreign is the room other replicas' assumptions hold: foreign.go.
 	foreign foreignSet
 
-	// placeMu serialises assumptions across shards, so a pod whose
-	// placement depends on other pods can be re-checked against the very
-	// latest state before it is assumed. See shard.assume.
-	placeMu sync.Mutex
+	// placeMu serialises the assumptions of pods whose placement depends
+	// on other pods with every other assumption, so they can be re-checked
+	// against the very latest state before they are assumed; the others
+	// share it. See shard.assume.
+	placeMu sync.RWMutex
 
 	// view is the latest store revision whose changes the cache holds.
 	view atomic.Int64

@@ -319,25 +319,16 @@ func (s *Placer) filterInParallel(ctx context.Context, fwk *runtime.Framework, s
 	nodes []*framework.NodeInfo, start, first, found, numToFind int) (int, *framework.Status) {
 	n := len(nodes)
 	results, memo := s.results[:n], s.cur
-	var feasibleSoFar, filtered atomic.Int64
-	feasibleSoFar.Store(int64(found))
-	filtered.Store(int64(first))
 	var firstErr atomic.Pointer[framework.Status]
-	limit := int64(numToFind)
-	// Workers claim chunks in window order and finish every chunk they
-	// claim, so the nodes filtered always include a prefix of the window
-	// holding the first numToFind feasible nodes. Keeping exactly that
-	// prefix makes the outcome independent of the parallelism.
-	fwk.Parallelizer().UntilStopped(ctx, n-first, func(j int) bool {
+	// The Parallelizer hands out chunks in window order and finishes every
+	// chunk it hands out, so the nodes filtered always include a prefix of
+	// the window holding the first numToFind feasible nodes. Keeping
+	// exactly that prefix makes the outcome independent of the parallelism.
+	covered := fwk.Parallelizer().UntilFound(ctx, n-first, numToFind-found, func(j int) (hit, stop bool) {
 		if firstErr.Load() != nil {
-			return true
+			return false, true
 		}
 		i := first + j
-		for end := int64(i + 1); ; {
-			if cur := filtered.Load(); cur >= end || filtered.CompareAndSwap(cur, end) {
-				break
-			}
-		}
 		pos := (start + i) % n
 		ni := nodes[pos]
 		var st *framework.Status
@@ -353,16 +344,16 @@ func (s *Placer) filterInParallel(ctx context.Context, fwk *runtime.Framework, s
 		switch {
 		case st.IsSuccess():
 			results[i].state = feasible
-			return feasibleSoFar.Add(1) >= limit
+			return true, false
 		case st.Code() == framework.Error:
 			firstErr.CompareAndSwap(nil, st)
-			return true
+			return false, true
 		default:
 			results[i].status, results[i].state = st, rejected
-			return false
+			return false, false
 		}
 	})
-	return int(filtered.Load()), firstErr.Load()
+	return first + covered, firstErr.Load()
 }
 
 // maxSerialMisses is how many nodes the memo does not know walkRemembered

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/berth-io/berth/scheduler/framework"
 )
@@ -73,6 +74,9 @@ type Cache struct {
 	pods map[string]*podState
 	// assumed counts the pods in state Assumed.
 	assumed int
+	// assumedPods holds the podState of every pod in state Assumed, by key,
+	// beside pods: written under mu, read by FinishBinding without it.
+	assumedPods sync.Map
 	// images maps an image name to its size and how many known nodes hold
 	// it. NodeInfos in the cache point at these shared entries; clones copy
 	// them, freezing NumNodes at clone time as Kubernetes does.
@@ -91,8 +95,9 @@ type podState struct {
 	nodeName string
 	assumed  bool
 	// bindingFinished is set by FinishBinding; it is informational only
-	// (shown by Dump): nothing expires because of it.
-	bindingFinished bool
+	// (shown by Dump): nothing expires because of it. It is atomic so
+	// FinishBinding needs no lock: see there.
+	bindingFinished atomic.Bool
 }
 
 // Option configures a Cache.
@@ -251,9 +256,11 @@ func (c *Cache) addPodLocked(pi *framework.PodInfo, assumed bool) {
 	it := c.item(name)
 	it.info.AddPodInfo(pi)
 	c.moveToHead(it)
-	c.pods[pi.Pod.Key()] = &podState{info: pi, nodeName: name, assumed: assumed}
+	ps := &podState{info: pi, nodeName: name, assumed: assumed}
+	c.pods[pi.Pod.Key()] = ps
 	if assumed {
 		c.assumed++
+		c.assumedPods.Store(pi.Pod.Key(), ps)
 	}
 }
 
@@ -262,6 +269,7 @@ func (c *Cache) removePodLocked(key string, ps *podState) error {
 	delete(c.pods, key)
 	if ps.assumed {
 		c.assumed--
+		c.assumedPods.Delete(key)
 	}
 	it, ok := c.nodes[ps.nodeName]
 	if !ok {
@@ -372,15 +380,18 @@ func (c *Cache) AssumePod(pi *framework.PodInfo) error {
 
 // FinishBinding records that the pod's binding was committed. The pod stays
 // assumed until its bound record arrives through AddPod; nothing expires.
+//
+// It changes no room, so it takes no lock: a group commit finishes
+// hundreds of bindings at once, and as writers they queued ahead of every
+// shard's snapshot update and assumption; as readers, an assumption still
+// waited for all of them, and a reader waiting for a core held it up.
 func (c *Cache) FinishBinding(p *framework.Pod) error {
 	key := p.Key()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ps, ok := c.pods[key]
-	if !ok || !ps.assumed {
+	ps, ok := c.assumedPods.Load(key)
+	if !ok {
 		return fmt.Errorf("%w: %s", ErrNotAssumed, key)
 	}
-	ps.bindingFinished = true
+	ps.(*podState).bindingFinished.Store(true)
 	return nil
 }
 
@@ -473,7 +484,7 @@ func (c *Cache) Dump() *Dump {
 	}
 	for key, ps := range c.pods {
 		if ps.assumed {
-			d.AssumedPods[key] = ps.bindingFinished
+			d.AssumedPods[key] = ps.bindingFinished.Load()
 		}
 	}
 	return d

@@ -1,6 +1,10 @@
 package cache
 
-import "github.com/berth-io/berth/scheduler/framework"
+import (
+	"sync/atomic"
+
+	"github.com/berth-io/berth/scheduler/framework"
+)
 
 // recentPlacements bounds the history kept for re-checks: enough for the
 // placements of a few milliseconds at full speed.
@@ -10,21 +14,26 @@ const recentPlacements = 4096
 // without having been assumed here) and remembers the latest ones, so a
 // shard can tell exactly which pods landed after its snapshot. Confirming
 // an assumption is not a new placement; removals are not placements.
+//
+// seq changes only under the cache's write lock, but is atomic so that
+// Placements, which every cycle of every shard calls, needs no lock.
 type placementLog struct {
-	seq  int64
+	seq  atomic.Int64
 	ring [recentPlacements]*framework.PodInfo
 }
 
 func (l *placementLog) record(pi *framework.PodInfo) {
-	l.seq++
-	l.ring[l.seq%recentPlacements] = pi
+	// The ring slot is written before seq moves, and both under the write
+	// lock, so whoever reads a seq and then takes the read lock finds the
+	// slot filled.
+	next := l.seq.Load() + 1
+	l.ring[next%recentPlacements] = pi
+	l.seq.Store(next)
 }
 
 // Placements is the number of placements so far.
 func (c *Cache) Placements() int64 {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.placed.seq
+	return c.placed.seq.Load()
 }
 
 // PlacedSince returns the pods placed after placement number seq, oldest
@@ -61,10 +70,11 @@ func (c *Cache) PlacedOnSince(seq int64, node string) bool {
 // oldest first, until fn returns false. It returns false, calling fn on
 // none, if some of those pods are no longer remembered.
 func (c *Cache) eachPlacedLocked(seq int64, fn func(*framework.PodInfo) bool) bool {
-	if n := c.placed.seq - seq; n < 0 || n > recentPlacements {
+	last := c.placed.seq.Load()
+	if n := last - seq; n < 0 || n > recentPlacements {
 		return false
 	}
-	for s := seq + 1; s <= c.placed.seq; s++ {
+	for s := seq + 1; s <= last; s++ {
 		if !fn(c.placed.ring[s%recentPlacements]) {
 			break
 		}

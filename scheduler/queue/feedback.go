@@ -10,7 +10,7 @@ import "github.com/berth-io/berth/scheduler/framework"
 //
 // A pod already queued or being scheduled is updated as Add would.
 func (q *PriorityQueue) AddWithBackoff(p *framework.Pod, attempts int) {
-	q.mu.Lock()
+	q.lock()
 	defer q.mu.Unlock()
 	if _, queued := q.entries[p.Key()]; queued || q.inFlight.get(p.Key()) != nil {
 		q.updateLocked(p)

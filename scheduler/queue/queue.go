@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/berth-io/berth/scheduler/framework"
@@ -74,6 +75,9 @@ type PriorityQueue struct {
 	seq     uint64
 	// inFlight tracks popped pods and the events seen since; see inflight.go.
 	inFlight inFlightTracker
+	// leftDone holds the keys Done could not end for want of the lock; the
+	// next holder ends them first (see lock).
+	leftDone atomic.Pointer[leftDone]
 	// wake is closed (and cleared) when a pod enters activeQ or the queue
 	// closes; blocked Pops wait on it.
 	wake    chan struct{}
@@ -159,7 +163,7 @@ func (q *PriorityQueue) Run(ctx context.Context) {
 // Close wakes every blocked Pop with ErrClosed and stops Run's flushers,
 // waiting for them to exit.
 func (q *PriorityQueue) Close() {
-	q.mu.Lock()
+	q.lock()
 	if !q.closed {
 		q.closed = true
 		close(q.stop)
@@ -180,7 +184,7 @@ func (q *PriorityQueue) signal() {
 // Add queues a new pending pod. A pod already queued is updated instead; a
 // pod being scheduled is only noted, for when its attempt ends.
 func (q *PriorityQueue) Add(p *framework.Pod) {
-	q.mu.Lock()
+	q.lock()
 	defer q.mu.Unlock()
 	q.updateLocked(p)
 }
@@ -194,7 +198,7 @@ func (q *PriorityQueue) Add(p *framework.Pod) {
 // version, not old, is compared with newPod.
 func (q *PriorityQueue) Update(old, newPod *framework.Pod) {
 	_ = old
-	q.mu.Lock()
+	q.lock()
 	defer q.mu.Unlock()
 	q.updateLocked(newPod)
 }
@@ -260,7 +264,7 @@ func clearStatus(p *framework.Pod) {
 // marked so its attempt's end does not queue it again.
 func (q *PriorityQueue) Delete(p *framework.Pod) {
 	key := p.Key()
-	q.mu.Lock()
+	q.lock()
 	defer q.mu.Unlock()
 	q.inFlight.markDeleted(key)
 	if e, ok := q.entries[key]; ok {
@@ -368,7 +372,7 @@ func (q *PriorityQueue) backoffExpiry(qpi *framework.QueuedPodInfo) (time.Time, 
 // It returns ctx's error when ctx is done first, ErrClosed once the queue is
 // closed. The pod is in flight until its attempt ends (see package doc).
 func (q *PriorityQueue) Pop(ctx context.Context) (*framework.QueuedPodInfo, error) {
-	q.mu.Lock()
+	q.lock()
 	for q.active.len() == 0 {
 		if q.closed {
 			q.mu.Unlock()
@@ -387,7 +391,7 @@ func (q *PriorityQueue) Pop(ctx context.Context) (*framework.QueuedPodInfo, erro
 		case <-wake:
 		case <-ctx.Done():
 		}
-		q.mu.Lock()
+		q.lock()
 	}
 	defer q.mu.Unlock()
 	e := q.active.pop()
@@ -405,10 +409,50 @@ func (q *PriorityQueue) Pop(ctx context.Context) (*framework.QueuedPodInfo, erro
 // Done ends the attempt of a popped pod that will not come back to the
 // queue (it was scheduled). AddUnschedulableIfNotPresent and Requeue end the
 // attempt themselves. Calling Done for a pod not in flight is a no-op.
+//
+// Done never waits for the lock: a group commit ends hundreds of attempts
+// at once, and their Dones queued on the lock ahead of the shard loop's
+// Pop. When the lock is busy, the key is left for its holder's successor,
+// since every method that reads the in-flight state first ends the
+// attempts left to it (lock), so none of them can tell the difference.
 func (q *PriorityQueue) Done(key string) {
+	if q.mu.TryLock() {
+		q.endLeftLocked()
+		q.inFlight.end(key)
+		q.mu.Unlock()
+		return
+	}
+	n := &leftDone{key: key}
+	for {
+		n.next = q.leftDone.Load()
+		if q.leftDone.CompareAndSwap(n.next, n) {
+			return
+		}
+	}
+}
+
+// leftDone is a key Done left for the next holder of the lock, in a list
+// pushed and taken whole without a lock.
+type leftDone struct {
+	key  string
+	next *leftDone
+}
+
+// lock takes mu and ends the attempts Done left meanwhile. Every method
+// that takes mu uses it, so the in-flight state they see has every Done
+// that returned before they locked.
+func (q *PriorityQueue) lock() {
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.inFlight.end(key)
+	q.endLeftLocked()
+}
+
+func (q *PriorityQueue) endLeftLocked() {
+	if q.leftDone.Load() == nil {
+		return
+	}
+	for n := q.leftDone.Swap(nil); n != nil; n = n.next {
+		q.inFlight.end(n.key)
+	}
 }
 
 // AddUnschedulableIfNotPresent takes back a pod whose attempt failed, with
@@ -425,7 +469,7 @@ func (q *PriorityQueue) Done(key string) {
 // pod that is already queued.
 func (q *PriorityQueue) AddUnschedulableIfNotPresent(qpi *framework.QueuedPodInfo) error {
 	key := qpi.Pod.Key()
-	q.mu.Lock()
+	q.lock()
 	defer q.mu.Unlock()
 	st := strategySkip
 	if f := q.inFlight.get(key); f != nil {
@@ -479,7 +523,7 @@ func (q *PriorityQueue) AddUnschedulableIfNotPresent(qpi *framework.QueuedPodInf
 // Timestamp, so it returns to the front among equals.
 func (q *PriorityQueue) Requeue(qpi *framework.QueuedPodInfo) {
 	key := qpi.Pod.Key()
-	q.mu.Lock()
+	q.lock()
 	defer q.mu.Unlock()
 	if f := q.inFlight.get(key); f != nil {
 		q.inFlight.end(key)
@@ -499,14 +543,14 @@ func (q *PriorityQueue) Requeue(qpi *framework.QueuedPodInfo) {
 // Len returns the sizes of activeQ, backoffQ and the unschedulable pool
 // (gated pods included).
 func (q *PriorityQueue) Len() (active, backoff, unschedulable int) {
-	q.mu.Lock()
+	q.lock()
 	defer q.mu.Unlock()
 	return q.active.len(), q.backoff.len(), len(q.unsched)
 }
 
 // PendingPods returns every queued pod (not those being scheduled).
 func (q *PriorityQueue) PendingPods() []*framework.Pod {
-	q.mu.Lock()
+	q.lock()
 	defer q.mu.Unlock()
 	out := make([]*framework.Pod, 0, len(q.entries))
 	for _, e := range q.entries {

@@ -18,7 +18,7 @@ import (
 // activeQ (through PreEnqueue); a Queue from a Pending plugin skips backoff.
 // The event is also remembered for pods being scheduled.
 func (q *PriorityQueue) MoveAllToActiveOrBackoffQueue(event framework.ClusterEvent, oldObj, newObj any, preCheck func(*framework.Pod) bool) {
-	q.mu.Lock()
+	q.lock()
 	defer q.mu.Unlock()
 	if !q.isInteresting(event) {
 		return
@@ -54,7 +54,7 @@ func (q *PriorityQueue) applyMoves(moves []move) {
 // through PreEnqueue). A pod being scheduled is marked so that, should its
 // attempt fail, it is retried rather than parked.
 func (q *PriorityQueue) Activate(keys ...string) {
-	q.mu.Lock()
+	q.lock()
 	defer q.mu.Unlock()
 	for _, key := range keys {
 		if q.inFlight.markActivated(key) {
@@ -76,7 +76,7 @@ func (q *PriorityQueue) Activate(keys ...string) {
 // and goes first keeps that room idle while its nomination is charged in
 // every filter. Kubernetes puts it behind them.
 func (q *PriorityQueue) Promote(key string) {
-	q.mu.Lock()
+	q.lock()
 	defer q.mu.Unlock()
 	if q.inFlight.markPromoted(key) {
 		return
@@ -101,7 +101,7 @@ func arrival(qpi *framework.QueuedPodInfo) time.Time {
 
 // flushBackoffCompleted moves pods whose backoff ended to activeQ.
 func (q *PriorityQueue) flushBackoffCompleted() {
-	q.mu.Lock()
+	q.lock()
 	defer q.mu.Unlock()
 	now := q.opts.clock.Now()
 	for {
@@ -117,7 +117,7 @@ func (q *PriorityQueue) flushBackoffCompleted() {
 // flushUnschedulableLeftover retries pods unschedulable for longer than the
 // flush interval; gated pods are re-checked by PreEnqueue.
 func (q *PriorityQueue) flushUnschedulableLeftover() {
-	q.mu.Lock()
+	q.lock()
 	defer q.mu.Unlock()
 	now := q.opts.clock.Now()
 	moves := q.scratch[:0]
