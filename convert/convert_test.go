@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
@@ -51,6 +53,48 @@ func TestPodToCoreKeepsTheSource(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]int64{"n1": 5}, got.Rejections); diff != "" {
 		t.Errorf("rejections: the latest per node wins (-want,+got):\n%s", diff)
+	}
+	w, err := WirePod(got)
+	if err != nil || !proto.Equal(w, p) || w == p {
+		t.Errorf("WirePod = %v, %v; want a copy of %v", w, err, p)
+	}
+}
+
+// A stored pod keeps only its encoded value; decisions decode it on
+// demand, as a copy that writing to leaves the core pod's record alone.
+func TestStoredPodDecodesOnDemand(t *testing.T) {
+	p := &berthv1.Pod{
+		Namespace: "ns", Name: "p", Uid: "u", Labels: map[string]string{"app": "a"},
+		Containers: []*berthv1.Container{{Name: "c", Image: "img", Requests: map[string]int64{"cpu": 100}}},
+		Status:     &berthv1.PodStatus{Phase: berthv1.PodPhase_POD_PHASE_UNSCHEDULABLE, Message: "no room"},
+	}
+	stored, err := proto.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := StoredPodToCore(p, stored, 4)
+	if src, ok := got.Source.(StoredPod); !ok || string(src) != string(stored) {
+		t.Fatalf("Source = %T, want the stored value", got.Source)
+	}
+	if diff := cmp.Diff(PodToCore(p, 4), got, cmpopts.IgnoreFields(framework.Pod{}, "Source")); diff != "" {
+		t.Errorf("StoredPodToCore differs from PodToCore (-want,+got):\n%s", diff)
+	}
+	for range 2 {
+		w, err := WirePod(got)
+		if err != nil || !proto.Equal(w, p) {
+			t.Fatalf("WirePod = %v, %v; want %v", w, err, p)
+		}
+		w.NodeName, w.Status = "n1", nil // a decision changes its copy
+	}
+
+	if bare := StoredPodToCore(p, nil, 4); bare.Source != p {
+		t.Errorf("without a stored value: Source = %v, want the wire pod", bare.Source)
+	}
+	if _, err := WirePod(&framework.Pod{Namespace: "ns", Name: "p"}); err == nil {
+		t.Error("WirePod of a pod without a record: want an error")
+	}
+	if _, err := WirePod(&framework.Pod{Namespace: "ns", Name: "p", Source: StoredPod("\xff")}); err == nil {
+		t.Error("WirePod of a corrupt record: want an error")
 	}
 }
 

@@ -5,7 +5,10 @@
 package convert
 
 import (
+	"fmt"
 	"maps"
+
+	"google.golang.org/protobuf/proto"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/scheduler/framework"
@@ -107,32 +110,79 @@ func NodeToCore(n *berthv1.Node, modRevision int64, unreachable bool) *framework
 	return out
 }
 
-// PodToCore converts a stored wire pod read at modRevision. The wire pod is
-// kept as the core pod's Source so decisions can be written back without a
-// read.
+// PodToCore converts a wire pod read at modRevision, keeping the wire pod
+// itself as the core pod's Source. It suits pods that live briefly (a dry
+// run, a deleted pod's last value); a pod the core keeps should come
+// through StoredPodToCore, whose Source is a fraction of the size.
 func PodToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
+	out := podToCore(p, modRevision)
+	out.Source = p
+	return out
+}
+
+// StoredPod is the encoded value a core pod was read from, as the store
+// holds it: the core pod's Source. A decision about the pod is written by
+// decoding it (WirePod), changing the copy and writing it back, with no
+// read; the decoded form would cost several times the bytes for every pod
+// the core holds, for the few it writes.
+type StoredPod []byte
+
+// StoredPodToCore converts a stored pod: p decoded from stored, the value
+// written at modRevision. stored is kept as the core pod's Source and must
+// not change afterwards; if it is empty, p itself is kept.
+func StoredPodToCore(p *berthv1.Pod, stored []byte, modRevision int64) *framework.Pod {
+	out := podToCore(p, modRevision)
+	if len(stored) == 0 {
+		out.Source = p
+	} else {
+		out.Source = StoredPod(stored)
+	}
+	return out
+}
+
+// WirePod returns the stored record a core pod was converted from, as a
+// copy the caller may change.
+func WirePod(p *framework.Pod) (*berthv1.Pod, error) {
+	switch src := p.Source.(type) {
+	case StoredPod:
+		w := &berthv1.Pod{}
+		if err := proto.Unmarshal(src, w); err != nil {
+			return nil, fmt.Errorf("convert: pod %s: decode stored record: %w", p.Key(), err)
+		}
+		return w, nil
+	case *berthv1.Pod:
+		if src != nil {
+			return proto.Clone(src).(*berthv1.Pod), nil
+		}
+	}
+	return nil, fmt.Errorf("convert: pod %s has no stored record", p.Key())
+}
+
+// podToCore converts everything but the Source. Values that repeat across
+// pods (labels, selectors, containers, names) are shared through the
+// interner, so a hundred thousand pods of one workload hold one copy.
+func podToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
 	out := &framework.Pod{
-		Namespace:         p.GetNamespace(),
+		Namespace:         pods.str(p.GetNamespace()),
 		Name:              p.GetName(),
 		UID:               p.GetUid(),
-		Labels:            p.GetLabels(),
+		Labels:            pods.stringMap(p.GetLabels()),
 		Priority:          p.GetPriority(),
-		Containers:        containersToCore(p.GetContainers()),
-		InitContainers:    containersToCore(p.GetInitContainers()),
-		Overhead:          framework.ResourceList(p.GetOverhead()),
-		NodeName:          p.GetNodeName(),
-		SchedulerName:     p.GetSchedulerName(),
+		Containers:        pods.containerList(containersToCore(p.GetContainers())),
+		InitContainers:    pods.containerList(containersToCore(p.GetInitContainers())),
+		Overhead:          pods.resourceList(framework.ResourceList(p.GetOverhead())),
+		NodeName:          pods.str(p.GetNodeName()),
+		SchedulerName:     pods.str(p.GetSchedulerName()),
 		Phase:             podPhases[p.GetStatus().GetPhase()],
-		NominatedNodeName: p.GetStatus().GetNominatedNodeName(),
-		NodeSelector:      p.GetNodeSelector(),
+		NominatedNodeName: pods.str(p.GetStatus().GetNominatedNodeName()),
+		NodeSelector:      pods.stringMap(p.GetNodeSelector()),
 		Affinity:          affinityToCore(p.GetAffinity()),
 		SchedulingGates:   p.GetSchedulingGates(),
 		PreemptionPolicy:  framework.PreemptLowerPriority,
-		PodGroup:          p.GetPodGroup(),
+		PodGroup:          pods.str(p.GetPodGroup()),
 		StatusMessage:     p.GetStatus().GetMessage(),
 		PreemptedBy:       p.GetStatus().GetPreemptedBy(),
 		Revision:          modRevision,
-		Source:            p,
 	}
 	if out.Phase == 0 {
 		out.Phase = framework.PodPending
@@ -203,7 +253,7 @@ func labelSelectorToCore(s *berthv1.LabelSelector) *framework.LabelSelector {
 	if s == nil {
 		return nil
 	}
-	out := &framework.LabelSelector{MatchLabels: s.GetMatchLabels()}
+	out := &framework.LabelSelector{MatchLabels: pods.stringMap(s.GetMatchLabels())}
 	for _, r := range s.GetMatchExpressions() {
 		out.MatchExpressions = append(out.MatchExpressions, framework.LabelSelectorRequirement{
 			Key: r.GetKey(), Operator: labelOps[r.GetOperator()], Values: r.GetValues(),

@@ -56,7 +56,7 @@ func (s *bridge) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64)
 	}
 	cp := make([]*framework.Pod, len(pods))
 	for i, p := range pods {
-		cp[i] = convert.PodToCore(p.Pod, p.ModRevision)
+		cp[i] = convert.StoredPodToCore(p.Pod, p.Value, p.ModRevision)
 	}
 	s.sched.Reset(cn, cp)
 	s.checkLost(cp...)
@@ -80,7 +80,7 @@ func (s *bridge) NodeDeleted(name string, rev int64) {
 }
 
 func (s *bridge) PodPut(p store.PodRecord, _ *berthv1.Pod) {
-	cp := convert.PodToCore(p.Pod, p.ModRevision)
+	cp := convert.StoredPodToCore(p.Pod, p.Value, p.ModRevision)
 	s.sched.UpsertPod(cp)
 	s.checkLost(cp)
 	s.revision(p.ModRevision)

@@ -166,7 +166,7 @@ func (s *Store) listForSync(ctx context.Context, h SyncHandler) (*syncListing, e
 		}
 	}
 	if _, err = listDecoded(ctx, s, "pods", s.keys.pods, l.rev, decodePod, func(p *berthv1.Pod, kv *mvccpb.KeyValue) {
-		l.pods = append(l.pods, PodRecord{Pod: p, ModRevision: kv.ModRevision})
+		l.pods = append(l.pods, PodRecord{Pod: p, ModRevision: kv.ModRevision, Value: kv.Value})
 	}); err != nil {
 		return nil, err
 	}
@@ -332,7 +332,7 @@ func (s *Store) deliverPod(h SyncHandler, ev *clientv3.Event) {
 		s.log.Warn("store sync: skipping undecodable pod", zap.String("key", key), zap.Error(err))
 		return
 	}
-	h.PodPut(PodRecord{Pod: p, ModRevision: rev}, prev)
+	h.PodPut(PodRecord{Pod: p, ModRevision: rev, Value: ev.Kv.Value}, prev)
 }
 
 // watchFailure is why a watch response ends what: the revision it started
