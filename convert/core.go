@@ -180,7 +180,7 @@ func podToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
 		SchedulingGates:   p.GetSchedulingGates(),
 		PreemptionPolicy:  framework.PreemptLowerPriority,
 		PodGroup:          pods.str(p.GetPodGroup()),
-		StatusMessage:     p.GetStatus().GetMessage(),
+		StatusMessage:     pods.message(p.GetStatus().GetMessage()),
 		PreemptedBy:       p.GetStatus().GetPreemptedBy(),
 		Revision:          modRevision,
 	}

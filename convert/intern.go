@@ -78,16 +78,26 @@ func (in *interner) added(key string) {
 }
 
 func (in *interner) str(s string) string {
-	if s == "" || len(s) > maxInternedLen {
+	return in.strUpTo(s, maxInternedLen)
+}
+
+// message interns a status message: unlike most long strings these
+// repeat, as every pod that fits nowhere for one reason gets the same.
+func (in *interner) message(s string) string {
+	return in.strUpTo(s, maxInternedKey)
+}
+
+func (in *interner) strUpTo(s string, limit int) string {
+	if s == "" || len(s) > limit {
 		return s
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.strLocked(s)
+	return in.strLocked(s, limit)
 }
 
-func (in *interner) strLocked(s string) string {
-	if s == "" || len(s) > maxInternedLen {
+func (in *interner) strLocked(s string, limit int) string {
+	if s == "" || len(s) > limit {
 		return s
 	}
 	if v, ok := in.strings[s]; ok {
@@ -215,8 +225,8 @@ func (in *interner) containerList(cs []framework.Container) []framework.Containe
 	// A new list's parts are shared too, with lists that differ from it
 	// in another part.
 	for i := range cs {
-		cs[i].Name = in.strLocked(cs[i].Name)
-		cs[i].Image = in.strLocked(cs[i].Image)
+		cs[i].Name = in.strLocked(cs[i].Name, maxInternedLen)
+		cs[i].Image = in.strLocked(cs[i].Image, maxInternedKey)
 		cs[i].Requests = in.resourceListLocked(cs[i].Requests)
 	}
 	in.containers[key] = cs

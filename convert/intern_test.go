@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/scheduler/framework"
@@ -24,6 +25,13 @@ func basicPod(name string) *berthv1.Pod {
 	}
 }
 
+func unschedulable(name string) *berthv1.Pod {
+	p := basicPod(name)
+	p.Status = &berthv1.PodStatus{Phase: berthv1.PodPhase_POD_PHASE_UNSCHEDULABLE,
+		Message: "0/20000 nodes are available: 20000 Insufficient cpu. preemption: 0/20000 nodes are available: 20000 No preemption victims found for incoming pod."}
+	return p
+}
+
 // Pods of one workload share their labels, selectors and containers.
 func TestPodsShareEqualValues(t *testing.T) {
 	a, b := PodToCore(basicPod("a"), 1), PodToCore(basicPod("b"), 2)
@@ -32,6 +40,9 @@ func TestPodsShareEqualValues(t *testing.T) {
 	}
 	if &a.Containers[0] != &b.Containers[0] {
 		t.Error("equal containers are not shared")
+	}
+	if msg := func(p *berthv1.Pod) string { return PodToCore(p, 1).StatusMessage }; unsafe.StringData(msg(unschedulable("a"))) != unsafe.StringData(msg(unschedulable("b"))) {
+		t.Error("equal status messages are not shared")
 	}
 	if a.Name != "a" || b.Name != "b" || a.UID == b.UID {
 		t.Errorf("names and uids must stay the pods' own: %s/%s %s/%s", a.Name, a.UID, b.Name, b.UID)
@@ -73,6 +84,7 @@ func TestInternerIsBounded(t *testing.T) {
 	in = newInterner()
 	long := strings.Repeat("x", maxInternedLen+1)
 	in.str(long)
+	in.message(strings.Repeat("m", maxInternedKey+1))
 	big := map[string]string{}
 	for i := range maxInternedMapLen + 1 {
 		big[fmt.Sprint(i)] = "v"

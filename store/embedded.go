@@ -74,8 +74,9 @@ const (
 	// memory after each compaction of its log, for a slow follower to catch
 	// up from. A single member has no follower, and at etcd's 5,000 the
 	// entries (each a group commit of up to a thousand writes) held tens of
-	// MB of pod values at 200,000 pods. etcd needs at least one.
-	embeddedCatchUpEntries = 100
+	// MB of pod values at 200,000 pods. etcd needs at least one; it also
+	// keeps up to 100 more between its in-memory snapshots.
+	embeddedCatchUpEntries = 10
 )
 
 func (c EmbeddedConfig) withDefaults() EmbeddedConfig {
