@@ -163,27 +163,28 @@ func WirePod(p *framework.Pod) (*berthv1.Pod, error) {
 // interner, so a hundred thousand pods of one workload hold one copy.
 func podToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
 	out := &framework.Pod{
-		Namespace:         pods.str(p.GetNamespace()),
+		Namespace:         p.GetNamespace(),
 		Name:              p.GetName(),
 		UID:               p.GetUid(),
-		Labels:            pods.stringMap(p.GetLabels()),
+		Labels:            p.GetLabels(),
 		Priority:          p.GetPriority(),
-		Containers:        pods.containerList(containersToCore(p.GetContainers())),
-		InitContainers:    pods.containerList(containersToCore(p.GetInitContainers())),
-		Overhead:          pods.resourceList(framework.ResourceList(p.GetOverhead())),
-		NodeName:          pods.str(p.GetNodeName()),
-		SchedulerName:     pods.str(p.GetSchedulerName()),
+		Containers:        containersToCore(p.GetContainers()),
+		InitContainers:    containersToCore(p.GetInitContainers()),
+		Overhead:          framework.ResourceList(p.GetOverhead()),
+		NodeName:          p.GetNodeName(),
+		SchedulerName:     p.GetSchedulerName(),
 		Phase:             podPhases[p.GetStatus().GetPhase()],
-		NominatedNodeName: pods.str(p.GetStatus().GetNominatedNodeName()),
-		NodeSelector:      pods.stringMap(p.GetNodeSelector()),
+		NominatedNodeName: p.GetStatus().GetNominatedNodeName(),
+		NodeSelector:      p.GetNodeSelector(),
 		Affinity:          affinityToCore(p.GetAffinity()),
 		SchedulingGates:   p.GetSchedulingGates(),
 		PreemptionPolicy:  framework.PreemptLowerPriority,
-		PodGroup:          pods.str(p.GetPodGroup()),
-		StatusMessage:     pods.message(p.GetStatus().GetMessage()),
+		PodGroup:          p.GetPodGroup(),
+		StatusMessage:     p.GetStatus().GetMessage(),
 		PreemptedBy:       p.GetStatus().GetPreemptedBy(),
 		Revision:          modRevision,
 	}
+	pods.pod(out)
 	if out.Phase == 0 {
 		out.Phase = framework.PodPending
 	}

@@ -77,25 +77,8 @@ func (in *interner) added(key string) {
 	}
 }
 
-func (in *interner) str(s string) string {
-	return in.strUpTo(s, maxInternedLen)
-}
-
-// message interns a status message: unlike most long strings these
-// repeat, as every pod that fits nowhere for one reason gets the same.
-func (in *interner) message(s string) string {
-	return in.strUpTo(s, maxInternedKey)
-}
-
-func (in *interner) strUpTo(s string, limit int) string {
-	if s == "" || len(s) > limit {
-		return s
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.strLocked(s, limit)
-}
-
+// strLocked returns a string equal to s, shared with the other equal
+// strings it was given, if s is no longer than limit.
 func (in *interner) strLocked(s string, limit int) string {
 	if s == "" || len(s) > limit {
 		return s
@@ -136,10 +119,17 @@ func (in *interner) stringMap(m map[string]string) map[string]string {
 	if len(m) == 0 || len(m) > maxInternedMapLen {
 		return m
 	}
-	var buf [maxInternedMapLen]string
-	keys := sortedKeys(m, buf[:])
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	return in.stringMapLocked(m)
+}
+
+func (in *interner) stringMapLocked(m map[string]string) map[string]string {
+	if len(m) == 0 || len(m) > maxInternedMapLen {
+		return m
+	}
+	var buf [maxInternedMapLen]string
+	keys := sortedKeys(m, buf[:])
 	b := in.key[:0]
 	for _, k := range keys {
 		b = appendString(appendString(b, k), m[k])
@@ -166,17 +156,8 @@ func appendResources(b []byte, rl framework.ResourceList) []byte {
 	return b
 }
 
-// resourceList returns a list equal to rl, shared with the other equal
-// lists it was given.
-func (in *interner) resourceList(rl framework.ResourceList) framework.ResourceList {
-	if len(rl) == 0 || len(rl) > maxInternedMapLen {
-		return rl
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.resourceListLocked(rl)
-}
-
+// resourceListLocked returns a list equal to rl, shared with the other
+// equal lists it was given.
 func (in *interner) resourceListLocked(rl framework.ResourceList) framework.ResourceList {
 	if len(rl) == 0 || len(rl) > maxInternedMapLen {
 		return rl
@@ -195,15 +176,13 @@ func (in *interner) resourceListLocked(rl framework.ResourceList) framework.Reso
 	return rl
 }
 
-// containerList returns containers equal to cs, shared with the other
-// equal lists it was given. Lists with ports are not shared: they are rare
-// and their keys long.
-func (in *interner) containerList(cs []framework.Container) []framework.Container {
+// containerListLocked returns containers equal to cs, shared with the
+// other equal lists it was given. Lists with ports are not shared: they are
+// rare and their keys long.
+func (in *interner) containerListLocked(cs []framework.Container) []framework.Container {
 	if len(cs) == 0 || len(cs) > maxInternedMapLen {
 		return cs
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
 	b := in.key[:0]
 	for i := range cs {
 		c := &cs[i]
@@ -232,4 +211,21 @@ func (in *interner) containerList(cs []framework.Container) []framework.Containe
 	in.containers[key] = cs
 	in.added(key)
 	return cs
+}
+
+// pod shares p's repeated values, under one lock: a pod's conversion
+// takes it once, not once per field. Status messages may be long and are
+// shared too: every pod that fits nowhere for one reason has the same.
+func (in *interner) pod(p *framework.Pod) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, f := range []*string{&p.Namespace, &p.NodeName, &p.SchedulerName, &p.NominatedNodeName, &p.PodGroup} {
+		*f = in.strLocked(*f, maxInternedLen)
+	}
+	p.StatusMessage = in.strLocked(p.StatusMessage, maxInternedKey)
+	p.Labels = in.stringMapLocked(p.Labels)
+	p.NodeSelector = in.stringMapLocked(p.NodeSelector)
+	p.Overhead = in.resourceListLocked(p.Overhead)
+	p.Containers = in.containerListLocked(p.Containers)
+	p.InitContainers = in.containerListLocked(p.InitContainers)
 }

@@ -41,7 +41,8 @@ func TestPodsShareEqualValues(t *testing.T) {
 	if &a.Containers[0] != &b.Containers[0] {
 		t.Error("equal containers are not shared")
 	}
-	if msg := func(p *berthv1.Pod) string { return PodToCore(p, 1).StatusMessage }; unsafe.StringData(msg(unschedulable("a"))) != unsafe.StringData(msg(unschedulable("b"))) {
+	ua, ub := PodToCore(unschedulable("a"), 1), PodToCore(unschedulable("b"), 1)
+	if unsafe.StringData(ua.StatusMessage) != unsafe.StringData(ub.StatusMessage) {
 		t.Error("equal status messages are not shared")
 	}
 	if a.Name != "a" || b.Name != "b" || a.UID == b.UID {
@@ -69,10 +70,12 @@ func TestPodsShareEqualValues(t *testing.T) {
 func TestInternerIsBounded(t *testing.T) {
 	in := newInterner()
 	for i := range 3 * maxInterned {
-		in.str(fmt.Sprintf("value-%d", i))
-		in.stringMap(map[string]string{"app": fmt.Sprint(i)})
-		in.resourceList(framework.ResourceList{"cpu": int64(i)})
-		in.containerList([]framework.Container{{Name: "c", Image: fmt.Sprint(i)}})
+		in.pod(&framework.Pod{
+			Namespace:  fmt.Sprintf("value-%d", i),
+			Labels:     map[string]string{"app": fmt.Sprint(i)},
+			Overhead:   framework.ResourceList{"cpu": int64(i)},
+			Containers: []framework.Container{{Name: "c", Image: fmt.Sprint(i)}},
+		})
 		if in.entries >= maxInterned || in.keyBytes >= maxInternedBytes {
 			t.Fatalf("after %d values the table holds %d entries, %d bytes of keys", i, in.entries, in.keyBytes)
 		}
@@ -83,16 +86,14 @@ func TestInternerIsBounded(t *testing.T) {
 
 	in = newInterner()
 	long := strings.Repeat("x", maxInternedLen+1)
-	in.str(long)
-	in.message(strings.Repeat("m", maxInternedKey+1))
 	big := map[string]string{}
 	for i := range maxInternedMapLen + 1 {
 		big[fmt.Sprint(i)] = "v"
 	}
-	in.stringMap(big)
+	in.pod(&framework.Pod{Namespace: long, StatusMessage: strings.Repeat("m", maxInternedKey+1), Labels: big})
 	in.stringMap(map[string]string{"k": strings.Repeat("v", maxInternedKey)})
-	in.containerList([]framework.Container{{Name: "c", Ports: []framework.ContainerPort{{ContainerPort: 80}}}})
-	in.containerList([]framework.Container{{Name: "c", Image: strings.Repeat("i", maxInternedKey)}})
+	in.pod(&framework.Pod{Containers: []framework.Container{{Name: "c", Ports: []framework.ContainerPort{{ContainerPort: 80}}}}})
+	in.pod(&framework.Pod{Containers: []framework.Container{{Name: "c", Image: strings.Repeat("i", maxInternedKey)}}})
 	if in.entries != 0 {
 		t.Errorf("long, big or ported values were kept: %d entries", in.entries)
 	}
@@ -110,7 +111,7 @@ func TestInternerIsBounded(t *testing.T) {
 	in = newInterner()
 	first := in.stringMap(map[string]string{"app": "web"})
 	for i := range maxInterned {
-		in.str(fmt.Sprint(i))
+		in.pod(&framework.Pod{Namespace: fmt.Sprint(i)})
 	}
 	again := in.stringMap(map[string]string{"app": "web"})
 	if first["app"] != "web" || again["app"] != "web" || len(first) != 1 {
@@ -132,9 +133,11 @@ func TestInternKeysAreCanonical(t *testing.T) {
 	if samePointer(x, y) || x["ab"] != "c" || y["a"] != "bc" {
 		t.Errorf("different maps collided: %v %v", x, y)
 	}
-	r1 := in.resourceList(framework.ResourceList{"cpu": 1, "memory": -1})
-	r2 := in.resourceList(framework.ResourceList{"cpu": 1, "memory": 1})
-	if samePointer(r1, r2) {
+	p1 := &framework.Pod{Overhead: framework.ResourceList{"cpu": 1, "memory": -1}}
+	p2 := &framework.Pod{Overhead: framework.ResourceList{"cpu": 1, "memory": 1}}
+	in.pod(p1)
+	in.pod(p2)
+	if samePointer(p1.Overhead, p2.Overhead) {
 		t.Error("different resource lists collided")
 	}
 	if got := in.stringMap(nil); got != nil {
