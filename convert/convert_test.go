@@ -38,7 +38,8 @@ func TestNodeToCore(t *testing.T) {
 	}
 }
 
-func TestPodToCoreKeepsTheSource(t *testing.T) {
+// PodToCore is for pods that need no decision written: it keeps no record.
+func TestPodToCore(t *testing.T) {
 	p := &berthv1.Pod{
 		Namespace: "ns", Name: "p", Uid: "u",
 		Containers:       []*berthv1.Container{{Name: "c", Requests: map[string]int64{"cpu": 100}}},
@@ -48,20 +49,19 @@ func TestPodToCoreKeepsTheSource(t *testing.T) {
 		}},
 	}
 	got := PodToCore(p, 9)
-	if got.Source != p || got.Revision != 9 || got.Phase != framework.PodPending || got.PreemptionPolicy != framework.PreemptNever {
-		t.Errorf("PodToCore: source %p (want %p), revision %d, phase %v, policy %v", got.Source, p, got.Revision, got.Phase, got.PreemptionPolicy)
+	if got.Source != nil || got.Revision != 9 || got.Phase != framework.PodPending || got.PreemptionPolicy != framework.PreemptNever {
+		t.Errorf("PodToCore: source %q (want none), revision %d, phase %v, policy %v", got.Source, got.Revision, got.Phase, got.PreemptionPolicy)
 	}
 	if diff := cmp.Diff(map[string]int64{"n1": 5}, got.Rejections); diff != "" {
 		t.Errorf("rejections: the latest per node wins (-want,+got):\n%s", diff)
 	}
-	w, err := WirePod(got)
-	if err != nil || !proto.Equal(w, p) || w == p {
-		t.Errorf("WirePod = %v, %v; want a copy of %v", w, err, p)
+	if w, err := WirePod(got); err == nil {
+		t.Errorf("WirePod of a pod without a record = %v; want an error", w)
 	}
 }
 
-// A stored pod keeps only its encoded value; decisions decode it on
-// demand, as a copy that writing to leaves the core pod's record alone.
+// A stored pod keeps only its encoded value (what PodToCore converts
+// otherwise); decisions decode it on demand, each as a copy of its own.
 func TestStoredPodDecodesOnDemand(t *testing.T) {
 	p := &berthv1.Pod{
 		Namespace: "ns", Name: "p", Uid: "u", Labels: map[string]string{"app": "a"},
@@ -73,8 +73,8 @@ func TestStoredPodDecodesOnDemand(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := StoredPodToCore(p, stored, 4)
-	if src, ok := got.Source.(StoredPod); !ok || string(src) != string(stored) {
-		t.Fatalf("Source = %T, want the stored value", got.Source)
+	if string(got.Source) != string(stored) {
+		t.Fatalf("Source = %q, want the stored value", got.Source)
 	}
 	if diff := cmp.Diff(PodToCore(p, 4), got, cmpopts.IgnoreFields(framework.Pod{}, "Source")); diff != "" {
 		t.Errorf("StoredPodToCore differs from PodToCore (-want,+got):\n%s", diff)
@@ -87,13 +87,12 @@ func TestStoredPodDecodesOnDemand(t *testing.T) {
 		w.NodeName, w.Status = "n1", nil // a decision changes its copy
 	}
 
-	if bare := StoredPodToCore(p, nil, 4); bare.Source != p {
-		t.Errorf("without a stored value: Source = %v, want the wire pod", bare.Source)
+	// A record not read from etcd is encoded in its place.
+	bare := StoredPodToCore(p, nil, 4)
+	if w, err := WirePod(bare); err != nil || !proto.Equal(w, p) {
+		t.Errorf("without a stored value: WirePod = %v, %v; want %v", w, err, p)
 	}
-	if _, err := WirePod(&framework.Pod{Namespace: "ns", Name: "p"}); err == nil {
-		t.Error("WirePod of a pod without a record: want an error")
-	}
-	if _, err := WirePod(&framework.Pod{Namespace: "ns", Name: "p", Source: StoredPod("\xff")}); err == nil {
+	if _, err := WirePod(&framework.Pod{Namespace: "ns", Name: "p", Source: []byte("\xff")}); err == nil {
 		t.Error("WirePod of a corrupt record: want an error")
 	}
 }

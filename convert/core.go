@@ -110,52 +110,44 @@ func NodeToCore(n *berthv1.Node, modRevision int64, unreachable bool) *framework
 	return out
 }
 
-// PodToCore converts a wire pod read at modRevision, keeping the wire pod
-// itself as the core pod's Source. It suits pods that live briefly (a dry
-// run, a deleted pod's last value); a pod the core keeps should come
-// through StoredPodToCore, whose Source is a fraction of the size.
+// PodToCore converts a wire pod read at modRevision, without its stored
+// record: for a pod that needs no decision written (a dry run, a deleted
+// pod's last value). A pod the core keeps comes through StoredPodToCore.
 func PodToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
-	out := podToCore(p, modRevision)
-	out.Source = p
-	return out
+	return podToCore(p, modRevision)
 }
 
-// StoredPod is the encoded value a core pod was read from, as the store
-// holds it: the core pod's Source. A decision about the pod is written by
-// decoding it (WirePod), changing the copy and writing it back, with no
-// read; the decoded form would cost several times the bytes for every pod
-// the core holds, for the few it writes.
-type StoredPod []byte
+// storedPodOptions encode as the store does.
+var storedPodOptions = proto.MarshalOptions{Deterministic: true}
 
 // StoredPodToCore converts a stored pod: p decoded from stored, the value
-// written at modRevision. stored is kept as the core pod's Source and must
-// not change afterwards; if it is empty, p itself is kept.
+// written at modRevision. stored becomes the core pod's Source, so it must
+// not change afterwards; a decision about the pod decodes it (WirePod),
+// changes the copy and writes it back, with no read. If stored is empty
+// (a record not read from etcd), p is encoded in its place.
 func StoredPodToCore(p *berthv1.Pod, stored []byte, modRevision int64) *framework.Pod {
 	out := podToCore(p, modRevision)
 	if len(stored) == 0 {
-		out.Source = p
-	} else {
-		out.Source = StoredPod(stored)
+		var err error
+		if stored, err = storedPodOptions.Marshal(p); err != nil {
+			stored = nil // WirePod reports the pod has no record
+		}
 	}
+	out.Source = stored
 	return out
 }
 
-// WirePod returns the stored record a core pod was converted from, as a
+// WirePod decodes the stored record a core pod was converted from, as a
 // copy the caller may change.
 func WirePod(p *framework.Pod) (*berthv1.Pod, error) {
-	switch src := p.Source.(type) {
-	case StoredPod:
-		w := &berthv1.Pod{}
-		if err := proto.Unmarshal(src, w); err != nil {
-			return nil, fmt.Errorf("convert: pod %s: decode stored record: %w", p.Key(), err)
-		}
-		return w, nil
-	case *berthv1.Pod:
-		if src != nil {
-			return proto.Clone(src).(*berthv1.Pod), nil
-		}
+	if len(p.Source) == 0 {
+		return nil, fmt.Errorf("convert: pod %s has no stored record", p.Key())
 	}
-	return nil, fmt.Errorf("convert: pod %s has no stored record", p.Key())
+	w := &berthv1.Pod{}
+	if err := proto.Unmarshal(p.Source, w); err != nil {
+		return nil, fmt.Errorf("convert: pod %s: decode stored record: %w", p.Key(), err)
+	}
+	return w, nil
 }
 
 // podToCore converts everything but the Source. Values that repeat across

@@ -144,3 +144,14 @@ func TestInternKeysAreCanonical(t *testing.T) {
 		t.Errorf("nil map came back as %v", got)
 	}
 }
+
+// BenchmarkStoredPodToCore converts a basic pod as the watch delivers it;
+// run with -benchmem: what it keeps is what every pod costs the core.
+func BenchmarkStoredPodToCore(b *testing.B) {
+	p := basicPod("p")
+	stored := []byte("stored")
+	b.ReportAllocs()
+	for b.Loop() {
+		StoredPodToCore(p, stored, 1)
+	}
+}
