@@ -38,8 +38,7 @@ func TestNodeToCore(t *testing.T) {
 	}
 }
 
-// PodToCore is for pods that need no decision written: it keeps no record.
-func TestPodToCore(t *testing.T) {
+func TestPodToCoreKeepsTheSource(t *testing.T) {
 	p := &berthv1.Pod{
 		Namespace: "ns", Name: "p", Uid: "u",
 		Containers:       []*berthv1.Container{{Name: "c", Requests: map[string]int64{"cpu": 100}}},
@@ -49,19 +48,20 @@ func TestPodToCore(t *testing.T) {
 		}},
 	}
 	got := PodToCore(p, 9)
-	if got.Source != nil || got.Revision != 9 || got.Phase != framework.PodPending || got.PreemptionPolicy != framework.PreemptNever {
-		t.Errorf("PodToCore: source %q (want none), revision %d, phase %v, policy %v", got.Source, got.Revision, got.Phase, got.PreemptionPolicy)
+	src, err := WirePod(got)
+	if err != nil || !proto.Equal(src, p) || got.Revision != 9 || got.Phase != framework.PodPending || got.PreemptionPolicy != framework.PreemptNever {
+		t.Errorf("PodToCore: source %v, %v (want %v), revision %d, phase %v, policy %v", src, err, p, got.Revision, got.Phase, got.PreemptionPolicy)
 	}
 	if diff := cmp.Diff(map[string]int64{"n1": 5}, got.Rejections); diff != "" {
 		t.Errorf("rejections: the latest per node wins (-want,+got):\n%s", diff)
 	}
-	if w, err := WirePod(got); err == nil {
-		t.Errorf("WirePod of a pod without a record = %v; want an error", w)
+	if _, err := WirePod(&framework.Pod{Namespace: "ns", Name: "p"}); err == nil {
+		t.Error("WirePod of a pod without a record: want an error")
 	}
 }
 
-// A stored pod keeps only its encoded value (what PodToCore converts
-// otherwise); decisions decode it on demand, each as a copy of its own.
+// A stored pod keeps only its encoded value; decisions decode it on
+// demand, each as a copy of its own.
 func TestStoredPodDecodesOnDemand(t *testing.T) {
 	p := &berthv1.Pod{
 		Namespace: "ns", Name: "p", Uid: "u", Labels: map[string]string{"app": "a"},
@@ -78,6 +78,9 @@ func TestStoredPodDecodesOnDemand(t *testing.T) {
 	}
 	if diff := cmp.Diff(PodToCore(p, 4), got, cmpopts.IgnoreFields(framework.Pod{}, "Source")); diff != "" {
 		t.Errorf("StoredPodToCore differs from PodToCore (-want,+got):\n%s", diff)
+	}
+	if string(PodToCore(p, 4).Source) == "" {
+		t.Error("PodToCore keeps no record")
 	}
 	for range 2 {
 		w, err := WirePod(got)

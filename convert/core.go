@@ -110,11 +110,11 @@ func NodeToCore(n *berthv1.Node, modRevision int64, unreachable bool) *framework
 	return out
 }
 
-// PodToCore converts a wire pod read at modRevision, without its stored
-// record: for a pod that needs no decision written (a dry run, a deleted
-// pod's last value). A pod the core keeps comes through StoredPodToCore.
+// PodToCore converts a wire pod read at modRevision whose stored bytes
+// are not at hand: it encodes p as its record. A pod delivered by the store
+// comes through StoredPodToCore, which keeps the bytes etcd gave instead.
 func PodToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
-	return podToCore(p, modRevision)
+	return StoredPodToCore(p, nil, modRevision)
 }
 
 // storedPodOptions encode as the store does.
