@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
@@ -46,11 +48,55 @@ func TestPodToCoreKeepsTheSource(t *testing.T) {
 		}},
 	}
 	got := PodToCore(p, 9)
-	if got.Source != p || got.Revision != 9 || got.Phase != framework.PodPending || got.PreemptionPolicy != framework.PreemptNever {
-		t.Errorf("PodToCore: source %p (want %p), revision %d, phase %v, policy %v", got.Source, p, got.Revision, got.Phase, got.PreemptionPolicy)
+	src, err := WirePod(got)
+	if err != nil || !proto.Equal(src, p) || got.Revision != 9 || got.Phase != framework.PodPending || got.PreemptionPolicy != framework.PreemptNever {
+		t.Errorf("PodToCore: source %v, %v (want %v), revision %d, phase %v, policy %v", src, err, p, got.Revision, got.Phase, got.PreemptionPolicy)
 	}
 	if diff := cmp.Diff(map[string]int64{"n1": 5}, got.Rejections); diff != "" {
 		t.Errorf("rejections: the latest per node wins (-want,+got):\n%s", diff)
+	}
+	if _, err := WirePod(&framework.Pod{Namespace: "ns", Name: "p"}); err == nil {
+		t.Error("WirePod of a pod without a record: want an error")
+	}
+}
+
+// A stored pod keeps only its encoded value; decisions decode it on
+// demand, each as a copy of its own.
+func TestStoredPodDecodesOnDemand(t *testing.T) {
+	p := &berthv1.Pod{
+		Namespace: "ns", Name: "p", Uid: "u", Labels: map[string]string{"app": "a"},
+		Containers: []*berthv1.Container{{Name: "c", Image: "img", Requests: map[string]int64{"cpu": 100}}},
+		Status:     &berthv1.PodStatus{Phase: berthv1.PodPhase_POD_PHASE_UNSCHEDULABLE, Message: "no room"},
+	}
+	stored, err := proto.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := StoredPodToCore(p, stored, 4)
+	if string(got.Source) != string(stored) {
+		t.Fatalf("Source = %q, want the stored value", got.Source)
+	}
+	if diff := cmp.Diff(PodToCore(p, 4), got, cmpopts.IgnoreFields(framework.Pod{}, "Source")); diff != "" {
+		t.Errorf("StoredPodToCore differs from PodToCore (-want,+got):\n%s", diff)
+	}
+	if string(PodToCore(p, 4).Source) == "" {
+		t.Error("PodToCore keeps no record")
+	}
+	for range 2 {
+		w, err := WirePod(got)
+		if err != nil || !proto.Equal(w, p) {
+			t.Fatalf("WirePod = %v, %v; want %v", w, err, p)
+		}
+		w.NodeName, w.Status = "n1", nil // a decision changes its copy
+	}
+
+	// A record not read from etcd is encoded in its place.
+	bare := StoredPodToCore(p, nil, 4)
+	if w, err := WirePod(bare); err != nil || !proto.Equal(w, p) {
+		t.Errorf("without a stored value: WirePod = %v, %v; want %v", w, err, p)
+	}
+	if _, err := WirePod(&framework.Pod{Namespace: "ns", Name: "p", Source: []byte("\xff")}); err == nil {
+		t.Error("WirePod of a corrupt record: want an error")
 	}
 }
 

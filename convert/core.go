@@ -5,7 +5,10 @@
 package convert
 
 import (
+	"fmt"
 	"maps"
+
+	"google.golang.org/protobuf/proto"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/scheduler/framework"
@@ -107,10 +110,50 @@ func NodeToCore(n *berthv1.Node, modRevision int64, unreachable bool) *framework
 	return out
 }
 
-// PodToCore converts a stored wire pod read at modRevision. The wire pod is
-// kept as the core pod's Source so decisions can be written back without a
-// read.
+// PodToCore converts a wire pod read at modRevision whose stored bytes
+// are not at hand: it encodes p as its record. A pod delivered by the store
+// comes through StoredPodToCore, which keeps the bytes etcd gave instead.
 func PodToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
+	return StoredPodToCore(p, nil, modRevision)
+}
+
+// storedPodOptions encode as the store does.
+var storedPodOptions = proto.MarshalOptions{Deterministic: true}
+
+// StoredPodToCore converts a stored pod: p decoded from stored, the value
+// written at modRevision. stored becomes the core pod's Source, so it must
+// not change afterwards; a decision about the pod decodes it (WirePod),
+// changes the copy and writes it back, with no read. If stored is empty
+// (a record not read from etcd), p is encoded in its place.
+func StoredPodToCore(p *berthv1.Pod, stored []byte, modRevision int64) *framework.Pod {
+	out := podToCore(p, modRevision)
+	if len(stored) == 0 {
+		var err error
+		if stored, err = storedPodOptions.Marshal(p); err != nil {
+			stored = nil // WirePod reports the pod has no record
+		}
+	}
+	out.Source = stored
+	return out
+}
+
+// WirePod decodes the stored record a core pod was converted from, as a
+// copy the caller may change.
+func WirePod(p *framework.Pod) (*berthv1.Pod, error) {
+	if len(p.Source) == 0 {
+		return nil, fmt.Errorf("convert: pod %s has no stored record", p.Key())
+	}
+	w := &berthv1.Pod{}
+	if err := proto.Unmarshal(p.Source, w); err != nil {
+		return nil, fmt.Errorf("convert: pod %s: decode stored record: %w", p.Key(), err)
+	}
+	return w, nil
+}
+
+// podToCore converts everything but the Source. Values that repeat across
+// pods (labels, selectors, containers, names) are shared through the
+// interner, so a hundred thousand pods of one workload hold one copy.
+func podToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
 	out := &framework.Pod{
 		Namespace:         p.GetNamespace(),
 		Name:              p.GetName(),
@@ -132,8 +175,8 @@ func PodToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
 		StatusMessage:     p.GetStatus().GetMessage(),
 		PreemptedBy:       p.GetStatus().GetPreemptedBy(),
 		Revision:          modRevision,
-		Source:            p,
 	}
+	pods.pod(out)
 	if out.Phase == 0 {
 		out.Phase = framework.PodPending
 	}
@@ -203,7 +246,7 @@ func labelSelectorToCore(s *berthv1.LabelSelector) *framework.LabelSelector {
 	if s == nil {
 		return nil
 	}
-	out := &framework.LabelSelector{MatchLabels: s.GetMatchLabels()}
+	out := &framework.LabelSelector{MatchLabels: pods.stringMap(s.GetMatchLabels())}
 	for _, r := range s.GetMatchExpressions() {
 		out.MatchExpressions = append(out.MatchExpressions, framework.LabelSelectorRequirement{
 			Key: r.GetKey(), Operator: labelOps[r.GetOperator()], Values: r.GetValues(),

@@ -97,7 +97,7 @@ func podsToCore(pods []store.PodRecord) []*framework.Pod {
 	for lo := 0; lo < len(pods); lo += size {
 		wg.Go(func() {
 			for i := lo; i < min(lo+size, len(pods)); i++ {
-				cp[i] = convert.PodToCore(pods[i].Pod, pods[i].ModRevision)
+				cp[i] = convert.StoredPodToCore(pods[i].Pod, pods[i].Value, pods[i].ModRevision)
 			}
 		})
 	}
@@ -117,7 +117,7 @@ func (s *bridge) NodeDeleted(name string, rev int64) {
 }
 
 func (s *bridge) PodPut(p store.PodRecord, _ *berthv1.Pod) {
-	cp := convert.PodToCore(p.Pod, p.ModRevision)
+	cp := convert.StoredPodToCore(p.Pod, p.Value, p.ModRevision)
 	s.sched.UpsertPod(cp)
 	s.checkLost(cp)
 	s.revision(p.ModRevision)

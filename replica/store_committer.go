@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/berth-io/berth/convert"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/scheduler"
@@ -29,12 +27,10 @@ var (
 	_ scheduler.GroupBinder = storeCommitter{}
 )
 
+// sourceOf decodes the record p was read from, for a decision to change
+// and write back without a read.
 func sourceOf(p *framework.Pod) (*berthv1.Pod, error) {
-	src, ok := p.Source.(*berthv1.Pod)
-	if !ok || src == nil {
-		return nil, fmt.Errorf("replica: pod %s has no stored record", p.Key())
-	}
-	return proto.Clone(src).(*berthv1.Pod), nil
+	return convert.WirePod(p)
 }
 
 func (c storeCommitter) update(ctx context.Context, p *framework.Pod, next *berthv1.Pod) error {

@@ -77,6 +77,13 @@ const (
 	defaultEmbeddedStartTimeout = 60 * time.Second
 	defaultEmbeddedSnapshots    = 250
 	embeddedMemberName          = "berth"
+	// embeddedCatchUpEntries is how many applied raft entries etcd keeps in
+	// memory after each compaction of its log, for a slow follower to catch
+	// up from. A single member has no follower, and at etcd's 5,000 the
+	// entries (each a group commit of up to a thousand writes) held tens of
+	// MB of pod values at 200,000 pods. etcd needs at least one; it also
+	// keeps up to 100 more between its in-memory snapshots.
+	embeddedCatchUpEntries = 10
 )
 
 func (c EmbeddedConfig) withDefaults() EmbeddedConfig {
@@ -178,6 +185,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 			ec.ClientTLSInfo = pki.server
 		}
 		cfg.ApplyTo(ec)
+		ec.SnapshotCatchUpEntries = embeddedCatchUpEntries
 		if maintain {
 			ec.AutoCompactionRetention = "0" // the maintainer compacts, and counts it
 		}

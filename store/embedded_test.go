@@ -96,3 +96,12 @@ func TestCompactionMode(t *testing.T) {
 		}
 	}
 }
+
+// A single member keeps few raft entries in memory: none is needed by a
+// follower, and each can hold a thousand pods.
+func TestEmbeddedKeepsFewRaftEntries(t *testing.T) {
+	e := ownEtcd(t, t.TempDir(), "")
+	if got := e.etcd.Server.Cfg.SnapshotCatchUpEntries; got != embeddedCatchUpEntries {
+		t.Errorf("SnapshotCatchUpEntries = %d, want %d", got, embeddedCatchUpEntries)
+	}
+}

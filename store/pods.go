@@ -60,6 +60,11 @@ func (f PodFilter) matches(p *berthv1.Pod) bool {
 type PodRecord struct {
 	Pod         *berthv1.Pod
 	ModRevision int64
+	// Value is Pod encoded, as stored, when the record was read from etcd
+	// (nil otherwise). It is etcd's own copy, handed over: a handler may
+	// keep it, in place of Pod, as a compact record of the pod, and must
+	// not change it.
+	Value []byte
 }
 
 func decodePod(b []byte) (*berthv1.Pod, error) {

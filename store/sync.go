@@ -282,7 +282,7 @@ func (s *Store) deliverPod(h SyncHandler, ev *clientv3.Event) {
 		s.log.Warn("store sync: skipping undecodable pod", zap.String("key", key), zap.Error(err))
 		return
 	}
-	h.PodPut(PodRecord{Pod: p, ModRevision: rev}, prev)
+	h.PodPut(PodRecord{Pod: p, ModRevision: rev, Value: ev.Kv.Value}, prev)
 }
 
 // watchFailure is why a watch response ends what: the revision it started

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
@@ -55,6 +56,9 @@ func (h *recordingHandler) Reset(nodes []*berthv1.Node, pods []PodRecord, rev in
 		if p.ModRevision > rev || p.ModRevision == 0 {
 			names = append(names, "BAD-REVISION")
 		}
+		if !valueIsPod(p) {
+			names = append(names, "BAD-VALUE")
+		}
 		names = append(names, "pod:"+p.Pod.Namespace+"/"+p.Pod.Name)
 	}
 	h.calls <- call{Kind: "Reset", Rev: rev, Names: names}
@@ -73,8 +77,19 @@ func (h *recordingHandler) NodeDeleted(name string, rev int64) {
 }
 
 func (h *recordingHandler) PodPut(p PodRecord, prev *berthv1.Pod) {
-	h.calls <- call{Kind: "PodPut", Rev: p.ModRevision, Names: []string{p.Pod.Namespace + "/" + p.Pod.Name},
+	name := p.Pod.Namespace + "/" + p.Pod.Name
+	if !valueIsPod(p) {
+		name = "BAD-VALUE " + name
+	}
+	h.calls <- call{Kind: "PodPut", Rev: p.ModRevision, Names: []string{name},
 		Prev: podDesc(prev), State: podDesc(p.Pod) + "/" + p.Pod.NodeName}
+}
+
+// valueIsPod tells whether a delivered record's Value is its Pod as
+// stored, which handlers keep instead of the decoded pod.
+func valueIsPod(p PodRecord) bool {
+	got, err := decodePod(p.Value)
+	return err == nil && proto.Equal(got, p.Pod)
 }
 
 func (h *recordingHandler) PodDeleted(prev *berthv1.Pod, rev int64) {

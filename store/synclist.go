@@ -49,7 +49,7 @@ func (s *Store) listForSync(ctx context.Context, h SyncHandler) (*syncListing, e
 	}
 	g.Go(func() error {
 		_, err := listDecoded(gctx, s, "pods", s.keys.pods, l.rev, decodePod, func(p *berthv1.Pod, kv *mvccpb.KeyValue) {
-			l.pods = append(l.pods, PodRecord{Pod: p, ModRevision: kv.ModRevision})
+			l.pods = append(l.pods, PodRecord{Pod: p, ModRevision: kv.ModRevision, Value: kv.Value})
 		})
 		return err
 	})

@@ -14,15 +14,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// defaultGCPercent lets the heap grow to four times what is live before the
-// collector runs, instead of Go's two. Most of a scheduler's heap is its
-// cache and the embedded etcd, which live as long as the process; at the
-// default the collector spent about a tenth of a preemption benchmark's
-// CPU marking them again, and throughput rose by a fifth at 300, for
-// twice the resident memory (400 MB to 800 MB at 5,000 nodes).
-const defaultGCPercent = 300
+// defaultGCPercent is Go's own default: the heap may grow to twice what is
+// live before the collector runs. A fixed higher target (300 until issue
+// 11) bought a preemption benchmark a fifth more throughput, but the peak
+// heap follows live times (1 + GOGC/100): at 20,000 nodes and 200,000
+// pods that was several GB, four times what the data needs, so memory,
+// not CPU, set how large a cluster one replica could hold. An operator
+// with memory to spare raises it with --gc-percent or GOGC; a container's
+// limit (--memory-limit, or the cgroup's) caps the heap either way.
+const defaultGCPercent = 100
 
-const gcPercentUsage = "garbage collection target percentage (Go's GOGC); the GOGC environment variable, if set, wins"
+const gcPercentUsage = "garbage collection target percentage (Go's GOGC): the heap may grow to (1 + this/100) times what is live. " +
+	"Higher trades memory for less collector CPU. The GOGC environment variable, if set, wins"
 
 const memoryLimitUsage = "soft memory limit of the Go heap (Go's GOMEMLIMIT), in bytes or as a quantity such as 2Gi, 512Mi, 2GiB; " +
 	"the collector runs harder as the heap nears it, whatever --gc-percent says. The GOMEMLIMIT environment variable, if set, wins. " +

@@ -157,3 +157,22 @@ func TestApplyGCMemoryLimit(t *testing.T) {
 		t.Error("--memory-limit lots: want an error")
 	}
 }
+
+// By default the collector keeps Go's own target, so the heap peaks near
+// twice what is live rather than four times.
+func TestDefaultGCPercentIsGos(t *testing.T) {
+	keepCollector(t)
+	noCgroup(t)
+	t.Setenv("GOMEMLIMIT", "")
+	t.Setenv("GOGC", "")
+	if err := os.Unsetenv("GOGC"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := applyGC(defaultGCPercent, "")
+	if err != nil || s.gcPercent != 100 || s.gcPercentSource != "flag" {
+		t.Errorf("default: %+v, %v; want GOGC 100 from the flag's default", s, err)
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("runtime target %d; want 100", got)
+	}
+}

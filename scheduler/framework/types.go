@@ -297,10 +297,11 @@ type Pod struct {
 	// Revision is the store revision of the record this pod was read from.
 	// Commits compare it, so a decision about a stale pod never lands.
 	Revision int64
-	// Source is the store adapter's own record of the pod, handed back to it
-	// with decisions so it can write them without a read. The core never
-	// looks inside.
-	Source any
+	// Source is the pod's record as the store holds it (encoded), handed
+	// back with decisions so they are written without a read. It is kept
+	// encoded because it is a fraction of the decoded size, for every pod
+	// the core holds. The core never looks inside, and never changes it.
+	Source []byte
 
 	// Set on the assumed copy a binding cycle commits:
 	//
