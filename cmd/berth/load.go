@@ -47,18 +47,10 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if lc.Addr == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("find the berth binary to start: %w", err)
-		}
-		lc.Server.Path = exe
-	}
 	return bench.Load(ctx, lc, stdout)
 }
 
-// parseLoadFlags parses and checks berth load's command line; the server
-// command is left for the caller.
+// parseLoadFlags parses and checks berth load's command line.
 func parseLoadFlags(args []string, stderr io.Writer) (bench.LoadConfig, error) {
 	var lc bench.LoadConfig
 	fs := newFlagSet("load", loadUsage, stderr)
@@ -72,6 +64,7 @@ func parseLoadFlags(args []string, stderr io.Writer) (bench.LoadConfig, error) {
 	fs.DurationVar(&lc.Stall, "stall", 2*time.Minute, "give up when no pod binds for this long (0: never)")
 	fs.DurationVar(&lc.StartTimeout, "start-timeout", 5*time.Minute, "give up on a start of the server (to SERVING and a first binding) or its stop after this long")
 	fs.StringVar(&lc.DataDir, "data-dir", "", "the server's directory: etcd data in data/, one log per start in logs/ (default: a temporary one, removed after)")
+	server := fs.String("server", "", "the berth binary to run as the server (default: this one): compares two builds under one load generator")
 	serveArgs := fs.String("serve-args", "", `more flags for the child "berth serve", space-separated (e.g. "--gc-percent 100 --shard-loops 2")`)
 	fs.StringVar(&lc.Addr, "addr", "", "target a running server instead of starting one; no restarts")
 	fs.IntVar(&lc.PID, "pid", 0, "with --addr: the server's process id, for its memory from /proc")
@@ -85,7 +78,14 @@ func parseLoadFlags(args []string, stderr io.Writer) (bench.LoadConfig, error) {
 	}
 	lc.ServeArgs = strings.Fields(*serveArgs)
 	if lc.Addr == "" {
-		lc.Server.Path = "berth" // placeholder for Validate: runLoad sets the real one
+		lc.Server.Path = *server
+		if lc.Server.Path == "" {
+			exe, err := os.Executable()
+			if err != nil {
+				return lc, fmt.Errorf("find the berth binary to start: %w", err)
+			}
+			lc.Server.Path = exe
+		}
 	}
 	return lc, lc.Validate()
 }
