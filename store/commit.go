@@ -42,10 +42,11 @@ type commitUnit struct {
 	charges []allocCharge
 
 	// Set by the committer.
-	keys  []string // distinct keys of cmps and ops
-	bytes int      // rough request size
-	done  chan struct{}
-	res   commitResult
+	keys     []string // distinct keys of cmps and ops
+	bytes    int      // rough request size
+	queuedAt time.Time
+	done     chan struct{}
+	res      commitResult
 }
 
 // commitResult is how a unit was settled.
@@ -136,8 +137,10 @@ func newGroupCommitter(kv clientv3.KV, workers, maxOps, maxBytes int, timeout ti
 // submit queues units; wait on each for its result. After close it fails
 // with ErrClosed and queues nothing.
 func (c *groupCommitter) submit(units ...*commitUnit) error {
+	now := time.Now()
 	for _, u := range units {
 		u.prepare()
+		u.queuedAt = now
 	}
 	c.mu.Lock()
 	if c.closed {
@@ -284,6 +287,7 @@ func (c *groupCommitter) takeLocked() []*commitUnit {
 		}
 		q[i] = nil
 		batch = append(batch, u)
+		c.metrics.observeCommitWait(time.Since(u.queuedAt))
 		ncmps += uCmps
 		nops += len(u.ops) + newCharges
 		nkeys += uKeys

@@ -9,6 +9,7 @@ import (
 // Metrics are the store's collectors. A nil *Metrics records nothing.
 type Metrics struct {
 	txnDuration  prometheus.Histogram
+	commitWait   prometheus.Histogram
 	batchUnits   prometheus.Histogram
 	txnConflicts prometheus.Counter
 	units        *prometheus.CounterVec
@@ -38,6 +39,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name:    "berth_store_txn_duration_seconds",
 			Help:    "Time of one group-committed etcd Txn, from send to acknowledgement.",
 			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
+		}),
+		commitWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "berth_store_commit_wait_seconds",
+			Help:    "Time a write waited for a group-commit Txn to take it (every Txn slot busy, or a key it touches in flight); its Txn's own time is berth_store_txn_duration_seconds.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
 		}),
 		batchUnits: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "berth_store_txn_batch_units",
@@ -83,7 +89,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.fanout)
-		reg.MustRegister(m.txnDuration, m.batchUnits, m.txnConflicts, m.units, m.watchEvents, m.relists,
+		reg.MustRegister(m.txnDuration, m.commitWait, m.batchUnits, m.txnConflicts, m.units, m.watchEvents, m.relists,
 			m.shardsOwned, m.shardMoves, m.sessions, m.replicas)
 	}
 	return m
@@ -95,6 +101,12 @@ func (m *Metrics) observeTxn(d time.Duration, units int) {
 	}
 	m.txnDuration.Observe(d.Seconds())
 	m.batchUnits.Observe(float64(units))
+}
+
+func (m *Metrics) observeCommitWait(d time.Duration) {
+	if m != nil {
+		m.commitWait.Observe(d.Seconds())
+	}
 }
 
 func (m *Metrics) txnConflict() {

@@ -43,6 +43,7 @@ func TestMetricsCountCommits(t *testing.T) {
 		"berth_store_txn_compare_failures_total":                1,
 		"berth_store_txn_batch_units_count":                     3,
 		"berth_store_txn_duration_seconds_count":                3,
+		"berth_store_commit_wait_seconds_count":                 3,
 		"berth_store_sync_relists_total":                        0,
 		"berth_sessions_started_total":                          0,
 	}
