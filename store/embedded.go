@@ -171,25 +171,9 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 		if peerPort, err = freePort("127.0.0.1"); err != nil {
 			return nil, err
 		}
-		ec := embed.NewConfig()
-		ec.Name = embeddedMemberName
-		ec.Dir = cfg.Dir
 		clientURL := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, clientPort)}
 		peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", peerPort)}
-		ec.ListenClientUrls = []url.URL{clientURL}
-		ec.AdvertiseClientUrls = []url.URL{clientURL}
-		ec.ListenPeerUrls = []url.URL{peerURL}
-		ec.AdvertisePeerUrls = []url.URL{peerURL}
-		ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
-		if pki != nil {
-			ec.ClientTLSInfo = pki.server
-		}
-		cfg.ApplyTo(ec)
-		ec.SnapshotCatchUpEntries = embeddedCatchUpEntries
-		if maintain {
-			ec.AutoCompactionRetention = "0" // the maintainer compacts, and counts it
-		}
-
+		ec := cfg.singleMember(clientURL, peerURL, pki, maintain)
 		e, err := startAndWait(ctx, ec)
 		if err == nil {
 			emb := &Embedded{etcd: e, endpoints: []string{clientURL.String()}, pki: pki}
@@ -206,6 +190,29 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 			return nil, fmt.Errorf("store: start embedded etcd: %w", err)
 		}
 	}
+}
+
+// singleMember is the etcd configuration of the embedded member at those
+// URLs. With maintain, Berth's maintainer compacts (and counts it), not
+// etcd's own timer.
+func (c EmbeddedConfig) singleMember(clientURL, peerURL url.URL, pki *clientPKI, maintain bool) *embed.Config {
+	ec := embed.NewConfig()
+	ec.Name = embeddedMemberName
+	ec.Dir = c.Dir
+	ec.ListenClientUrls = []url.URL{clientURL}
+	ec.AdvertiseClientUrls = []url.URL{clientURL}
+	ec.ListenPeerUrls = []url.URL{peerURL}
+	ec.AdvertisePeerUrls = []url.URL{peerURL}
+	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	if pki != nil {
+		ec.ClientTLSInfo = pki.server
+	}
+	c.ApplyTo(ec)
+	ec.SnapshotCatchUpEntries = embeddedCatchUpEntries
+	if maintain {
+		ec.AutoCompactionRetention = "0"
+	}
+	return ec
 }
 
 // ApplyTo sets on ec what every etcd member Berth runs shares (Txn and
