@@ -206,7 +206,7 @@ func (r *Replica) frontConfig() server.Config {
 		TLS: r.sec.grpcTLS(), Auth: r.sec.auth,
 	}
 	if r.tracingOn() {
-		cfg.TracerProvider, cfg.Submitted = r.cfg.TracerProvider, r.submits.remember
+		cfg.TracerProvider, cfg.Submitting, cfg.Unsubmitted = r.cfg.TracerProvider, r.submits.remember, r.submits.forget
 	}
 	return cfg
 }

@@ -20,15 +20,16 @@ const cycleSpanName = "berth.schedule"
 // so without a bound they would be remembered for ever.
 const maxSubmitLinks = 1 << 16
 
-// submitLinks remembers, by pod uid, the span that admitted each pod this
-// replica accepted, so the pod's scheduling cycles, which run later and
-// under no caller's trace, can link to it. Only the accepting replica
-// knows the link: a pod scheduled by another replica gets an unlinked
-// cycle span.
+// submitLinks remembers, by pod ("namespace/name"), the span that admitted
+// each pod this replica stored, so the pod's scheduling cycles, which run
+// later and under no caller's trace, can link to it. It is told before the
+// store write, since a cycle may start before the call returns. Only the
+// accepting replica knows the link: a pod scheduled by another replica
+// gets an unlinked cycle span.
 type submitLinks struct {
 	mu    sync.Mutex
 	spans map[string]trace.SpanContext
-	order []string // uids, oldest first, at most maxSubmitLinks
+	order []string // pods, oldest first, at most maxSubmitLinks
 	max   int
 }
 
@@ -36,30 +37,42 @@ func newSubmitLinks(max int) *submitLinks {
 	return &submitLinks{spans: map[string]trace.SpanContext{}, max: max}
 }
 
-// remember records ctx's span as uid's submit; a resubmission replaces it.
-func (l *submitLinks) remember(ctx context.Context, uid string) {
+// remember records ctx's span as pod's submit; a resubmission replaces it.
+func (l *submitLinks) remember(ctx context.Context, pod string) {
 	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() || uid == "" {
+	if !sc.IsValid() || pod == "" {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.spans[uid]; !ok {
+	if _, ok := l.spans[pod]; !ok {
 		if len(l.order) == l.max {
 			delete(l.spans, l.order[0])
 			l.order = l.order[1:]
 		}
-		l.order = append(l.order, uid)
+		l.order = append(l.order, pod)
 	}
-	l.spans[uid] = sc
+	l.spans[pod] = sc
 }
 
-// lookup returns uid's submit span, if remembered. It stays remembered:
-// a pod that does not fit is tried again, and each try links back.
-func (l *submitLinks) lookup(uid string) (trace.SpanContext, bool) {
+// forget drops pod's submit if it is still ctx's span: the store refused
+// that submission, so the pod's cycles (if a pod of that name exists)
+// must not link to it. Its place in order is reclaimed with the oldest.
+func (l *submitLinks) forget(ctx context.Context, pod string) {
+	sc := trace.SpanContextFromContext(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	sc, ok := l.spans[uid]
+	if cur, ok := l.spans[pod]; ok && cur.Equal(sc) {
+		delete(l.spans, pod)
+	}
+}
+
+// lookup returns pod's submit span, if remembered. It stays remembered:
+// a pod that does not fit is tried again, and each try links back.
+func (l *submitLinks) lookup(pod string) (trace.SpanContext, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sc, ok := l.spans[pod]
 	return sc, ok
 }
 
@@ -76,7 +89,7 @@ var _ scheduler.Tracer = cycleTracer{}
 func (t cycleTracer) StartCycle(ctx context.Context, pod *framework.Pod) (context.Context, func()) {
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithAttributes(
 		attribute.String("berth.pod", pod.Key()), attribute.String("berth.pod.uid", pod.UID))}
-	if sc, ok := t.submits.lookup(pod.UID); ok {
+	if sc, ok := t.submits.lookup(pod.Key()); ok {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
 	ctx, span := t.tracer.Start(ctx, cycleSpanName, opts...)

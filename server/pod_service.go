@@ -43,11 +43,13 @@ type podService struct {
 func (ps *podService) SubmitPod(ctx context.Context, req *berthv1.SubmitPodRequest) (_ *berthv1.SubmitPodResponse, err error) {
 	ctx, end := ps.admits.start(ctx, 1)
 	defer func() { end(err) }()
+	ps.admits.storing(ctx, req.GetPod())
 	res := ps.store.CreatePods(ctx, []*berthv1.Pod{store.Admit(req.GetPod(), time.Now())})[0]
 	if res.Err != nil {
+		ps.admits.stored(ctx, req.GetPod(), res.Err)
 		return nil, toStatus(res.Err, "pod "+req.GetPod().GetNamespace()+"/"+req.GetPod().GetName())
 	}
-	ps.admits.accepted(ctx, res.Pod)
+	ps.admits.stored(ctx, res.Pod, nil)
 	return &berthv1.SubmitPodResponse{Pod: res.Pod, Revision: res.Revision}, nil
 }
 
@@ -66,17 +68,19 @@ func (ps *podService) SubmitPods(ctx context.Context, req *berthv1.SubmitPodsReq
 			results[i] = &berthv1.SubmitPodResult{Code: int32(st.Code()), Message: st.Message()}
 			continue
 		}
+		ps.admits.storing(ctx, p)
 		valid = append(valid, store.Admit(p, now))
 		index = append(index, i)
 	}
 	for j, res := range ps.store.CreatePods(ctx, valid) {
 		i := index[j]
 		if res.Err != nil {
+			ps.admits.stored(ctx, valid[j], res.Err)
 			st, _ := status.FromError(toStatus(res.Err, "pod "+valid[j].GetNamespace()+"/"+valid[j].GetName()))
 			results[i] = &berthv1.SubmitPodResult{Code: int32(st.Code()), Message: st.Message()}
 			continue
 		}
-		ps.admits.accepted(ctx, res.Pod)
+		ps.admits.stored(ctx, res.Pod, nil)
 		results[i] = &berthv1.SubmitPodResult{Pod: res.Pod, Revision: res.Revision}
 	}
 	return &berthv1.SubmitPodsResponse{Results: results}, nil

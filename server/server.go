@@ -57,10 +57,14 @@ type Config struct {
 	// (otelgrpc) and the admission of submitted pods. Nil, the default,
 	// traces nothing and adds no work to any call.
 	TracerProvider trace.TracerProvider
-	// Submitted, when set with TracerProvider, is told of every pod a
-	// SubmitPod or SubmitPods accepted, with the context of the admission
-	// span, so the pod's scheduling cycle can link to it.
-	Submitted func(ctx context.Context, uid string)
+	// Submitting, when set with TracerProvider, is told of every valid pod
+	// ("namespace/name") a SubmitPod or SubmitPods is about to store, with
+	// the context of the admission span, so the pod's scheduling cycle can
+	// link to it. It is told before the store write: the watch may hand
+	// the pod to a scheduling cycle before the call returns. Unsubmitted
+	// is told of those the store then refused.
+	Submitting  func(ctx context.Context, pod string)
+	Unsubmitted func(ctx context.Context, pod string)
 }
 
 func (cfg *Config) setDefaults() {
@@ -125,7 +129,7 @@ func New(cfg Config) *Server {
 	var admits admitTracer
 	if cfg.TracerProvider != nil {
 		opts = append(opts, tracingOption(cfg.TracerProvider))
-		admits = admitTracer{tracer: cfg.TracerProvider.Tracer(tracing.InstrumentationName), submitted: cfg.Submitted}
+		admits = admitTracer{tracer: cfg.TracerProvider.Tracer(tracing.InstrumentationName), submitting: cfg.Submitting, unsubmitted: cfg.Unsubmitted}
 	}
 	s.grpc = grpc.NewServer(opts...)
 	berthv1.RegisterClusterServiceServer(s.grpc, &clusterService{store: cfg.Store, sched: cfg.Scheduler})

@@ -34,8 +34,9 @@ func tracingOption(tp trace.TracerProvider) grpc.ServerOption {
 // admitTracer traces admissions and tells the replica which span admitted
 // each accepted pod. Its zero value traces nothing and allocates nothing.
 type admitTracer struct {
-	tracer    trace.Tracer
-	submitted func(ctx context.Context, uid string)
+	tracer      trace.Tracer
+	submitting  func(ctx context.Context, pod string)
+	unsubmitted func(ctx context.Context, pod string)
 }
 
 // start opens the admission span of a call submitting n pods; end closes
@@ -56,15 +57,26 @@ func (a admitTracer) start(ctx context.Context, n int) (_ context.Context, end f
 
 func endAdmitNothing(error) {}
 
-// accepted records that ctx's admission span took pod in, so its
-// scheduling cycle can link back to it.
-func (a admitTracer) accepted(ctx context.Context, pod *berthv1.Pod) {
+// storing tells the replica, before the store write, that ctx's admission
+// span is storing pod, so its scheduling cycle can link back to it.
+func (a admitTracer) storing(ctx context.Context, pod *berthv1.Pod) {
+	if a.tracer != nil && a.submitting != nil {
+		a.submitting(ctx, pod.GetNamespace()+"/"+pod.GetName())
+	}
+}
+
+// stored records the store's answer to a storing: an accepted pod is an
+// event on the admission span, a refused one is forgotten for linking.
+func (a admitTracer) stored(ctx context.Context, pod *berthv1.Pod, err error) {
 	if a.tracer == nil {
+		return
+	}
+	if err != nil {
+		if a.unsubmitted != nil {
+			a.unsubmitted(ctx, pod.GetNamespace()+"/"+pod.GetName())
+		}
 		return
 	}
 	trace.SpanFromContext(ctx).AddEvent("pod accepted", trace.WithAttributes(
 		attribute.String("berth.pod", pod.GetNamespace()+"/"+pod.GetName()), attribute.String("berth.pod.uid", pod.GetUid())))
-	if a.submitted != nil {
-		a.submitted(ctx, pod.GetUid())
-	}
 }

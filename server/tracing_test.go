@@ -14,7 +14,8 @@ func TestAdmitTracerOffAllocatesNothing(t *testing.T) {
 	p := &berthv1.Pod{Namespace: "ns", Name: "p", Uid: "u"}
 	if n := testing.AllocsPerRun(100, func() {
 		ctx, end := off.start(ctx, 1)
-		off.accepted(ctx, p)
+		off.storing(ctx, p)
+		off.stored(ctx, p, nil)
 		end(nil)
 	}); n != 0 {
 		t.Fatalf("untraced admission allocates %v times", n)
