@@ -279,7 +279,7 @@ func printDetails(out io.Writer, r runResult) (skipped bool) {
 		if r.rate > 0 {
 			fmt.Fprintln(out, "                  (from each pod's due time under --rate: what a client at that rate sees)")
 			printLatencies(out, "from call start: ", r.callLatencies)
-			fmt.Fprintln(out, "                  (the server's share: leaves out pods held back by the bench's calls in flight)")
+			fmt.Fprintln(out, "                  (the server's share: leaves out the wait for the pacer's tick and for a call slot)")
 		}
 		if r.fellBehind() {
 			fmt.Fprintf(out, "WARNING: pods went out at %.0f pods/s, below 95%% of --rate %.0f (last one %s late): the bench or the server could not keep up, so the percentiles from due time include that backlog\n",
