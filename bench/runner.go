@@ -32,6 +32,10 @@ type runResult struct {
 	elapsed               time.Duration   // first measured submit to last measured bind
 	latencies             []time.Duration // submit to bound, sorted: under --rate from each pod's due time
 	rate                  float64         // --rate: offered pods/s (0: as fast as acknowledged)
+	violations            []string
+	err                   error
+	skipped               string        // why the workload did not run, if it did not
+	replicas              []replicaStat // with --replicas > 1: each replica's share
 	// Under --rate: callLatencies is submit to bound from each pod's call
 	// start (sorted), the server's share; sentRate is the rate the calls
 	// achieved, over the pods sent; sendLag is how late the last pod's
@@ -39,10 +43,6 @@ type runResult struct {
 	callLatencies []time.Duration
 	sentRate      float64
 	sendLag       time.Duration
-	violations    []string
-	err           error
-	skipped       string        // why the workload did not run, if it did not
-	replicas      []replicaStat // with --replicas > 1: each replica's share
 }
 
 func (r runResult) podsPerSec() float64 {
@@ -319,9 +319,9 @@ func (r *runner) measure(res *runResult, start time.Time) {
 
 // sendPace follows when paced pods were due and when their calls started.
 type sendPace struct {
-	sent                int   // pods whose call started
-	firstDue            int64 // unix nanos
-	lastCall, lastCallD int64 // the latest call start, and that pod's due time
+	sent                  int   // pods whose call started
+	firstDue              int64 // unix nanos
+	lastCall, lastCallDue int64 // the latest call start, and that pod's due time
 }
 
 func (s *sendPace) add(p *podRecord) {
@@ -332,7 +332,7 @@ func (s *sendPace) add(p *podRecord) {
 		s.firstDue = p.due
 	}
 	if p.submitted > s.lastCall {
-		s.lastCall, s.lastCallD = p.submitted, p.due
+		s.lastCall, s.lastCallDue = p.submitted, p.due
 	}
 	s.sent++
 }
@@ -345,7 +345,7 @@ func (s *sendPace) rate(offered float64) (float64, time.Duration) {
 		return 0, 0
 	}
 	span := time.Duration(s.lastCall-s.firstDue) + time.Duration(float64(time.Second)/offered)
-	return float64(s.sent) / span.Seconds(), time.Duration(s.lastCall - s.lastCallD)
+	return float64(s.sent) / span.Seconds(), time.Duration(s.lastCall - s.lastCallDue)
 }
 
 // placements lists where every pod of the run is, in slot order.
