@@ -273,10 +273,18 @@ func printDetails(out io.Writer, r runResult) (skipped bool) {
 		}
 		fmt.Fprintf(out, "throughput:       %.0f pods/s (submitted, bound durably, seen on the watch)\n", r.podsPerSec())
 		if r.rate > 0 {
-			fmt.Fprintf(out, "offered rate:     %.0f pods/s (--rate)\n", r.rate)
+			fmt.Fprintf(out, "offered rate:     %.0f pods/s (--rate), calls started at %.0f pods/s\n", r.rate, r.sentRate)
 		}
-		fmt.Fprintf(out, "submit-to-bound:  p50 %s  p90 %s  p99 %s  p999 %s  max %s\n",
-			r.percentile(0.50), r.percentile(0.90), r.percentile(0.99), r.percentile(0.999), r.latencies[len(r.latencies)-1].Round(100*time.Microsecond))
+		printLatencies(out, "submit-to-bound: ", r.latencies)
+		if r.rate > 0 {
+			fmt.Fprintln(out, "                  (from each pod's due time under --rate: what a client at that rate sees)")
+			printLatencies(out, "from call start: ", r.callLatencies)
+			fmt.Fprintln(out, "                  (the server's share: leaves out the wait for the pacer's tick and for a call slot)")
+		}
+		if r.fellBehind() {
+			fmt.Fprintf(out, "WARNING: pods went out at %.0f pods/s, below 95%% of --rate %.0f (last one %s late): the bench or the server could not keep up, so the percentiles from due time include that backlog\n",
+				r.sentRate, r.rate, r.sendLag.Round(time.Millisecond))
+		}
 	}
 	if r.evictErrors > 0 {
 		fmt.Fprintf(out, "%d victim deletions failed\n", r.evictErrors)
@@ -295,6 +303,15 @@ func printDetails(out io.Writer, r runResult) (skipped bool) {
 		return true
 	}
 	return false
+}
+
+// printLatencies prints one line of percentiles of sorted latencies.
+func printLatencies(out io.Writer, label string, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "%s p50 %s  p90 %s  p99 %s  p999 %s  max %s\n", label,
+		percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99), percentile(lat, 0.999), lat[len(lat)-1].Round(100*time.Microsecond))
 }
 
 // printTable prints one row per workload.

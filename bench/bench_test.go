@@ -111,3 +111,27 @@ func TestResolveTraceDirTakesTheFlag(t *testing.T) {
 		t.Errorf("an explicit --trace-dir is taken as is: %v", err)
 	}
 }
+
+// Under --rate the output labels both latencies and warns when the pods
+// went out too slowly for the percentiles to be those of --rate alone.
+func TestPrintDetailsRate(t *testing.T) {
+	r := runResult{workload: "basic", nodes: 5, pods: 2, bound: 2, elapsed: time.Second, rate: 1000, sentRate: 990, sendLag: time.Millisecond,
+		latencies: []time.Duration{10 * time.Millisecond}, callLatencies: []time.Duration{2 * time.Millisecond}}
+	var out bytes.Buffer
+	printDetails(&out, r)
+	for _, want := range []string{"calls started at 990 pods/s", "submit-to-bound:  p50 10ms", "due time", "from call start:  p50 2ms", "server's share"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "WARNING") {
+		t.Errorf("on time, yet warned:\n%s", out.String())
+	}
+
+	r.sentRate, r.sendLag = 600, time.Second
+	out.Reset()
+	printDetails(&out, r)
+	if !strings.Contains(out.String(), "WARNING: pods went out at 600 pods/s, below 95% of --rate 1000") {
+		t.Errorf("behind, yet no warning:\n%s", out.String())
+	}
+}

@@ -26,11 +26,28 @@ func pacerTick(rate float64) time.Duration {
 	return max(pacerTickMin, time.Duration(float64(time.Second)/rate))
 }
 
-// due is how many more of n pods should be sent by now: those whose slot,
-// one per 1/rate from start (the first at start), has come.
+// dueAt is when pod i should be sent: one slot per 1/rate from start, the
+// first at start. Latency under --rate runs from here, so a pod the pacer
+// or the calls in flight hold back is measured as late, as its client
+// would see it.
+func (p *pacer) dueAt(i int) time.Time {
+	return p.start.Add(time.Duration(float64(i) * float64(time.Second) / p.rate))
+}
+
+// due is how many more of n pods should be sent by now: those whose dueAt
+// has come.
 func (p *pacer) due(now time.Time, n int) int {
 	elapsed := max(now.Sub(p.start), 0)
 	owed := min(int(elapsed.Seconds()*p.rate)+1, n)
+	// The estimate can be one off where float rounding differs from
+	// dueAt's; dueAt decides, so no pod is sent before the time it is
+	// measured from.
+	for owed < n && !p.dueAt(owed).After(now) {
+		owed++
+	}
+	for owed > 0 && p.dueAt(owed-1).After(now) {
+		owed--
+	}
 	return max(owed-p.sent, 0)
 }
 

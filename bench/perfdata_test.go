@@ -71,3 +71,24 @@ func TestPerfDataEmpty(t *testing.T) {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
+
+// Under --rate the headline submit_to_bound runs from each pod's due time;
+// the call-start figure follows under a name of its own.
+func TestPerfDataRate(t *testing.T) {
+	r := runResult{workload: "basic", nodes: 20, pods: 2, bound: 2, elapsed: time.Second, rate: 1000,
+		latencies:     []time.Duration{10 * time.Millisecond, 30 * time.Millisecond},
+		callLatencies: []time.Duration{2 * time.Millisecond, 4 * time.Millisecond}}
+	labels := func(metric string) map[string]string {
+		return map[string]string{"Metric": metric, "workload": "basic", "nodes": "20", "initPods": "0", "pods": "2", "rate": "1000"}
+	}
+	want := PerfData{Version: "v1", DataItems: []DataItem{
+		{Data: map[string]float64{"Average": 2}, Unit: "pods/s", Labels: labels("SchedulingThroughput")},
+		{Data: map[string]float64{"Average": 20, "Perc50": 10, "Perc90": 10, "Perc99": 10, "Perc999": 10, "Max": 30}, Unit: "ms",
+			Labels: labels("submit_to_bound")},
+		{Data: map[string]float64{"Average": 3, "Perc50": 2, "Perc90": 2, "Perc99": 2, "Perc999": 2, "Max": 4}, Unit: "ms",
+			Labels: labels("submit_to_bound_from_call_start")},
+	}}
+	if diff := cmp.Diff(want, perfData([]runResult{r})); diff != "" {
+		t.Errorf("perfData (-want,+got):\n%s", diff)
+	}
+}

@@ -30,12 +30,19 @@ type runResult struct {
 	submitDur             time.Duration   // measured pods' SubmitPods calls
 	replayDur             time.Duration   // trace: all creations and deletions
 	elapsed               time.Duration   // first measured submit to last measured bind
-	latencies             []time.Duration // submit to bound, sorted
+	latencies             []time.Duration // submit to bound, sorted: under --rate from each pod's due time
 	rate                  float64         // --rate: offered pods/s (0: as fast as acknowledged)
 	violations            []string
 	err                   error
 	skipped               string        // why the workload did not run, if it did not
 	replicas              []replicaStat // with --replicas > 1: each replica's share
+	// Under --rate: callLatencies is submit to bound from each pod's call
+	// start (sorted), the server's share; sentRate is the rate the calls
+	// achieved, over the pods sent; sendLag is how late the last pod's
+	// call started.
+	callLatencies []time.Duration
+	sentRate      float64
+	sendLag       time.Duration
 }
 
 func (r runResult) podsPerSec() float64 {
@@ -54,11 +61,24 @@ func (r runResult) submitPerSec() float64 {
 }
 
 // percentile of the sorted latencies; 0 when there are none.
-func (r runResult) percentile(p float64) time.Duration {
-	if len(r.latencies) == 0 {
+func (r runResult) percentile(p float64) time.Duration { return percentile(r.latencies, p) }
+
+// percentile of sorted latencies; 0 when there are none.
+func percentile(lat []time.Duration, p float64) time.Duration {
+	if len(lat) == 0 {
 		return 0
 	}
-	return r.latencies[int(p*float64(len(r.latencies)-1))].Round(100 * time.Microsecond)
+	return lat[int(p*float64(len(lat)-1))].Round(100 * time.Microsecond)
+}
+
+// fellBehind says whether the calls could not keep up with --rate: the
+// pods went out below 95% of it, counting the last one's lag beyond the
+// pacer's own tick (which short runs would otherwise always show).
+func (r runResult) fellBehind() bool {
+	if r.rate <= 0 || r.sentRate <= 0 {
+		return false
+	}
+	return r.sentRate < 0.95*r.rate && r.sendLag > pacerTick(r.rate)
 }
 
 // runner runs one workload against one server.
@@ -224,13 +244,8 @@ func (r *runner) phase(ctx context.Context, phase podPhase, n int, build func(in
 	sub.retries = r.submitRetries
 	if paced {
 		ticker := time.NewTicker(pacerTick(r.bc.Rate))
-		p := &pacer{rate: r.bc.Rate, batch: r.bc.Batch}
-		err := p.run(sub.ctx, start, ticker.C, n, func(lo, hi int) { sub.submit(slots[lo:hi]) })
+		err := submitPaced(sub, &pacer{rate: r.bc.Rate, batch: r.bc.Batch}, start, ticker.C, slots)
 		ticker.Stop()
-		// A failed call ends the pacer too: its error, not the pacer's, says why.
-		if werr := sub.wait(); werr != nil {
-			return time.Since(start), werr
-		}
 		if err != nil {
 			return time.Since(start), err
 		}
@@ -252,25 +267,85 @@ func (r *runner) phase(ctx context.Context, phase podPhase, n int, build func(in
 	return submitDur, r.t.waitFor(ctx, r.bc.Stall, func(c trackerCounts) bool { return c.bound[phase] >= n })
 }
 
+// submitPaced sends slots at the pacer's rate from start, stamping each
+// pod with its due time before its call can block on the calls in flight,
+// and waits for every call to be acknowledged.
+func submitPaced(sub *submitter, p *pacer, start time.Time, ticks <-chan time.Time, slots []int32) error {
+	err := p.run(sub.ctx, start, ticks, len(slots), func(lo, hi int) {
+		sub.t.stampDue(slots[lo:hi], func(k int) time.Time { return p.dueAt(lo + k) })
+		sub.submit(slots[lo:hi])
+	})
+	// A failed call ends the pacer too: its error, not the pacer's, says why.
+	if werr := sub.wait(); werr != nil {
+		return werr
+	}
+	return err
+}
+
 // measure fills the throughput and latency of the measured pods bound so
 // far, counted from start.
 func (r *runner) measure(res *runResult, start time.Time) {
 	r.t.mu.Lock()
 	defer r.t.mu.Unlock()
 	res.latencies = res.latencies[:0]
+	res.callLatencies = res.callLatencies[:0]
 	var last int64
-	for _, p := range r.t.pods {
-		if p.phase != phaseMeasured || p.boundAt == 0 {
+	var pace sendPace
+	for i := range r.t.pods {
+		p := &r.t.pods[i]
+		if p.phase != phaseMeasured {
 			continue
 		}
-		res.latencies = append(res.latencies, time.Duration(p.boundAt-p.submitted))
+		pace.add(p)
+		if p.boundAt == 0 {
+			continue
+		}
+		res.latencies = append(res.latencies, p.latency())
+		if p.due != 0 {
+			res.callLatencies = append(res.callLatencies, p.callLatency())
+		}
 		last = max(last, p.boundAt)
 	}
 	res.bound = len(res.latencies)
 	slices.Sort(res.latencies)
+	slices.Sort(res.callLatencies)
+	if res.rate > 0 {
+		res.sentRate, res.sendLag = pace.rate(res.rate)
+	}
 	if last > 0 {
 		res.elapsed = time.Unix(0, last).Sub(start)
 	}
+}
+
+// sendPace follows when paced pods were due and when their calls started.
+type sendPace struct {
+	sent                  int   // pods whose call started
+	firstDue              int64 // unix nanos
+	lastCall, lastCallDue int64 // the latest call start, and that pod's due time
+}
+
+func (s *sendPace) add(p *podRecord) {
+	if p.due == 0 || p.submitted == 0 {
+		return
+	}
+	if s.sent == 0 || p.due < s.firstDue {
+		s.firstDue = p.due
+	}
+	if p.submitted > s.lastCall {
+		s.lastCall, s.lastCallDue = p.submitted, p.due
+	}
+	s.sent++
+}
+
+// rate is the pods sent per second, from the first one's due time to the
+// last call's start plus one slot (so a pacer on time gives --rate), and
+// how late the last call started. Zero when nothing was sent.
+func (s *sendPace) rate(offered float64) (float64, time.Duration) {
+	if s.sent == 0 {
+		return 0, 0
+	}
+	span := time.Duration(s.lastCall-s.firstDue) + time.Duration(float64(time.Second)/offered)
+	return float64(s.sent) / span.Seconds(), time.Duration(s.lastCall - s.lastCallDue)
 }
 
 // placements lists where every pod of the run is, in slot order.

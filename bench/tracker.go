@@ -31,6 +31,25 @@ type podRecord struct {
 	boundAt         int64 // unix nanos the BOUND event arrived; 0 while not bound
 	node            string
 	deleted         bool // an UNBOUND event was seen
+	// due is when the pacer meant to send it (unix nanos; 0 without
+	// --rate): its latency runs from here, so time spent held back by the
+	// bench counts, as it would for a client at that traffic.
+	due int64
+}
+
+// latency is how long the pod took to bind: from its due time under
+// --rate, else from its call start.
+func (r *podRecord) latency() time.Duration {
+	if r.due != 0 {
+		return time.Duration(r.boundAt - r.due)
+	}
+	return r.callLatency()
+}
+
+// callLatency is how long the pod took to bind from the start of its
+// SubmitPods call: the server's share, without the bench's backlog.
+func (r *podRecord) callLatency() time.Duration {
+	return time.Duration(r.boundAt - r.submitted)
 }
 
 // evictRequest names a preemption victim to delete.
@@ -71,6 +90,8 @@ type tracker struct {
 	slim bool
 	// retried counts pods sent again after a transient refusal.
 	retried int
+	// now is the clock of call starts, a fake in tests.
+	now func() time.Time
 }
 
 func newTracker() *tracker {
@@ -79,6 +100,7 @@ func newTracker() *tracker {
 		waiters:   map[int32]chan struct{}{},
 		kick:      make(chan struct{}, 1),
 		evictions: make(chan evictRequest, 1<<14),
+		now:       time.Now,
 	}
 }
 
@@ -93,9 +115,19 @@ func (t *tracker) add(p *berthv1.Pod, phase podPhase) int32 {
 	return slot
 }
 
+// stampDue records when each pod of slots was due to be sent, dueAt(k)
+// for slots[k].
+func (t *tracker) stampDue(slots []int32, dueAt func(k int) time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, s := range slots {
+		t.pods[s].due = dueAt(k).UnixNano()
+	}
+}
+
 // startSubmit stamps the pods of one SubmitPods call and returns them.
 func (t *tracker) startSubmit(slots []int32) []*berthv1.Pod {
-	now := time.Now().UnixNano()
+	now := t.now().UnixNano()
 	out := make([]*berthv1.Pod, len(slots))
 	t.mu.Lock()
 	defer t.mu.Unlock()
