@@ -52,10 +52,10 @@ const (
 	// etcd watch stream of its own (see catchUp): a burst of resumes costs
 	// a queue, not a stream and its goroutines per subscriber.
 	maxCatchUps = 32
-	// catchUpStreamKey is the gRPC metadata key that gives each catch-up
-	// watch a stream of its own: clientv3 shares one stream among watches
-	// whose contexts carry the same outgoing metadata.
-	catchUpStreamKey = "berth-catch-up-stream"
+	// watchStreamKey is the gRPC metadata key that puts a watch on an etcd
+	// watch stream of its choosing: clientv3 shares one stream among the
+	// watches whose contexts carry the same outgoing metadata.
+	watchStreamKey = "berth-watch-stream"
 )
 
 type ringEntry struct {
@@ -428,9 +428,9 @@ func (s *Store) catchUpWatch(ctx context.Context, h *bindingHub, after int64) (c
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
 	}
-	stream := strconv.FormatUint(h.catchUpStreams.Add(1), 10)
+	stream := "catch-up-" + strconv.FormatUint(h.catchUpStreams.Add(1), 10)
 	wctx := clientv3.WithRequireLeader(context.WithoutCancel(ctx))
-	wctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(wctx, catchUpStreamKey, stream))
+	wctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(wctx, watchStreamKey, stream))
 	// Watching from after itself (its events are skipped) makes a resume
 	// fail on compaction exactly when a range read at after would.
 	wch := s.client.Watch(wctx, s.keys.nodeLeases, clientv3.WithRange(clientv3.GetPrefixRangeEnd(s.keys.pods)),
