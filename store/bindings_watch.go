@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/metadata"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
@@ -173,7 +174,11 @@ func (s *Store) sendBound(ctx context.Context, send func(*berthv1.BindingEvent) 
 func (s *Store) watchBindingsFrom(ctx context.Context, from int64, after *int64, send func(*berthv1.BindingEvent) error) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), s.keys.nodeLeases,
+	// The hub's watch has a stream to itself: watches that others open
+	// and close on a shared stream (the sync's shares with every per-call
+	// watch) can stall it, and the hub feeds every subscriber.
+	wctx = metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(wctx), watchStreamKey, "bindings-hub")
+	wch := s.client.Watch(wctx, s.keys.nodeLeases,
 		clientv3.WithRange(clientv3.GetPrefixRangeEnd(s.keys.pods)), clientv3.WithRev(from), clientv3.WithPrevKV())
 	emit := func(ev *berthv1.BindingEvent) error {
 		if err := send(ev); err != nil {

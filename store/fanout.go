@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/metadata"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
@@ -45,6 +48,14 @@ const (
 	// fanoutBatch is how many events a subscriber takes from the ring per
 	// lock: enough to amortise the lock, few enough to stay fair.
 	fanoutBatch = 256
+	// maxCatchUps bounds the catch-up watches running at once, each on an
+	// etcd watch stream of its own (see catchUp): a burst of resumes costs
+	// a queue, not a stream and its goroutines per subscriber.
+	maxCatchUps = 32
+	// watchStreamKey is the gRPC metadata key that puts a watch on an etcd
+	// watch stream of its choosing: clientv3 shares one stream among the
+	// watches whose contexts carry the same outgoing metadata.
+	watchStreamKey = "berth-watch-stream"
 )
 
 type ringEntry struct {
@@ -72,6 +83,9 @@ type bindingHub struct {
 	// wake is closed and replaced whenever events arrive, waking waiters.
 	wake    chan struct{}
 	stopped error // set once the hub ends for good (store closed)
+
+	catchUpSlots   chan struct{} // a token per running catch-up
+	catchUpStreams atomic.Uint64 // numbers each catch-up's stream
 }
 
 // hub starts the fan-out on first use. A failed start is retried by the
@@ -98,6 +112,8 @@ func (s *Store) hub(ctx context.Context) (*bindingHub, error) {
 		ring:    make([]ringEntry, s.cfg.WatchBuffer),
 		covered: rev,
 		wake:    make(chan struct{}),
+
+		catchUpSlots: make(chan struct{}, maxCatchUps),
 	}
 	s.fanout = h
 	s.fanoutDone.Add(1)
@@ -344,19 +360,28 @@ func (s *Store) startFrom(ctx context.Context, fromRev int64, send func(*berthv1
 // cluster that is the next event, which is also the first the subscriber
 // needs: until then the private watch is simply its live stream.
 func (s *Store) catchUp(ctx context.Context, h *bindingHub, after int64, send func(*berthv1.BindingEvent) error) (int64, error) {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	// Watching from after itself (its events are skipped) makes a resume
-	// fail on compaction exactly when a range read at after would.
-	wch := s.client.Watch(wctx, s.keys.nodeLeases,
-		clientv3.WithRange(clientv3.GetPrefixRangeEnd(s.keys.pods)), clientv3.WithRev(after), clientv3.WithPrevKV())
+	wch, release, err := s.catchUpWatch(ctx, h, after)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
 	emit := func(ev *berthv1.BindingEvent) error {
 		if err := send(ev); err != nil {
 			return sendError{err}
 		}
 		return nil
 	}
-	for resp := range wch {
+	for {
+		var resp clientv3.WatchResponse
+		var ok bool
+		select {
+		case resp, ok = <-wch:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		if !ok {
+			return 0, fmt.Errorf("%w: catch-up watch closed", ErrUnavailable)
+		}
 		if resp.CompactRevision != 0 {
 			return 0, &CompactedError{CompactRevision: resp.CompactRevision}
 		}
@@ -377,10 +402,70 @@ func (s *Store) catchUp(ctx context.Context, h *bindingHub, after int64, send fu
 			return after, nil
 		}
 	}
-	if ctx.Err() != nil {
-		return 0, ctx.Err()
+}
+
+// catchUpWatch starts a catch-up's etcd watch from after, and returns its
+// channel and what lets go of it, to be called once done with it.
+//
+// The watch runs alone on an etcd watch stream of its own, never on the
+// stream the hub's and the sync's watches share. clientv3 answers a watch
+// closed on a shared stream by sending a cancel request from the loop that
+// is also the stream's only reader, and the server queues one reply per
+// cancel in a small buffer before it reads the next request: a burst of
+// cancels (hundreds of subscribers leaving at once) fills that buffer and
+// both sides wait on each other for good, the hub and the sync with them.
+// A stream's last watch closing ends the stream instead, with no cancel
+// sent, so a stream per catch-up cannot wedge; maxCatchUps bounds them.
+//
+// The stream ends with its watch only if the watch was created first:
+// clientv3 keeps a stream alive for good when its watch is cancelled
+// before the server's reply, with an orphaned server watch on it. So the
+// watch does not end with ctx; release waits for the creation, then
+// cancels.
+func (s *Store) catchUpWatch(ctx context.Context, h *bindingHub, after int64) (clientv3.WatchChan, func(), error) {
+	select {
+	case h.catchUpSlots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
 	}
-	return 0, fmt.Errorf("%w: catch-up watch closed", ErrUnavailable)
+	stream := "catch-up-" + strconv.FormatUint(h.catchUpStreams.Add(1), 10)
+	wctx := clientv3.WithRequireLeader(context.WithoutCancel(ctx))
+	wctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(wctx, watchStreamKey, stream))
+	// Watching from after itself (its events are skipped) makes a resume
+	// fail on compaction exactly when a range read at after would.
+	wch := s.client.Watch(wctx, s.keys.nodeLeases, clientv3.WithRange(clientv3.GetPrefixRangeEnd(s.keys.pods)),
+		clientv3.WithRev(after), clientv3.WithPrevKV(), clientv3.WithCreatedNotify())
+	release := func() {
+		cancel()
+		// clientv3 closes wch once it has let go of the watch: waiting
+		// for that keeps the slot until the stream winds down, so the
+		// slots bound the streams alive, not just those in use.
+		for range wch {
+		}
+		<-h.catchUpSlots
+	}
+	select {
+	case resp, ok := <-wch:
+		if !ok {
+			release()
+			return nil, nil, fmt.Errorf("%w: catch-up watch closed", ErrUnavailable)
+		}
+		if resp.CompactRevision != 0 {
+			release()
+			return nil, nil, &CompactedError{CompactRevision: resp.CompactRevision}
+		}
+		if err := resp.Err(); err != nil {
+			release()
+			return nil, nil, s.callError(ctx, "catch up bindings", err)
+		}
+		return wch, release, nil
+	case <-ctx.Done():
+		go func() {
+			<-wch // the creation, or the channel closing
+			release()
+		}()
+		return nil, nil, ctx.Err()
+	}
 }
 
 // deliver sends ring events from cursor seq (the first after revision
