@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -175,7 +176,10 @@ func (m *member) runSession(ctx context.Context) (err error) {
 	}
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
-	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), start, clientv3.WithRange(end), clientv3.WithRev(rev+1))
+	// A stream of its own, as the sync's: shard ownership must not stall
+	// behind per-call watches.
+	wctx = metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(wctx), watchStreamKey, "membership")
+	wch := s.client.Watch(wctx, start, clientv3.WithRange(end), clientv3.WithRev(rev+1))
 	for {
 		select {
 		case <-sess.Done():

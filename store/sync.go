@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/metadata"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
@@ -179,7 +180,11 @@ func (s *Store) followSync(ctx context.Context, h SyncHandler, rev int64) error 
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start, end := s.keys.cachedRange()
-	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), start,
+	// A stream of its own: short-lived watches that end in a burst can
+	// wedge the stream they share (see catchUp), and this one feeds the
+	// scheduler.
+	wctx = metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(wctx), watchStreamKey, "sync")
+	wch := s.client.Watch(wctx, start,
 		clientv3.WithRange(end), clientv3.WithRev(rev+1), clientv3.WithPrevKV())
 	for resp := range wch {
 		if err := watchFailure(resp, "sync watch"); err != nil {
