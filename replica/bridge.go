@@ -1,8 +1,8 @@
 package replica
 
 import (
+	"context"
 	"runtime"
-	"sync"
 
 	"go.uber.org/zap"
 
@@ -91,17 +91,9 @@ func (s *bridge) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64)
 // a good part of the time to the first binding.
 func podsToCore(pods []store.PodRecord) []*framework.Pod {
 	cp := make([]*framework.Pod, len(pods))
-	workers := runtime.GOMAXPROCS(0)
-	size := max((len(pods)+workers-1)/workers, 1024)
-	var wg sync.WaitGroup
-	for lo := 0; lo < len(pods); lo += size {
-		wg.Go(func() {
-			for i := lo; i < min(lo+size, len(pods)); i++ {
-				cp[i] = convert.StoredPodToCore(pods[i].Pod, pods[i].Value, pods[i].ModRevision)
-			}
-		})
-	}
-	wg.Wait()
+	framework.NewParallelizer(runtime.GOMAXPROCS(0)).Until(context.Background(), len(pods), func(i int) {
+		cp[i] = convert.StoredPodToCore(pods[i].Pod, pods[i].Value, pods[i].ModRevision)
+	})
 	return cp
 }
 

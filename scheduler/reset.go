@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"runtime"
 	"sync"
 
@@ -89,27 +90,10 @@ func (s *Scheduler) loadEmpty(nodes []*framework.Node, pods []*framework.Pod) {
 // newPodInfos builds the PodInfos of pods on every core.
 func newPodInfos(pods []*framework.Pod) []*framework.PodInfo {
 	pis := make([]*framework.PodInfo, len(pods))
-	parallelChunks(len(pods), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			pis[i] = framework.NewPodInfo(pods[i])
-		}
+	framework.NewParallelizer(runtime.GOMAXPROCS(0)).Until(context.Background(), len(pods), func(i int) {
+		pis[i] = framework.NewPodInfo(pods[i])
 	})
 	return pis
-}
-
-// parallelChunks calls fn over [0, n) cut into one chunk per core.
-func parallelChunks(n int, fn func(lo, hi int)) {
-	workers := runtime.GOMAXPROCS(0)
-	if n < 1024 || workers == 1 {
-		fn(0, n)
-		return
-	}
-	size := (n + workers - 1) / workers
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += size {
-		wg.Go(func() { fn(lo, min(lo+size, n)) })
-	}
-	wg.Wait()
 }
 
 // loadPending is upsertPending for many pods of this shard, under one
