@@ -76,11 +76,3 @@ func (c *startupClock) mark(phase string, fields ...zap.Field) {
 	c.log.Info("startup phase done", append([]zap.Field{zap.String("phase", phase),
 		zap.Duration("since_start", at), zap.Duration("after_previous", added)}, fields...)...)
 }
-
-// marked reports whether phase has ended.
-func (c *startupClock) marked(phase string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.done[phase]
-	return ok
-}

@@ -26,7 +26,6 @@ type recordingKV struct {
 	txns      [][]string
 	active    map[string]int
 	overlaps  []string
-	inCommit  int
 	commitsIn chan struct{} // receives once per Commit entered
 }
 
@@ -86,12 +85,6 @@ func (t *recordingTxn) Commit() (*clientv3.TxnResponse, error) {
 	}
 	r.mu.Unlock()
 	return resp, err
-}
-
-func (c *groupCommitter) queued() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.queue)
 }
 
 func putUnit(ctx context.Context, key, val string) *commitUnit {

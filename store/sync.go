@@ -315,8 +315,6 @@ const (
 	maxScanChunk  = 1 << 16
 )
 
-func nextChunk(chunk, pageBytes int) int { return nextChunkFor(chunk, pageBytes, scanPageBytes) }
-
 // nextChunkFor sizes the next page of a scan aiming at pages of target
 // bytes.
 func nextChunkFor(chunk, pageBytes, target int) int {

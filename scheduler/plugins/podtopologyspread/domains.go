@@ -11,9 +11,8 @@ import (
 // of hashing two strings per node per constraint. A node's entry is
 // recomputed only when its generation (or its place in the list) changes.
 type domainIndexes struct {
-	mu     sync.Mutex
-	byKey  map[string]*domainIndex
-	cycles int
+	mu    sync.Mutex
+	byKey map[string]*domainIndex
 }
 
 type domainIndex struct {

@@ -2,7 +2,6 @@ package podtopologyspread
 
 import (
 	"context"
-	"sort"
 	"testing"
 
 	"github.com/berth-io/berth/scheduler/framework"
@@ -180,14 +179,5 @@ func summarize(s *preFilterState) []stateSummary {
 	for i := range s.constraints {
 		out[i] = stateSummary{Counts: s.tpValueToMatchNum[i], Min: s.criticalPaths[i][0].matchNum}
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
