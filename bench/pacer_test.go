@@ -96,7 +96,7 @@ func TestPacerTick(t *testing.T) {
 	for _, tc := range []struct {
 		rate float64
 		want time.Duration
-	}{{1000, 10 * time.Millisecond}, {1e6, 10 * time.Millisecond}, {50, 20 * time.Millisecond}, {0.5, 2 * time.Second}} {
+	}{{1000, time.Millisecond}, {1e6, time.Millisecond}, {500, 2 * time.Millisecond}, {50, 20 * time.Millisecond}, {0.5, 2 * time.Second}} {
 		if got := pacerTick(tc.rate); got != tc.want {
 			t.Errorf("pacerTick(%v) = %v; want %v", tc.rate, got, tc.want)
 		}
