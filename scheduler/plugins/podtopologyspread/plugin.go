@@ -46,6 +46,8 @@ type PodTopologySpread struct {
 	memos countMemos
 	// domains keep each node's domain per topology key across cycles.
 	domains domainIndexes
+	// counts keep per-domain totals across cycles (see counts.go).
+	counts countIndex
 }
 
 var (
