@@ -49,6 +49,9 @@ type InterPodAffinity struct {
 	handle                             framework.Handle
 	hardPodAffinityWeight              int32
 	ignorePreferredTermsOfExistingPods bool
+	// terms keep the incoming pods' term counts across cycles
+	// (incremental.go).
+	terms termIndex
 }
 
 var (
