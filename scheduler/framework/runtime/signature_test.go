@@ -63,10 +63,15 @@ func TestPodSignature(t *testing.T) {
 			t.Errorf("%s: signs %q, %v; want a signature other than the plain pod's", name, got, ok)
 		}
 	}
+	// Spreading counts pods over whole domains; its plugin stamps each
+	// node's result (framework.SignatureStamper), so such pods are signed
+	// and a memo checks the stamps.
+	spread := base("e")
+	spread.TopologySpreadConstraints = []framework.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: framework.DoNotSchedule}}
+	if _, ok := sig(spread); !ok {
+		t.Error("spread constraint: no signature; want one, with stamps")
+	}
 	unsigned := map[string]func(p *framework.Pod){
-		"spread constraint": func(p *framework.Pod) {
-			p.TopologySpreadConstraints = []framework.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: framework.DoNotSchedule}}
-		},
 		"pod anti-affinity": func(p *framework.Pod) {
 			p.Affinity = &framework.Affinity{PodAntiAffinity: &framework.PodAntiAffinity{Required: []framework.PodAffinityTerm{{TopologyKey: "zone"}}}}
 		},

@@ -292,19 +292,38 @@ func (pl *PodTopologySpread) Filter(_ context.Context, state *framework.CycleSta
 	if err != nil {
 		return framework.AsStatus(err)
 	}
+	switch s.verdict(nodeInfo) {
+	case missingLabel:
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
+	case tooSkewed:
+		return framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch)
+	}
+	return nil
+}
+
+// verdict is Filter's decision; its values are Filter stamps.
+type verdict uint64
+
+const (
+	fits verdict = iota
+	missingLabel
+	tooSkewed
+)
+
+func (s *preFilterState) verdict(nodeInfo *framework.NodeInfo) verdict {
 	for i := range s.constraints {
 		c := &s.constraints[i]
 		value, ok := nodeInfo.Label(c.label)
 		if !ok {
-			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
+			return missingLabel
 		}
 		self := 0
 		if s.selfMatch[i] {
 			self = 1
 		}
 		if skew := s.tpValueToMatchNum[i][value] + self - s.minMatchNum(i); skew > int(c.maxSkew) {
-			return framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch)
+			return tooSkewed
 		}
 	}
-	return nil
+	return fits
 }
