@@ -419,9 +419,11 @@ func TestBatchingMatchesUnbatched(t *testing.T) {
 			kinds := shapes()
 			reused := 0
 			for i := range pods {
-				// Pods with inter-pod affinity and nominations turn the
-				// memo off (or should): each comes in a stretch of its own,
-				// and every stretch starts with neither.
+				// Nominations turn the memo off (or should), and placed
+				// pods with inter-pod affinity change results on nodes
+				// that did not change (the stamps must catch it): each
+				// comes in a stretch of its own, and every stretch starts
+				// with neither.
 				stretch := (i / 200) % 4
 				affinity, nominations := stretch == 2, stretch == 3
 				if i%200 == 0 {

@@ -21,7 +21,7 @@ import (
 // node list. A plugin whose results depend on other nodes or pods (counts
 // over topology domains, affinity of existing pods, anything its PreScore
 // gathers from the feasible nodes it is handed) either reports false, or
-// implements SignatureGuard as well.
+// implements SignatureGuard or SignatureStamper as well.
 type SignPlugin interface {
 	Plugin
 	// AppendSignature appends what the plugin reads of pod to sig and

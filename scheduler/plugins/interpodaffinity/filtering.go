@@ -345,17 +345,38 @@ func (*InterPodAffinity) Filter(_ context.Context, state *framework.CycleState, 
 	if err != nil {
 		return framework.AsStatus(err)
 	}
-	labels := nodeInfo.Node().Labels
-	if !s.satisfiesAffinity(labels) {
+	switch s.verdict(nodeInfo) {
+	case affinityUnmet:
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
-	}
-	if !s.satisfiesAntiAffinity(labels) {
+	case antiAffinityUnmet:
 		return framework.NewStatus(framework.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
-	}
-	if !s.satisfiesExistingAntiAffinity(labels) {
+	case existingAntiAffinityUnmet:
 		return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
 	}
 	return nil
+}
+
+// verdict is Filter's decision; its values are Filter stamps.
+type verdict uint64
+
+const (
+	fits verdict = iota
+	affinityUnmet
+	antiAffinityUnmet
+	existingAntiAffinityUnmet
+)
+
+func (s *preFilterState) verdict(nodeInfo *framework.NodeInfo) verdict {
+	labels := nodeInfo.Node().Labels
+	switch {
+	case !s.satisfiesAffinity(labels):
+		return affinityUnmet
+	case !s.satisfiesAntiAffinity(labels):
+		return antiAffinityUnmet
+	case !s.satisfiesExistingAntiAffinity(labels):
+		return existingAntiAffinityUnmet
+	}
+	return fits
 }
 
 // satisfiesAffinity: the node must carry every term's topology key, and
