@@ -3,9 +3,9 @@ package podtopologyspread
 import (
 	"context"
 	"slices"
+	"sync"
 
 	"github.com/berth-io/berth/scheduler/framework"
-	"github.com/berth-io/berth/scheduler/plugins/nodeaffinity"
 )
 
 // Incremental domain counts. The count memo (memo.go) still looks at every
@@ -43,9 +43,8 @@ type countRule struct {
 	required []string
 	// pod supplies the tolerations for a NodeTaintsPolicy Honor rule; the
 	// key holds them, so any pod with that key gives the same answer.
-	pod          *framework.Pod
-	honorTaints  bool
-	nodeAffinity *nodeaffinity.RequiredNodeAffinity
+	pod         *framework.Pod
+	honorTaints bool
 }
 
 // incrementalRule returns the rule counting c's pods for pod, with the
@@ -174,9 +173,11 @@ func (t *domainTotals) each(f func(value string, pods int64)) {
 
 // countIndex is the plugin's set of kept totals and the position of each
 // NodeInfo in the list they were built for. Like countMemos, it is used
-// by one cycle at a time (TryLock).
+// by one cycle at a time; mu (taken with TryLock) only keeps an
+// unexpected concurrent cycle out, which then counts without it.
 type countIndex struct {
-	lock     countMemos // only its mutex and tick are used
+	mu       sync.Mutex
+	tick     uint64
 	totals   [maxCounters]*domainTotals
 	posList  *framework.NodeInfo
 	posSize  int
@@ -189,13 +190,14 @@ type countIndex struct {
 // acquire returns the index for one cycle, or nil if another cycle holds
 // it; release must follow.
 func (x *countIndex) acquire() *countIndex {
-	if x.lock.acquire() == nil {
+	if !x.mu.TryLock() {
 		return nil
 	}
+	x.tick++
 	return x
 }
 
-func (x *countIndex) release() { x.lock.release() }
+func (x *countIndex) release() { x.mu.Unlock() }
 
 // totalsFor returns r's totals brought up to date with the snapshot src,
 // whose node list is all. It returns nil when x is nil or every slot is
@@ -204,7 +206,7 @@ func (x *countIndex) totalsFor(ctx context.Context, pl *PodTopologySpread, r *co
 	if x == nil || len(all) == 0 {
 		return nil
 	}
-	tick := x.lock.tick
+	tick := x.tick
 	var t, victim *domainTotals
 	for i, c := range x.totals {
 		if c == nil {

@@ -135,6 +135,10 @@ func TestIncrementalCountsMatchRecount(t *testing.T) {
 				pod := pods[rng.IntN(len(pods))]
 				compareWithFresh(t, fmt.Sprint("step ", step), pl, pod, snap.List())
 			}
+			// With the index held by another cycle, it counts node by node.
+			pl.counts.mu.Lock()
+			compareWithFresh(t, "index held", pl, pods[0], snap.List())
+			pl.counts.mu.Unlock()
 			if pl.counts.catchUps == 0 {
 				t.Errorf("no totals were caught up from the change log (%d recounts)", pl.counts.recounts)
 			}
