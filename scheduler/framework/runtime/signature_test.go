@@ -186,3 +186,43 @@ func (*guardPlugin) AppendSignature(sig []byte, _ *framework.PodInfo) ([]byte, b
 	return sig, true
 }
 func (g *guardPlugin) SignaturesValid() bool { return g.valid }
+
+// TestStampsFollowSkips checks that only stamping plugins whose Filter or
+// Score runs in a cycle give stamps: a plain pod skips both spreading and
+// inter-pod affinity, a spread pod runs spreading's Filter.
+func TestStampsFollowSkips(t *testing.T) {
+	node := fwtest.Node("n1", 1000, 1<<30, 10)
+	node.Labels = map[string]string{"zone": "a"}
+	ni := fwtest.NodeInfo(node)
+	f := defaultFramework(t, fwtest.NewLister(ni))
+	plain := podInfo("plain")
+	state := framework.NewCycleState()
+	if _, st, _ := f.RunPreFilterPlugins(ctx, state, plain); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if f.FilterStamped(state) {
+		t.Error("a plain pod's cycle has stamping filters")
+	}
+	if st := f.RunPreScorePlugins(ctx, state, plain, []*framework.NodeInfo{ni}); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if f.ScoreStamped(state) {
+		t.Error("a plain pod's cycle has stamping scores")
+	}
+
+	spread := podInfo("spread")
+	spread.Pod.Labels = map[string]string{"app": "a"}
+	spread.Pod.TopologySpreadConstraints = []framework.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: framework.DoNotSchedule,
+		LabelSelector: &framework.LabelSelector{MatchLabels: map[string]string{"app": "a"}}}}
+	state = framework.NewCycleState()
+	if _, st, _ := f.RunPreFilterPlugins(ctx, state, spread); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if !f.FilterStamped(state) {
+		t.Fatal("a spread pod's cycle has no stamping filter")
+	}
+	missing := fwtest.NodeInfo(fwtest.Node("n2", 1000, 1<<30, 10))
+	if a, b := f.FilterStamps(ctx, state, spread, ni), f.FilterStamps(ctx, state, spread, missing); a == b {
+		t.Errorf("a node with the zone and one without have the same stamps %v", a)
+	}
+}
