@@ -32,9 +32,11 @@ import (
 //     that plugin's own result, the signature and the node the others'.
 
 // memoBudget bounds the node slots held over all signatures: each costs
-// about 24 bytes plus 8 per Score plugin, so at most ~32 MB per placer,
-// whatever the cluster size; at 5,000 nodes that is maxSignatures
-// signatures, at 100,000 nodes five.
+// about 24 bytes plus 8 per Score plugin, and 16 more for each of the
+// Filter and Score stamps when stamping plugins run (spread and affinity
+// pods), so at most ~32 MB per placer (~48 MB with stamps), whatever the
+// cluster size; at 5,000 nodes that is maxSignatures signatures, at
+// 100,000 nodes five.
 const memoBudget = 1 << 19
 
 // maxSignatures bounds the signatures remembered at small cluster sizes.
