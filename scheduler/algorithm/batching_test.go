@@ -66,9 +66,24 @@ type world struct {
 
 func newWorld(t *testing.T, nom *versionedNominator, seed uint64, batching bool) *world {
 	t.Helper()
+	return newWorldOver(t, nom, seed, batching, false)
+}
+
+// plainLister hides what a cache snapshot offers beyond framework's
+// SharedLister (its change log), so plugins count from every node.
+type plainLister struct{ framework.SharedLister }
+
+// newWorldOver is newWorld whose plugins, if recount is set, cannot keep
+// counts across cycles: the reference for the ones that do.
+func newWorldOver(t *testing.T, nom *versionedNominator, seed uint64, batching, recount bool) *world {
+	t.Helper()
 	w := &world{cache: cache.New(), snap: cache.NewEmptySnapshot()}
+	var lister framework.SharedLister = w.snap
+	if recount {
+		lister = plainLister{w.snap}
+	}
 	fwk, err := runtime.NewFramework(ctx, plugins.NewInTreeRegistry(), runtime.DefaultProfile(),
-		runtime.WithSnapshotSharedLister(w.snap), runtime.WithPodNominator(nom), runtime.WithParallelism(2))
+		runtime.WithSnapshotSharedLister(lister), runtime.WithPodNominator(nom), runtime.WithParallelism(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,12 +205,51 @@ func shapes() []func(p *framework.Pod) {
 			p.Affinity = &framework.Affinity{PodAntiAffinity: &framework.PodAntiAffinity{Preferred: []framework.WeightedPodAffinityTerm{{Weight: 50,
 				Term: framework.PodAffinityTerm{LabelSelector: &framework.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: "zone"}}}}}
 		}),
+		// More spreading over other selectors and topology keys, and
+		// affinity terms counting existing pods: each has its counts kept
+		// across cycles.
+		with(small, func(p *framework.Pod) {
+			p.Labels = map[string]string{"app": "spread", "tier": "a"}
+			p.TopologySpreadConstraints = []framework.TopologySpreadConstraint{
+				{MaxSkew: 2, TopologyKey: framework.LabelTopologyZone, WhenUnsatisfiable: framework.DoNotSchedule,
+					LabelSelector: &framework.LabelSelector{MatchExpressions: []framework.LabelSelectorRequirement{{Key: "app", Operator: framework.LabelSelectorOpIn, Values: []string{"spread", "web"}}}}},
+				{MaxSkew: 1, TopologyKey: framework.LabelHostname, WhenUnsatisfiable: framework.ScheduleAnyway,
+					LabelSelector: &framework.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}, MatchLabelKeys: []string{"tier"}},
+			}
+		}),
+		with(small, func(p *framework.Pod) {
+			p.Labels = map[string]string{"app": "spread", "tier": "b"}
+			p.TopologySpreadConstraints = []framework.TopologySpreadConstraint{
+				{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: framework.ScheduleAnyway,
+					LabelSelector: &framework.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}, MatchLabelKeys: []string{"tier"}},
+			}
+		}),
+		with(small, func(p *framework.Pod) {
+			minDomains := int32(4)
+			p.Labels = map[string]string{"app": "tainted"}
+			p.Tolerations = []framework.Toleration{{Key: "dedicated", Operator: framework.TolerationOpExists}}
+			p.TopologySpreadConstraints = []framework.TopologySpreadConstraint{{MaxSkew: 3, TopologyKey: "zone", WhenUnsatisfiable: framework.DoNotSchedule,
+				MinDomains: &minDomains, NodeTaintsPolicy: framework.NodeInclusionPolicyHonor,
+				LabelSelector: &framework.LabelSelector{MatchLabels: map[string]string{"app": "tainted"}}}}
+		}),
+		with(small, func(p *framework.Pod) {
+			p.Labels = map[string]string{"app": "follower"}
+			p.Affinity = &framework.Affinity{PodAffinity: &framework.PodAffinity{Required: []framework.PodAffinityTerm{{
+				LabelSelector: &framework.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: "zone"}}}}
+		}),
+		with(big, func(p *framework.Pod) {
+			p.Affinity = &framework.Affinity{PodAntiAffinity: &framework.PodAntiAffinity{Required: []framework.PodAffinityTerm{{
+				LabelSelector: &framework.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: framework.LabelHostname}}}}
+		}),
+		with(small, func(p *framework.Pod) {
+			p.Labels = map[string]string{"app": "loner"}
+			p.Affinity = &framework.Affinity{PodAntiAffinity: &framework.PodAntiAffinity{Required: []framework.PodAffinityTerm{
+				{LabelSelector: &framework.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}, TopologyKey: framework.LabelHostname},
+				{LabelSelector: &framework.LabelSelector{MatchLabels: map[string]string{"app": "loner"}}, TopologyKey: "zone"},
+			}}}
+		}),
 	}
 }
-
-// antiAffinityShape is the index in shapes of the pods with inter-pod
-// anti-affinity.
-const antiAffinityShape, zoneAntiAffinityShape = 9, 14
 
 // clearBusy deletes the bound pods with inter-pod affinity and every
 // nomination.
@@ -345,7 +399,9 @@ func (c *cluster) bind(t *testing.T, p *framework.Pod, host string) {
 // on a cluster that changes in between (nodes added, relabelled, tainted,
 // cordoned and removed, pods deleted, pods nominated), and requires the
 // same outcome every time: host, counts, and the whole diagnosis when no
-// node fits. Now and then both dry-run the pod too.
+// node fits. Now and then both dry-run the pod too. A third placer, whose
+// plugins cannot keep topology spread and affinity counts across cycles,
+// counts them afresh every cycle and must agree as well.
 func TestBatchingMatchesUnbatched(t *testing.T) {
 	const pods = 2000
 	for seed := range uint64(*seeds) {
@@ -353,16 +409,21 @@ func TestBatchingMatchesUnbatched(t *testing.T) {
 			nom := &versionedNominator{}
 			c := &cluster{rng: rand.New(rand.NewPCG(seed, 99)), nodes: map[string]*framework.Node{}}
 			batched, alone := newWorld(t, nom, seed, true), newWorld(t, nom, seed, false)
-			c.worlds = []*world{batched, alone}
+			// Both keep topology counts across cycles; the reference
+			// counts every cycle from scratch, as each pod alone would.
+			reference := newWorldOver(t, nom, seed, false, true)
+			c.worlds = []*world{batched, alone, reference}
 			for range 150 {
 				c.addNode()
 			}
 			kinds := shapes()
 			reused := 0
 			for i := range pods {
-				// Pods with inter-pod affinity and nominations turn the
-				// memo off (or should): each comes in a stretch of its own,
-				// and every stretch starts with neither.
+				// Nominations turn the memo off (or should), and placed
+				// pods with inter-pod affinity change results on nodes
+				// that did not change (the stamps must catch it): each
+				// comes in a stretch of its own, and every stretch starts
+				// with neither.
 				stretch := (i / 200) % 4
 				affinity, nominations := stretch == 2, stretch == 3
 				if i%200 == 0 {
@@ -390,25 +451,29 @@ func TestBatchingMatchesUnbatched(t *testing.T) {
 				}
 				c.serial++
 				p := &framework.Pod{Name: fmt.Sprint("p-", c.serial), Namespace: "ns", UID: fmt.Sprint("uid-", c.serial)}
-				kind := c.rng.IntN(len(kinds))
-				for !affinity && (kind == antiAffinityShape || kind == zoneAntiAffinityShape) {
-					kind = c.rng.IntN(len(kinds))
+				kinds[c.rng.IntN(len(kinds))](p)
+				for !affinity && framework.HasAffinity(p) {
+					*p = framework.Pod{Name: p.Name, Namespace: p.Namespace, UID: p.UID}
+					kinds[c.rng.IntN(len(kinds))](p)
 				}
-				kinds[kind](p)
 				if c.rng.IntN(50) == 0 {
 					p.Rejections = map[string]int64{c.names[c.rng.IntN(len(c.names))]: 1}
 				}
 				if i%97 == 0 {
-					if a, b := batched.explain(t, p), alone.explain(t, p); a != b {
-						t.Fatalf("pod %d: Explain differs:\nbatched %s\nalone   %s", i, a, b)
+					a, b, ref := batched.explain(t, p), alone.explain(t, p), reference.explain(t, p)
+					if a != b || b != ref {
+						t.Fatalf("pod %d: Explain differs:\nbatched   %s\nalone     %s\nreference %s", i, a, b, ref)
 					}
 				}
 				if _, ok := batched.fwk.PodSignature(framework.NewPodInfo(p)); ok {
 					reused++
 				}
-				got, want := batched.schedule(t, p), alone.schedule(t, p)
+				got, want, ref := batched.schedule(t, p), alone.schedule(t, p), reference.schedule(t, p)
 				if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 					t.Fatalf("pod %d (%s): outcome differs (-alone,+batched):\n%s", i, p.Name, diff)
+				}
+				if diff := cmp.Diff(ref, want, cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("pod %d (%s): outcome differs with counts kept across cycles (-recounted,+kept):\n%s", i, p.Name, diff)
 				}
 				if got.Host != "" {
 					c.bind(t, p, got.Host)

@@ -93,8 +93,8 @@ func BenchmarkSchedule(b *testing.B) {
 //   - antiaffinity: basic with required anti-affinity to app=web pods per
 //     host.
 //
-// Neither spread nor anti-affinity pods can be signed: they measure the
-// path without reuse.
+// Spread and anti-affinity pods are signed, their plugins' results
+// checked per node by stamps, and their counts kept across cycles.
 func benchPod(kind string, i int) *framework.Pod {
 	p := fwtest.Pod(fmt.Sprintf("bench-%d", i), fwtest.Resources(100, Gi/4))
 	switch kind {

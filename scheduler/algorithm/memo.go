@@ -1,6 +1,8 @@
 package algorithm
 
 import (
+	"context"
+
 	"github.com/berth-io/berth/scheduler/framework"
 	"github.com/berth-io/berth/scheduler/framework/runtime"
 )
@@ -23,12 +25,18 @@ import (
 //   - no pod is nominated anywhere, and the nominations did not change
 //     while it was computed (filters count nominated pods);
 //   - the plugins' guards (framework.SignatureGuard) agree, and the skip
-//     masks PreFilter and PreScore produced are the same.
+//     masks PreFilter and PreScore produced are the same;
+//   - the stamping plugins (framework.SignatureStamper, whose results
+//     depend on counts over whole topology domains) give the node the
+//     stamps they gave it when the result was made: a stamp determines
+//     that plugin's own result, the signature and the node the others'.
 
 // memoBudget bounds the node slots held over all signatures: each costs
-// about 24 bytes plus 8 per Score plugin, so at most ~32 MB per placer,
-// whatever the cluster size; at 5,000 nodes that is maxSignatures
-// signatures, at 100,000 nodes five.
+// about 24 bytes plus 8 per Score plugin, and 16 more for each of the
+// Filter and Score stamps when stamping plugins run (spread and affinity
+// pods), so at most ~32 MB per placer (~48 MB with stamps), whatever the
+// cluster size; at 5,000 nodes that is maxSignatures signatures, at
+// 100,000 nodes five.
 const memoBudget = 1 << 19
 
 // maxSignatures bounds the signatures remembered at small cluster sizes.
@@ -63,6 +71,37 @@ type signatureResults struct {
 	numScores int
 	scoreSkip uint64
 	lastUse   uint64
+
+	// cycle is what stamps are computed with in the current cycle.
+	cycle stampCycle
+	// filterStamps and scoreStamps hold, per slot, the stamps its Filter
+	// verdict and raw scores were made under; nil while no cycle of the
+	// signature had stamping plugins running.
+	filterStamps, scoreStamps []framework.Stamps
+}
+
+// stampCycle is one cycle's means of computing stamps (it lives for the
+// cycle only, hence the context); filter and score say whether stamping
+// plugins run at Filter and at Score.
+type stampCycle struct {
+	ctx    context.Context
+	fwk    *runtime.Framework
+	state  *framework.CycleState
+	pod    *framework.PodInfo
+	filter bool
+	score  bool
+}
+
+// beginCycle prepares r for a cycle of pod under state, after PreFilter:
+// the stamps to check come from fwk. Score stamps are known to be needed
+// only after PreScore, so they are prepared when scoring starts.
+func (r *signatureResults) beginCycle(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo) {
+	r.cycle = stampCycle{ctx: ctx, fwk: fwk, state: state, pod: pod, filter: fwk.FilterStamped(state)}
+	if r.cycle.filter && len(r.filterStamps) != len(r.slots) {
+		// Verdicts kept without stamps were made with the stamping
+		// filters skipped, under another key; none is in r.
+		r.filterStamps = make([]framework.Stamps, len(r.slots))
+	}
 }
 
 // signatureMemo is one Placer's memo; like the Placer, it is used by one
@@ -166,15 +205,30 @@ func (m *signatureMemo) evictOldest() {
 }
 
 // filterResult returns the remembered verdict of node ni at pos, if any.
+// A miss leaves the slot ready for keepFilterResult.
 func (r *signatureResults) filterResult(pos int, ni *framework.NodeInfo) (*framework.Status, bool) {
 	s := &r.slots[pos]
-	if s.filtered && s.gen == ni.Generation {
-		return s.status, true
+	if !s.filtered || s.gen != ni.Generation {
+		if r.cycle.filter {
+			r.filterStamps[pos] = r.cycle.fwk.FilterStamps(r.cycle.ctx, r.cycle.state, r.cycle.pod, ni)
+		}
+		return nil, false
 	}
-	return nil, false
+	if r.cycle.filter {
+		stamps := r.cycle.fwk.FilterStamps(r.cycle.ctx, r.cycle.state, r.cycle.pod, ni)
+		if stamps != r.filterStamps[pos] {
+			// The verdict was made under other counts: forget it, so an
+			// erring filter run now cannot leave it paired with these.
+			s.filtered = false
+			r.filterStamps[pos] = stamps
+			return nil, false
+		}
+	}
+	return s.status, true
 }
 
-// keepFilterResult remembers ni's verdict; errors are not results.
+// keepFilterResult remembers ni's verdict, made under the stamps the miss
+// in filterResult noted; errors are not results.
 func (r *signatureResults) keepFilterResult(pos int, ni *framework.NodeInfo, st *framework.Status) {
 	if st.Code() == framework.Error {
 		return
@@ -183,8 +237,14 @@ func (r *signatureResults) keepFilterResult(pos int, ni *framework.NodeInfo, st 
 }
 
 // prepareScores makes room for numScores raw scores per node under the
-// Score skip mask skip, forgetting scores kept under another.
+// Score skip mask skip, forgetting scores kept under another; it is called
+// after PreScore, when the cycle's stamping scores are known.
 func (r *signatureResults) prepareScores(skip uint64, numScores int) {
+	c := &r.cycle
+	c.score = c.fwk.ScoreStamped(c.state)
+	if c.score && len(r.scoreStamps) != len(r.slots) {
+		r.scoreStamps = make([]framework.Stamps, len(r.slots))
+	}
 	if r.numScores == numScores && r.scoreSkip == skip {
 		return
 	}
@@ -207,13 +267,21 @@ type scoreMemo struct {
 	nodes []*framework.NodeInfo
 }
 
-// RawScores implements runtime.RawScoreMemo.
+// RawScores implements runtime.RawScoreMemo. Called again for a node it
+// did not know, after scoring it, it gives the same storage.
 func (m *scoreMemo) RawScores(i int) ([]int64, bool) {
 	p, k := int(m.pos[i]), m.r.numScores
 	s := &m.r.slots[p]
 	if gen := m.nodes[i].Generation; s.gen != gen {
 		// Not filtered this cycle (a profile without Filter plugins).
 		*s = memoSlot{gen: gen}
+	}
+	if c := &m.r.cycle; c.score {
+		stamps := c.fwk.ScoreStamps(c.ctx, c.state, c.pod, m.nodes[i])
+		if stamps != m.r.scoreStamps[p] {
+			s.scored = false
+			m.r.scoreStamps[p] = stamps
+		}
 	}
 	return m.r.scores[p*k : (p+1)*k : (p+1)*k], s.scored
 }

@@ -208,6 +208,7 @@ func (s *Placer) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework
 	if batched && preRes.AllNodes() {
 		// The memo is by position in the whole list.
 		if s.cur = s.memo.lookup(memoKey{fwk: fwk, sig: sig, skipFilter: state.SkipFilterPlugins()}); s.cur != nil {
+			s.cur.beginCycle(ctx, fwk, state, pod)
 			s.memoCycles++
 		}
 	}

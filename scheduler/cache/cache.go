@@ -520,10 +520,12 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) error {
 		}
 		*existing = *clone
 		snap.cloned++
+		snap.changes.record(existing)
 	}
 	if c.head != nil {
 		snap.generation = c.head.info.Generation
 	}
+	snap.changes.trim()
 
 	// A node that left does not show up in the walk above when its NodeInfo
 	// was dropped, so compare counts: every name in snap that the cache no
@@ -546,6 +548,7 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) error {
 	case rebuildAll:
 		snap.rebuildLists(c.tree.list())
 		snap.treeVersion = c.tree.version
+		snap.changes.restart(snap.generation)
 	case rebuildAffinity:
 		snap.rebuildAffinityLists()
 	}

@@ -26,6 +26,8 @@ type Snapshot struct {
 	treeVersion uint64
 	// cloned counts NodeInfos copied by UpdateSnapshot, for tests.
 	cloned int
+	// changes lists the NodeInfos recent updates overwrote (changelog.go).
+	changes changeLog
 }
 
 var (
@@ -163,4 +165,5 @@ func (s *Snapshot) reset() {
 	s.havePodsWithRequiredAntiAffinity = nil
 	s.generation = 0
 	s.treeVersion = 0
+	s.changes.restart(0)
 }

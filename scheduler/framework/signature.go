@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"slices"
 	"strconv"
 )
@@ -20,7 +21,7 @@ import (
 // node list. A plugin whose results depend on other nodes or pods (counts
 // over topology domains, affinity of existing pods, anything its PreScore
 // gathers from the feasible nodes it is handed) either reports false, or
-// implements SignatureGuard as well.
+// implements SignatureGuard or SignatureStamper as well.
 type SignPlugin interface {
 	Plugin
 	// AppendSignature appends what the plugin reads of pod to sig and
@@ -37,6 +38,34 @@ type SignPlugin interface {
 type SignatureGuard interface {
 	SignaturesValid() bool
 }
+
+// SignatureStamper is a SignPlugin whose Filter and Score results for a
+// signed pod depend on the cluster beyond the node (counts over topology
+// domains), but which can tell them cheaply per node once the cycle's
+// PreFilter and PreScore have run. A remembered result stands for a node
+// only while the stamps the plugin gives for it now equal those it gave
+// when the result was made, so a stamp must determine the plugin's own
+// result on that node: its Filter status (code, reasons) or its raw Score.
+// Returning an encoding of the result itself is the simplest way. The
+// plugin's signature part then only needs to cover what decides its
+// PreFilter and PreScore outcomes beyond the skip masks (often nothing).
+type SignatureStamper interface {
+	SignPlugin
+	// FilterStamp is called only in cycles whose PreFilter did not skip
+	// the plugin's Filter, possibly concurrently for different nodes.
+	FilterStamp(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo) uint64
+	// ScoreStamp is called only in cycles whose PreScore did not skip the
+	// plugin's Score, possibly concurrently for different nodes.
+	ScoreStamp(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo) uint64
+}
+
+// MaxStampers bounds the stamping plugins of a framework; stamps are kept
+// side by side, never hashed together, so equal stamps are equal results.
+const MaxStampers = 2
+
+// Stamps are the stamps of a framework's stamping plugins, in a fixed
+// order; unused entries are 0.
+type Stamps [MaxStampers]uint64
 
 // podSignature is a pod's signature as computed by one framework for one
 // version of the pod.

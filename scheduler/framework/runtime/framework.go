@@ -70,6 +70,9 @@ type Framework struct {
 	signers []framework.SignPlugin
 	guards  []framework.SignatureGuard
 	allSign bool
+	// stampers are the signers whose results a memo must check per node
+	// (framework.SignatureStamper).
+	stampers []stamper
 }
 
 // NewFramework instantiates the profile's plugins from the registry and

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"context"
+
 	"github.com/berth-io/berth/scheduler/framework"
 )
 
@@ -57,6 +59,9 @@ func (f *Framework) collectSigners() {
 		f.signers = append(f.signers, s)
 		if g, ok := p.(framework.SignatureGuard); ok {
 			f.guards = append(f.guards, g)
+		}
+		if st, ok := p.(framework.SignatureStamper); ok {
+			f.addStamper(st)
 		}
 	}
 	for _, p := range f.preFilter {
@@ -130,4 +135,82 @@ func (f *Framework) NumActiveScorePlugins(state *framework.CycleState) int {
 		}
 	}
 	return n
+}
+
+// stamper is a SignatureStamper with the skip bits of its Filter and
+// Score (0 where it is not one).
+type stamper struct {
+	framework.SignatureStamper
+	filterBit, scoreBit uint64
+}
+
+// addStamper notes a stamping plugin; past framework.MaxStampers, pods
+// cannot be signed at all.
+func (f *Framework) addStamper(p framework.SignatureStamper) {
+	if len(f.stampers) == framework.MaxStampers {
+		f.allSign = false
+		return
+	}
+	s := stamper{SignatureStamper: p}
+	for i, fp := range f.filter {
+		if fp.Name() == p.Name() {
+			s.filterBit = f.filterBit[i]
+		}
+	}
+	for i, sp := range f.score {
+		if sp.Name() == p.Name() {
+			s.scoreBit = f.scoreBit[i]
+		}
+	}
+	f.stampers = append(f.stampers, s)
+}
+
+// FilterStamped reports whether any stamping plugin's Filter runs in
+// state's cycle: only then do FilterStamps differ between nodes.
+func (f *Framework) FilterStamped(state *framework.CycleState) bool {
+	skip := state.SkipFilterPlugins()
+	for _, s := range f.stampers {
+		if s.filterBit != 0 && skip&s.filterBit == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// FilterStamps returns the stamps of the stamping plugins whose Filter
+// runs in state's cycle, for node.
+func (f *Framework) FilterStamps(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, node *framework.NodeInfo) framework.Stamps {
+	var out framework.Stamps
+	skip := state.SkipFilterPlugins()
+	for i, s := range f.stampers {
+		if s.filterBit != 0 && skip&s.filterBit == 0 {
+			out[i] = s.FilterStamp(ctx, state, pod, node)
+		}
+	}
+	return out
+}
+
+// ScoreStamped reports whether any stamping plugin's Score runs in
+// state's cycle.
+func (f *Framework) ScoreStamped(state *framework.CycleState) bool {
+	skip := state.SkipScorePlugins()
+	for _, s := range f.stampers {
+		if s.scoreBit != 0 && skip&s.scoreBit == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ScoreStamps returns the stamps of the stamping plugins whose Score runs
+// in state's cycle, for node.
+func (f *Framework) ScoreStamps(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, node *framework.NodeInfo) framework.Stamps {
+	var out framework.Stamps
+	skip := state.SkipScorePlugins()
+	for i, s := range f.stampers {
+		if s.scoreBit != 0 && skip&s.scoreBit == 0 {
+			out[i] = s.ScoreStamp(ctx, state, pod, node)
+		}
+	}
+	return out
 }

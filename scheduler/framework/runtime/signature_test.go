@@ -63,13 +63,25 @@ func TestPodSignature(t *testing.T) {
 			t.Errorf("%s: signs %q, %v; want a signature other than the plain pod's", name, got, ok)
 		}
 	}
-	unsigned := map[string]func(p *framework.Pod){
+	// Spreading and inter-pod affinity count pods over whole domains;
+	// their plugins stamp each node's result (framework.SignatureStamper),
+	// so such pods are signed and a memo checks the stamps.
+	stamped := map[string]func(p *framework.Pod){
 		"spread constraint": func(p *framework.Pod) {
 			p.TopologySpreadConstraints = []framework.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: framework.DoNotSchedule}}
 		},
 		"pod anti-affinity": func(p *framework.Pod) {
 			p.Affinity = &framework.Affinity{PodAntiAffinity: &framework.PodAntiAffinity{Required: []framework.PodAffinityTerm{{TopologyKey: "zone"}}}}
 		},
+	}
+	for name, change := range stamped {
+		p := base("e")
+		change(p)
+		if _, ok := sig(p); !ok {
+			t.Errorf("%s: no signature; want one, with stamps", name)
+		}
+	}
+	unsigned := map[string]func(p *framework.Pod){
 		"rejected by a node": func(p *framework.Pod) { p.Rejections = map[string]int64{"n1": 3} },
 	}
 	for name, change := range unsigned {
@@ -133,6 +145,7 @@ func TestSignaturesUsable(t *testing.T) {
 		name  string
 		nodes []*framework.NodeInfo
 		opts  []runtime.Option
+		guard *guardPlugin
 		want  bool
 	}{
 		{name: "no nominator", nodes: []*framework.NodeInfo{plain}, want: true},
@@ -140,14 +153,76 @@ func TestSignaturesUsable(t *testing.T) {
 		{name: "a change in progress", nodes: []*framework.NodeInfo{plain}, opts: []runtime.Option{runtime.WithPodNominator(&countedNominator{version: 5})}},
 		{name: "a pod nominated", nodes: []*framework.NodeInfo{plain}, opts: []runtime.Option{runtime.WithPodNominator(&countedNominator{version: 6, pods: []*framework.PodInfo{nominee}})}},
 		{name: "a nominator that cannot say", nodes: []*framework.NodeInfo{plain}, opts: []runtime.Option{runtime.WithPodNominator(plainNominator{})}},
-		{name: "an existing pod with affinity", nodes: []*framework.NodeInfo{plain, withAffinity}},
+		// Inter-pod affinity stamps its results instead of vetoing reuse.
+		{name: "an existing pod with affinity", nodes: []*framework.NodeInfo{plain, withAffinity}, want: true},
+		{name: "a guard that vetoes", nodes: []*framework.NodeInfo{plain}, guard: &guardPlugin{}},
+		{name: "a guard that agrees", nodes: []*framework.NodeInfo{plain}, guard: &guardPlugin{valid: true}, want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := defaultFramework(t, fwtest.NewLister(tt.nodes...), tt.opts...)
+			if tt.guard != nil {
+				reg := plugins.NewInTreeRegistry()
+				reg["Guard"] = func(context.Context, any, framework.Handle) (framework.Plugin, error) { return tt.guard, nil }
+				prof := runtime.DefaultProfile()
+				prof.Plugins.Filter.Enabled = append(prof.Plugins.Filter.Enabled, runtime.PluginRef{Name: "Guard"})
+				f = mustFramework(t, reg, prof, append(tt.opts, runtime.WithSnapshotSharedLister(fwtest.NewLister(tt.nodes...)))...)
+			}
 			if _, got := f.SignaturesUsable(); got != tt.want {
 				t.Errorf("SignaturesUsable = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// guardPlugin is a signing Filter plugin that agrees to reuse or not.
+type guardPlugin struct{ valid bool }
+
+func (*guardPlugin) Name() string { return "Guard" }
+func (*guardPlugin) Filter(context.Context, *framework.CycleState, *framework.PodInfo, *framework.NodeInfo) *framework.Status {
+	return nil
+}
+func (*guardPlugin) AppendSignature(sig []byte, _ *framework.PodInfo) ([]byte, bool) {
+	return sig, true
+}
+func (g *guardPlugin) SignaturesValid() bool { return g.valid }
+
+// TestStampsFollowSkips checks that only stamping plugins whose Filter or
+// Score runs in a cycle give stamps: a plain pod skips both spreading and
+// inter-pod affinity, a spread pod runs spreading's Filter.
+func TestStampsFollowSkips(t *testing.T) {
+	node := fwtest.Node("n1", 1000, 1<<30, 10)
+	node.Labels = map[string]string{"zone": "a"}
+	ni := fwtest.NodeInfo(node)
+	f := defaultFramework(t, fwtest.NewLister(ni))
+	plain := podInfo("plain")
+	state := framework.NewCycleState()
+	if _, st, _ := f.RunPreFilterPlugins(ctx, state, plain); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if f.FilterStamped(state) {
+		t.Error("a plain pod's cycle has stamping filters")
+	}
+	if st := f.RunPreScorePlugins(ctx, state, plain, []*framework.NodeInfo{ni}); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if f.ScoreStamped(state) {
+		t.Error("a plain pod's cycle has stamping scores")
+	}
+
+	spread := podInfo("spread")
+	spread.Pod.Labels = map[string]string{"app": "a"}
+	spread.Pod.TopologySpreadConstraints = []framework.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: framework.DoNotSchedule,
+		LabelSelector: &framework.LabelSelector{MatchLabels: map[string]string{"app": "a"}}}}
+	state = framework.NewCycleState()
+	if _, st, _ := f.RunPreFilterPlugins(ctx, state, spread); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if !f.FilterStamped(state) {
+		t.Fatal("a spread pod's cycle has no stamping filter")
+	}
+	missing := fwtest.NodeInfo(fwtest.Node("n2", 1000, 1<<30, 10))
+	if a, b := f.FilterStamps(ctx, state, spread, ni), f.FilterStamps(ctx, state, spread, missing); a == b {
+		t.Errorf("a node with the zone and one without have the same stamps %v", a)
 	}
 }

@@ -220,10 +220,8 @@ func (pl *InterPodAffinity) incomingCounts(ctx context.Context, s *preFilterStat
 	if len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
 		return topologyCounts{}, topologyCounts{}
 	}
-	// matched is how the incoming pod's terms judge one existing pod.
-	type matched struct {
-		all     bool     // it matches every affinity term
-		antiKey []string // the topology keys of the anti-affinity terms it matches
+	if affinity, anti, ok := pl.keptIncomingCounts(ctx, s, nodes); ok {
+		return affinity, anti
 	}
 	type found struct {
 		affinity, anti topologyCounts
@@ -232,15 +230,7 @@ func (pl *InterPodAffinity) incomingCounts(ctx context.Context, s *preFilterStat
 	results := forEachChunk(ctx, pl.handle.Parallelizer(), nodes, func(ni *framework.NodeInfo, out *found) {
 		node := ni.Node()
 		for _, existing := range ni.Pods {
-			m := out.byClass.get(existing, func() matched {
-				judged := matched{all: matchesAllTerms(s.affinityTerms, s.pod, existing.Pod)}
-				for i := range s.antiAffinityTerms {
-					if termMatches(&s.antiAffinityTerms[i], s.pod, existing.Pod) {
-						judged.antiKey = append(judged.antiKey, s.antiAffinityTerms[i].TopologyKey)
-					}
-				}
-				return judged
-			})
+			m := out.byClass.get(existing, func() matched { return s.judge(existing.Pod) })
 			if m.all {
 				for i := range s.affinityTerms {
 					key := s.affinityTerms[i].TopologyKey
@@ -249,7 +239,8 @@ func (pl *InterPodAffinity) incomingCounts(ctx context.Context, s *preFilterStat
 					}
 				}
 			}
-			for _, key := range m.antiKey {
+			for _, j := range m.antiTerms {
+				key := s.antiAffinityTerms[j].TopologyKey
 				if value, ok := node.Labels[key]; ok {
 					out.anti.inc(topologyPair{key: key, value: value})
 				}
@@ -262,6 +253,23 @@ func (pl *InterPodAffinity) incomingCounts(ctx context.Context, s *preFilterStat
 		affinityParts[i], antiParts[i] = results[i].affinity, results[i].anti
 	}
 	return mergeCounts(affinityParts), mergeCounts(antiParts)
+}
+
+// matched is how the incoming pod's required terms judge one existing
+// pod.
+type matched struct {
+	all       bool  // it matches every affinity term
+	antiTerms []int // the anti-affinity terms it matches
+}
+
+func (s *preFilterState) judge(existing *framework.Pod) matched {
+	judged := matched{all: matchesAllTerms(s.affinityTerms, s.pod, existing)}
+	for i := range s.antiAffinityTerms {
+		if termMatches(&s.antiAffinityTerms[i], s.pod, existing) {
+			judged.antiTerms = append(judged.antiTerms, i)
+		}
+	}
+	return judged
 }
 
 // classMemo remembers, for one worker of one cycle, a result per affinity
@@ -337,17 +345,38 @@ func (*InterPodAffinity) Filter(_ context.Context, state *framework.CycleState, 
 	if err != nil {
 		return framework.AsStatus(err)
 	}
-	labels := nodeInfo.Node().Labels
-	if !s.satisfiesAffinity(labels) {
+	switch s.verdict(nodeInfo) {
+	case affinityUnmet:
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
-	}
-	if !s.satisfiesAntiAffinity(labels) {
+	case antiAffinityUnmet:
 		return framework.NewStatus(framework.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
-	}
-	if !s.satisfiesExistingAntiAffinity(labels) {
+	case existingAntiAffinityUnmet:
 		return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
 	}
 	return nil
+}
+
+// verdict is Filter's decision; its values are Filter stamps.
+type verdict uint64
+
+const (
+	fits verdict = iota
+	affinityUnmet
+	antiAffinityUnmet
+	existingAntiAffinityUnmet
+)
+
+func (s *preFilterState) verdict(nodeInfo *framework.NodeInfo) verdict {
+	labels := nodeInfo.Node().Labels
+	switch {
+	case !s.satisfiesAffinity(labels):
+		return affinityUnmet
+	case !s.satisfiesAntiAffinity(labels):
+		return antiAffinityUnmet
+	case !s.satisfiesExistingAntiAffinity(labels):
+		return existingAntiAffinityUnmet
+	}
+	return fits
 }
 
 // satisfiesAffinity: the node must carry every term's topology key, and

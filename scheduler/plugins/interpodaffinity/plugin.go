@@ -49,6 +49,9 @@ type InterPodAffinity struct {
 	handle                             framework.Handle
 	hardPodAffinityWeight              int32
 	ignorePreferredTermsOfExistingPods bool
+	// terms keep the incoming pods' term counts across cycles
+	// (incremental.go).
+	terms termIndex
 }
 
 var (
@@ -199,23 +202,36 @@ func asPods(oldObj, newObj any) (oldPod, newPod *framework.Pod, err error) {
 	return oldPod, newPod, nil
 }
 
-var (
-	_ framework.SignPlugin     = (*InterPodAffinity)(nil)
-	_ framework.SignatureGuard = (*InterPodAffinity)(nil)
-)
+var _ framework.SignatureStamper = (*InterPodAffinity)(nil)
 
-// AppendSignature implements framework.SignPlugin. Affinity counts pods
-// over whole topology domains: only a pod without terms can be signed,
-// and only while no existing pod has terms (see SignaturesValid), when
-// the plugin does nothing for it.
-func (*InterPodAffinity) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
-	return sig, !framework.HasAffinity(pod.Pod)
+// AppendSignature implements framework.SignPlugin. Whether Filter and
+// Score run at all is in the skip masks; what they decide per node
+// depends on the pods of whole topology domains (the incoming pod's terms
+// and existing pods' terms alike), which the stamps (FilterStamp,
+// ScoreStamp) carry. So the plugin adds nothing, and every pod can be
+// signed, whatever terms the pods placed have.
+func (*InterPodAffinity) AppendSignature(sig []byte, _ *framework.PodInfo) ([]byte, bool) {
+	return sig, true
 }
 
-// SignaturesValid implements framework.SignatureGuard: an existing pod
-// with terms can attract or repel a pod without any, on every node of its
-// domain.
-func (pl *InterPodAffinity) SignaturesValid() bool {
-	lister := pl.handle.SnapshotSharedLister()
-	return lister != nil && len(lister.NodeInfos().HavePodsWithAffinityList()) == 0
+// FilterStamp implements framework.SignatureStamper: Filter's verdict on
+// node, which is all its status says.
+func (*InterPodAffinity) FilterStamp(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, node *framework.NodeInfo) uint64 {
+	s, err := framework.ReadState[*preFilterState](state, preFilterStateKey)
+	if err != nil {
+		// Filter will err too; an error is never remembered.
+		return ^uint64(0)
+	}
+	return uint64(s.verdict(node))
+}
+
+// ScoreStamp implements framework.SignatureStamper: the raw score itself
+// (a sum over a few domains), as its two's complement bits.
+func (pl *InterPodAffinity) ScoreStamp(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, node *framework.NodeInfo) uint64 {
+	score, st := pl.Score(ctx, state, pod, node)
+	if !st.IsSuccess() {
+		// Score errs, and the cycle with it: nothing is remembered.
+		return 0
+	}
+	return uint64(score)
 }

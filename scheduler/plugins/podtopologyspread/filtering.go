@@ -191,6 +191,34 @@ func (pl *PodTopologySpread) calPreFilterState(ctx context.Context, pod *framewo
 		s.tpValueToMatchNum[i] = make(map[string]int, size)
 	}
 
+	counted := false
+	if idx := pl.counts.acquire(); idx != nil {
+		if totals := pl.incrementalTotals(ctx, idx, pod, cs, requiredKeys(cs), nodes); totals != nil {
+			for i, t := range totals {
+				t.each(func(v string, pods int64) { s.tpValueToMatchNum[i][v] = int(pods) })
+			}
+			counted = true
+		}
+		idx.release()
+	}
+	if !counted {
+		if err := pl.countNodeByNode(ctx, s, pod, nodes); err != nil {
+			return nil, err
+		}
+	}
+	for i := range cs {
+		s.criticalPaths[i] = newCriticalPaths()
+		for v, num := range s.tpValueToMatchNum[i] {
+			s.criticalPaths[i].update(v, num)
+		}
+	}
+	return s, nil
+}
+
+// countNodeByNode fills s.tpValueToMatchNum looking at every node, with
+// the count memos where it can.
+func (pl *PodTopologySpread) countNodeByNode(ctx context.Context, s *preFilterState, pod *framework.Pod, nodes []*framework.NodeInfo) error {
+	cs, aff := s.constraints, s.affinity
 	memos := pl.memos.acquire()
 	if memos != nil {
 		defer memos.release()
@@ -226,7 +254,7 @@ func (pl *PodTopologySpread) calPreFilterState(ctx context.Context, pod *framewo
 			return
 		}
 		for i := range cs {
-			if !cs[i].includesNode(pod, node, &aff) {
+			if !cs[i].includesNode(pod, node, aff) {
 				row[i] = -1
 				continue
 			}
@@ -234,7 +262,7 @@ func (pl *PodTopologySpread) calPreFilterState(ctx context.Context, pod *framewo
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	for i := range cs {
 		perDomain := make([]int, len(domValues[i]))
@@ -252,13 +280,7 @@ func (pl *PodTopologySpread) calPreFilterState(ctx context.Context, pod *framewo
 			}
 		}
 	}
-	for i := range cs {
-		s.criticalPaths[i] = newCriticalPaths()
-		for v, num := range s.tpValueToMatchNum[i] {
-			s.criticalPaths[i].update(v, num)
-		}
-	}
-	return s, nil
+	return nil
 }
 
 // Filter implements framework.FilterPlugin: a node fails a constraint when
@@ -270,19 +292,38 @@ func (pl *PodTopologySpread) Filter(_ context.Context, state *framework.CycleSta
 	if err != nil {
 		return framework.AsStatus(err)
 	}
+	switch s.verdict(nodeInfo) {
+	case missingLabel:
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
+	case tooSkewed:
+		return framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch)
+	}
+	return nil
+}
+
+// verdict is Filter's decision; its values are Filter stamps.
+type verdict uint64
+
+const (
+	fits verdict = iota
+	missingLabel
+	tooSkewed
+)
+
+func (s *preFilterState) verdict(nodeInfo *framework.NodeInfo) verdict {
 	for i := range s.constraints {
 		c := &s.constraints[i]
 		value, ok := nodeInfo.Label(c.label)
 		if !ok {
-			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
+			return missingLabel
 		}
 		self := 0
 		if s.selfMatch[i] {
 			self = 1
 		}
 		if skew := s.tpValueToMatchNum[i][value] + self - s.minMatchNum(i); skew > int(c.maxSkew) {
-			return framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch)
+			return tooSkewed
 		}
 	}
-	return nil
+	return fits
 }

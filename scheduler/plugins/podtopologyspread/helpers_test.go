@@ -23,7 +23,7 @@ func newPlugin(t testing.TB, args any, nodes ...*framework.NodeInfo) (*PodTopolo
 }
 
 // newPluginOn is newPlugin over a lister the caller keeps changing.
-func newPluginOn(t testing.TB, args any, lister *fwtest.Lister) (*PodTopologySpread, *runtime.Framework) {
+func newPluginOn(t testing.TB, args any, lister framework.SharedLister) (*PodTopologySpread, *runtime.Framework) {
 	t.Helper()
 	var pl *PodTopologySpread
 	reg := framework.Registry{Name: func(ctx context.Context, a any, h framework.Handle) (framework.Plugin, error) {

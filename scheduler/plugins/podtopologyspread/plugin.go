@@ -46,6 +46,8 @@ type PodTopologySpread struct {
 	memos countMemos
 	// domains keep each node's domain per topology key across cycles.
 	domains domainIndexes
+	// counts keep per-domain totals across cycles (see counts.go).
+	counts countIndex
 }
 
 var (
@@ -237,16 +239,34 @@ func asNode(obj any) *framework.Node {
 	return n
 }
 
-var _ framework.SignPlugin = (*PodTopologySpread)(nil)
+var _ framework.SignatureStamper = (*PodTopologySpread)(nil)
 
-// AppendSignature implements framework.SignPlugin. Spreading counts pods
-// over whole topology domains, so only a pod no constraint applies to
-// (none of its own, and no defaults for it) can be signed; for it the
-// plugin does nothing.
-func (pl *PodTopologySpread) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
-	p := pod.Pod
-	if len(p.TopologySpreadConstraints) > 0 || (len(pl.defaults) > 0 && len(p.Labels) > 0) {
-		return sig, false
-	}
+// AppendSignature implements framework.SignPlugin. Whether Filter and
+// Score run at all is in the skip masks; what they decide per node
+// depends on counts over whole topology domains, which the stamps
+// (FilterStamp, ScoreStamp) carry. So the plugin adds nothing, and every
+// pod can be signed.
+func (pl *PodTopologySpread) AppendSignature(sig []byte, _ *framework.PodInfo) ([]byte, bool) {
 	return sig, true
+}
+
+// FilterStamp implements framework.SignatureStamper: Filter's verdict on
+// node, which is all its status says.
+func (pl *PodTopologySpread) FilterStamp(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, node *framework.NodeInfo) uint64 {
+	s, err := framework.ReadState[*preFilterState](state, preFilterStateKey)
+	if err != nil {
+		// Filter will err too; an error is never remembered.
+		return ^uint64(0)
+	}
+	return uint64(s.verdict(node))
+}
+
+// ScoreStamp implements framework.SignatureStamper: the raw score itself
+// (cheap from the PreScore state), or a value no score has if Score errs.
+func (pl *PodTopologySpread) ScoreStamp(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, node *framework.NodeInfo) uint64 {
+	score, st := pl.Score(ctx, state, pod, node)
+	if !st.IsSuccess() {
+		return ^uint64(0)
+	}
+	return uint64(score)
 }

@@ -121,6 +121,14 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 		state.Write(preScoreStateKey, s)
 		return nil
 	}
+	if idx := pl.counts.acquire(); idx != nil {
+		counted := pl.scoreCountsIncrementally(ctx, idx, s, p, requireAllTopologies, all)
+		idx.release()
+		if counted {
+			state.Write(preScoreStateKey, s)
+			return nil
+		}
+	}
 	memos := pl.memos.acquire()
 	if memos != nil {
 		defer memos.release()
@@ -158,6 +166,37 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 	}
 	state.Write(preScoreStateKey, s)
 	return nil
+}
+
+// scoreCountsIncrementally fills s.counts from the kept per-domain
+// totals; false if they cannot be used (see incrementalTotals).
+func (pl *PodTopologySpread) scoreCountsIncrementally(ctx context.Context, idx *countIndex, s *preScoreState, pod *framework.Pod, requireAllTopologies bool, all []*framework.NodeInfo) bool {
+	var required []string
+	if requireAllTopologies {
+		required = requiredKeys(s.constraints)
+	}
+	// Only constraints with domains among the filtered nodes count here.
+	var which []int
+	var cs []constraint
+	for i := range s.constraints {
+		if len(s.index[i]) > 0 {
+			which = append(which, i)
+			cs = append(cs, s.constraints[i])
+		}
+	}
+	totals := pl.incrementalTotals(ctx, idx, pod, cs, required, all)
+	if totals == nil {
+		return false
+	}
+	for j, t := range totals {
+		i := which[j]
+		for v, slot := range s.index[i] {
+			if id, ok := t.byValue[v]; ok && t.members[id] > 0 {
+				s.counts[i][slot] = t.pods[id]
+			}
+		}
+	}
+	return true
 }
 
 // Score implements framework.ScorePlugin: the raw score grows with the

@@ -1,0 +1,309 @@
+package interpodaffinity
+
+import (
+	"context"
+	"sync"
+
+	"github.com/berth-io/berth/scheduler/framework"
+)
+
+// Incremental counts for the incoming pod's required terms. incomingCounts
+// visits every pod of the cluster, which at 100,000 nodes is most of a
+// cycle for a pod with terms. Pods of one workload carry the same terms,
+// and between two of their cycles only a few nodes change; when the
+// snapshot lists the NodeInfos its updates overwrote (changeSource), the
+// plugin keeps the counts per rule (the terms and what of the incoming pod
+// they read) across cycles, with each node's contribution, and replaces
+// only the changed nodes' contributions. Anything it cannot vouch for (a
+// rebuilt node list, a change log that no longer reaches back, another
+// lister or node list) is recounted from every node.
+
+// changeSource is what the plugin needs of a snapshot; cache.Snapshot has
+// it.
+type changeSource interface {
+	Generation() int64
+	NodesChangedSince(gen int64) ([]*framework.NodeInfo, bool)
+}
+
+// maxTermRules bounds the rules kept: each costs about 20 bytes per node
+// and term.
+const maxTermRules = 4
+
+// termTotals is one rule's counts: per node and term, the domain value
+// and the pods counted there (0 when the node lacks the key), and their
+// sums per domain, with zero sums deleted as topologyCounts requires.
+type termTotals struct {
+	key     string
+	lastUse uint64
+	source  changeSource
+	list    *framework.NodeInfo
+	size    int
+	gen     int64
+	valid   bool
+
+	// numTerms contributions per node: affinity terms first, then
+	// anti-affinity terms.
+	numTerms int
+	values   []string
+	counts   []int32
+	affinity topologyCounts
+	anti     topologyCounts
+}
+
+// termIndex holds the kept rules. A plugin belongs to one framework whose
+// cycles run one at a time; the TryLock only keeps an unexpected
+// concurrent cycle out (it counts without the index).
+type termIndex struct {
+	mu       sync.Mutex
+	tick     uint64
+	rules    [maxTermRules]*termTotals
+	posList  *framework.NodeInfo
+	posSize  int
+	position map[*framework.NodeInfo]int32
+	// recounts and catchUps say how rules were brought up to date, for
+	// tests.
+	recounts, catchUps int
+}
+
+// ruleKey encodes everything the incoming pod's required terms read: the
+// terms, the pod's namespace, and its values of the keys the terms' label
+// key lists name. Two pods with one key get the same counts.
+func ruleKey(s *preFilterState) string {
+	b := make([]byte, 0, 128)
+	b = framework.AppendSigString(b, s.pod.Namespace)
+	for _, terms := range [][]framework.PodAffinityTerm{s.affinityTerms, s.antiAffinityTerms} {
+		b = framework.AppendSigInt(b, int64(len(terms)))
+		for i := range terms {
+			b = appendTerm(b, &terms[i], s.pod)
+		}
+	}
+	return string(b)
+}
+
+func appendTerm(b []byte, t *framework.PodAffinityTerm, owner *framework.Pod) []byte {
+	if ls := t.LabelSelector; ls == nil {
+		b = append(b, 'N')
+	} else {
+		b = append(b, 'S')
+		b = framework.AppendSigStringMap(b, ls.MatchLabels)
+		b = framework.AppendSigInt(b, int64(len(ls.MatchExpressions)))
+		for _, e := range ls.MatchExpressions {
+			b = framework.AppendSigString(b, e.Key)
+			b = framework.AppendSigString(b, string(e.Operator))
+			b = appendStrings(b, e.Values)
+		}
+	}
+	b = appendStrings(b, t.Namespaces)
+	if t.AllNamespaces {
+		b = append(b, 'A')
+	}
+	b = framework.AppendSigString(b, t.TopologyKey)
+	for _, keys := range [][]string{t.MatchLabelKeys, t.MismatchLabelKeys} {
+		b = framework.AppendSigInt(b, int64(len(keys)))
+		for _, k := range keys {
+			b = framework.AppendSigString(b, k)
+			if v, ok := owner.Labels[k]; ok {
+				b = framework.AppendSigString(b, v)
+			} else {
+				b = append(b, '-')
+			}
+		}
+	}
+	return b
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = framework.AppendSigInt(b, int64(len(ss)))
+	for _, s := range ss {
+		b = framework.AppendSigString(b, s)
+	}
+	return b
+}
+
+// keptIncomingCounts returns copies of the kept counts for s's terms over
+// nodes, brought up to date; ok is false when they must be counted from
+// every pod (see the comment at the top).
+func (pl *InterPodAffinity) keptIncomingCounts(ctx context.Context, s *preFilterState, nodes []*framework.NodeInfo) (affinity, anti topologyCounts, ok bool) {
+	lister := pl.handle.SnapshotSharedLister()
+	src, isSource := lister.(changeSource)
+	if !isSource || len(nodes) == 0 {
+		return nil, nil, false
+	}
+	if all := lister.NodeInfos().List(); len(all) != len(nodes) || &all[0] != &nodes[0] {
+		return nil, nil, false
+	}
+	x := &pl.terms
+	if !x.mu.TryLock() {
+		return nil, nil, false
+	}
+	defer x.mu.Unlock()
+	x.tick++
+	t := x.totalsFor(ruleKey(s))
+	if t == nil {
+		return nil, nil, false
+	}
+	gen := src.Generation()
+	fresh := t.valid && t.source == src && t.list == nodes[0] && t.size == len(nodes)
+	switch {
+	case fresh && t.gen == gen:
+	case fresh && x.catchUp(t, s, src, nodes):
+		x.catchUps++
+	default:
+		x.recounts++
+		if !t.recount(ctx, pl.handle.Parallelizer(), s, nodes) {
+			return nil, nil, false
+		}
+	}
+	t.source, t.list, t.size, t.gen = src, nodes[0], len(nodes), gen
+	// Copies: AddPod and RemovePod change a state's counts, and the kept
+	// ones change next cycle.
+	return cloneCounts(t.affinity), cloneCounts(t.anti), true
+}
+
+// totalsFor returns the rule of key, taking over the least recently used
+// one (invalidated) if key is new.
+func (x *termIndex) totalsFor(key string) *termTotals {
+	var victim *termTotals
+	for i, t := range x.rules {
+		if t == nil {
+			t = &termTotals{}
+			x.rules[i] = t
+		}
+		if t.key == key && t.valid {
+			t.lastUse = x.tick
+			return t
+		}
+		if victim == nil || t.lastUse < victim.lastUse {
+			victim = t
+		}
+	}
+	*victim = termTotals{key: key, lastUse: x.tick, values: victim.values[:0], counts: victim.counts[:0]}
+	return victim
+}
+
+// catchUp replaces the contributions of the nodes changed since t's
+// generation; false if they cannot all be found.
+func (x *termIndex) catchUp(t *termTotals, s *preFilterState, src changeSource, nodes []*framework.NodeInfo) bool {
+	changed, ok := src.NodesChangedSince(t.gen)
+	if !ok {
+		return false
+	}
+	if x.posList != nodes[0] || x.posSize != len(nodes) || x.position == nil {
+		x.position = make(map[*framework.NodeInfo]int32, len(nodes))
+		for i, ni := range nodes {
+			x.position[ni] = int32(i)
+		}
+		x.posList, x.posSize = nodes[0], len(nodes)
+		if len(x.position) != len(nodes) {
+			x.position = nil
+			return false
+		}
+	}
+	var classes classMemo[matched]
+	for _, ni := range changed {
+		pos, ok := x.position[ni]
+		if !ok {
+			return false
+		}
+		t.apply(s, int(pos), -1)
+		t.contribute(s, int(pos), ni, &classes)
+		t.apply(s, int(pos), 1)
+	}
+	return true
+}
+
+// recount builds t from every node; false if ctx ended first.
+func (t *termTotals) recount(ctx context.Context, par framework.Parallelizer, s *preFilterState, nodes []*framework.NodeInfo) bool {
+	t.valid = false
+	t.numTerms = len(s.affinityTerms) + len(s.antiAffinityTerms)
+	size := len(nodes) * t.numTerms
+	if cap(t.counts) < size {
+		t.values, t.counts = make([]string, size), make([]int32, size)
+	}
+	t.values, t.counts = t.values[:size], t.counts[:size]
+	chunks := 1
+	if p := par.Parallelism(); p > 1 {
+		chunks = min(len(nodes), 4*p)
+	}
+	chunk := (len(nodes) + chunks - 1) / chunks
+	par.Until(ctx, chunks, func(c int) {
+		var classes classMemo[matched]
+		for n := c * chunk; n < min((c+1)*chunk, len(nodes)); n++ {
+			t.contribute(s, n, nodes[n], &classes)
+		}
+	})
+	if ctx.Err() != nil {
+		return false
+	}
+	t.affinity, t.anti = topologyCounts{}, topologyCounts{}
+	for n := range nodes {
+		t.apply(s, n, 1)
+	}
+	t.valid = true
+	return true
+}
+
+// contribute computes the contributions of ni, at position pos.
+func (t *termTotals) contribute(s *preFilterState, pos int, ni *framework.NodeInfo, classes *classMemo[matched]) {
+	values := t.values[pos*t.numTerms : (pos+1)*t.numTerms]
+	counts := t.counts[pos*t.numTerms : (pos+1)*t.numTerms]
+	clear(values)
+	clear(counts)
+	node := ni.Node()
+	if node == nil {
+		return
+	}
+	var all int32
+	anti := counts[len(s.affinityTerms):]
+	for _, existing := range ni.Pods {
+		m := classes.get(existing, func() matched { return s.judge(existing.Pod) })
+		if m.all {
+			all++
+		}
+		for _, j := range m.antiTerms {
+			anti[j]++
+		}
+	}
+	for i := range s.affinityTerms {
+		counts[i] = all
+	}
+	for i := range counts {
+		if v, ok := node.Labels[s.termKey(i)]; ok {
+			values[i] = v
+		} else {
+			counts[i] = 0
+		}
+	}
+}
+
+// termKey is the topology key of term i, counting affinity terms first.
+func (s *preFilterState) termKey(i int) string {
+	if i < len(s.affinityTerms) {
+		return s.affinityTerms[i].TopologyKey
+	}
+	return s.antiAffinityTerms[i-len(s.affinityTerms)].TopologyKey
+}
+
+// apply adds (sign 1) or takes out (sign -1) the contributions at pos.
+func (t *termTotals) apply(s *preFilterState, pos int, sign int64) {
+	for i := range t.numTerms {
+		n := t.counts[pos*t.numTerms+i]
+		if n == 0 {
+			continue
+		}
+		m := t.anti
+		if i < len(s.affinityTerms) {
+			m = t.affinity
+		}
+		addPair(m, topologyPair{key: s.termKey(i), value: t.values[pos*t.numTerms+i]}, sign*int64(n))
+	}
+}
+
+// addPair adds delta to p, deleting a count that reaches zero.
+func addPair(m topologyCounts, p topologyPair, delta int64) {
+	if n := m[p] + delta; n != 0 {
+		m[p] = n
+	} else {
+		delete(m, p)
+	}
+}
