@@ -101,11 +101,11 @@ func (s *Store) addBinding(u *commitUnit, b Binding, heldAt int64) error {
 		return fmt.Errorf("store: encode pod: %w", err)
 	}
 	key := s.keys.pod(b.Pod.Namespace, b.Pod.Name)
-	u.cmps = append(u.cmps, clientv3.Compare(clientv3.ModRevision(key), "=", b.ExpectedModRevision))
+	u.cmps = append(u.cmps, modRevIs(key, b.ExpectedModRevision))
 	u.ops = append(u.ops, clientv3.OpPut(key, string(val)))
 	if heldAt > 0 {
 		s.fence(u, b.Shard, b.ShardEpoch)
-		u.cmps = append(u.cmps, clientv3.Compare(clientv3.ModRevision(s.keys.assume(b.Pod.Namespace, b.Pod.Name)), "=", heldAt))
+		u.cmps = append(u.cmps, modRevIs(s.keys.assume(b.Pod.Namespace, b.Pod.Name), heldAt))
 		return nil
 	}
 	s.charge(u, b.Pod.NodeName, b.ViewRevision, b.Shard, b.ShardEpoch)
@@ -129,7 +129,7 @@ func (s *Store) charge(u *commitUnit, node string, view int64, shard int, epoch 
 // epoch; epoch 0: no fence.
 func (s *Store) fence(u *commitUnit, shard int, epoch int64) {
 	if epoch != 0 {
-		u.fences = append(u.fences, clientv3.Compare(clientv3.CreateRevision(s.keys.shard(shard)), "=", epoch))
+		u.fences = append(u.fences, createRevIs(s.keys.shard(shard), epoch))
 	}
 }
 

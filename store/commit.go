@@ -605,3 +605,34 @@ func cmpHolds(c *clientv3.Cmp, kv *mvccpb.KeyValue) bool {
 	}
 	return false
 }
+
+// The compares of the per-pod paths are built here rather than with
+// clientv3.Compare, which deep-copies its argument through protobuf
+// reflection; the Cmp constructors give a fresh *pb.Compare to fill in.
+
+// createRevIs compares key's create revision to rev (0: the key is absent).
+func createRevIs(key string, rev int64) clientv3.Cmp {
+	c := clientv3.CreateRevision(key)
+	pc := c.GetCompare()
+	pc.Result = pb.Compare_EQUAL
+	pc.TargetUnion = &pb.Compare_CreateRevision{CreateRevision: rev}
+	return c
+}
+
+// modRevIs compares key's mod revision to rev.
+func modRevIs(key string, rev int64) clientv3.Cmp {
+	return modRevCmp(key, pb.Compare_EQUAL, rev)
+}
+
+// modRevBelow holds if key's mod revision is less than rev.
+func modRevBelow(key string, rev int64) clientv3.Cmp {
+	return modRevCmp(key, pb.Compare_LESS, rev)
+}
+
+func modRevCmp(key string, result pb.Compare_CompareResult, rev int64) clientv3.Cmp {
+	c := clientv3.ModRevision(key)
+	pc := c.GetCompare()
+	pc.Result = result
+	pc.TargetUnion = &pb.Compare_ModRevision{ModRevision: rev}
+	return c
+}

@@ -117,8 +117,8 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 		// which keeps pods of one batch in one Txn.
 		u := &commitUnit{
 			cmps: []clientv3.Cmp{
-				clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
-				clientv3.Compare(clientv3.CreateRevision(uidKey), "=", 0),
+				createRevIs(key, 0),
+				createRevIs(uidKey, 0),
 			},
 			ops:        []clientv3.Op{clientv3.OpPut(key, string(val)), clientv3.OpPut(uidKey, key)},
 			readValues: true, // to tell an identical resubmission from a rival
@@ -225,7 +225,7 @@ func (s *Store) DeletePod(ctx context.Context, namespace, name, uid string) (int
 		}
 		// The pod's uid index key goes with it, freeing the uid.
 		u := &commitUnit{
-			cmps:       []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)},
+			cmps:       []clientv3.Cmp{modRevIs(key, kv.ModRevision)},
 			ops:        []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(s.keys.uid(p.Uid))},
 			readValues: true, // to check the new value's uid
 		}
@@ -357,7 +357,7 @@ func (s *Store) UpdatePods(ctx context.Context, updates []PodUpdate) []UpdateRes
 		}
 		key := s.keys.pod(up.Pod.Namespace, up.Pod.Name)
 		return &commitUnit{
-			cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", up.ExpectedModRevision)},
+			cmps: []clientv3.Cmp{modRevIs(key, up.ExpectedModRevision)},
 			ops:  []clientv3.Op{clientv3.OpPut(key, string(val))},
 		}, nil
 	}, func(i int, _ *commitUnit, res commitResult) {
