@@ -14,7 +14,11 @@ import (
 // replica commits for a shard it lost.
 type Binding struct {
 	// Pod is the new value: the stored pod with node_name and status set.
+	// With Value set, only its namespace, name, uid and node_name are read.
 	Pod *berthv1.Pod
+	// Value, if set, is the new value already encoded (MarkBoundValue):
+	// it is written as is.
+	Value []byte
 	// ExpectedModRevision is the revision of the record the decision read.
 	ExpectedModRevision int64
 	// ViewRevision is the revision of the cluster view the placement was
@@ -96,9 +100,12 @@ func (s *Store) addBinding(u *commitUnit, b Binding, heldAt int64) error {
 	if b.Pod.NodeName == "" {
 		return fmt.Errorf("%w: binding of %s/%s names no node", ErrInvalidArgument, b.Pod.Namespace, b.Pod.Name)
 	}
-	val, err := marshalOpts.Marshal(b.Pod)
-	if err != nil {
-		return fmt.Errorf("store: encode pod: %w", err)
+	val := b.Value
+	if val == nil {
+		var err error
+		if val, err = marshalOpts.Marshal(b.Pod); err != nil {
+			return fmt.Errorf("store: encode pod: %w", err)
+		}
 	}
 	key := s.keys.pod(b.Pod.Namespace, b.Pod.Name)
 	u.cmps = append(u.cmps, modRevIs(key, b.ExpectedModRevision))
