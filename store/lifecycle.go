@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
@@ -88,8 +89,11 @@ func createPhase(nodeName string) berthv1.PodPhase {
 // it is replaced by the create phase (with start time now when the pod is
 // declared bound). The uid is left to CreatePods, which assigns one only
 // after its identical-pod check, so a plain resubmission stays idempotent.
+//
+// The result shares every field but the status with p: neither may be
+// changed afterwards.
 func Admit(p *berthv1.Pod, now time.Time) *berthv1.Pod {
-	p = proto.Clone(p).(*berthv1.Pod)
+	p = shallowCopy(p)
 	p.Status = &berthv1.PodStatus{Phase: createPhase(p.NodeName)}
 	if p.NodeName != "" {
 		p.Status.StartTime = timestamppb.New(now)
@@ -98,22 +102,42 @@ func Admit(p *berthv1.Pod, now time.Time) *berthv1.Pod {
 }
 
 // withCreateDefaults returns p, or a copy with a uid and the create phase
-// filled in where missing.
+// filled in where missing. The copy shares with p the fields it does not
+// fill in.
 func withCreateDefaults(p *berthv1.Pod) *berthv1.Pod {
 	if p.Uid != "" && p.GetStatus().GetPhase() != berthv1.PodPhase_POD_PHASE_UNSPECIFIED {
 		return p
 	}
-	c := proto.Clone(p).(*berthv1.Pod)
+	c := shallowCopy(p)
 	if c.Uid == "" {
 		c.Uid = uuid.NewString()
 	}
 	if c.Status == nil {
 		c.Status = &berthv1.PodStatus{}
+	} else if c.Status.Phase == berthv1.PodPhase_POD_PHASE_UNSPECIFIED {
+		c.Status = shallowCopy(c.Status) // p's status is not ours to change
 	}
 	if c.Status.Phase == berthv1.PodPhase_POD_PHASE_UNSPECIFIED {
 		c.Status.Phase = createPhase(c.NodeName)
 	}
 	return c
+}
+
+// shallowCopy returns a new message holding m's fields, sharing its lists,
+// maps and sub-messages, for a copy that only replaces whole fields. A deep
+// proto.Clone copies a pod's containers and maps through reflection, and
+// was most of what admitting a pod cost.
+func shallowCopy[M proto.Message](m M) M {
+	src := m.ProtoReflect()
+	dst := src.New()
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		dst.Set(fd, v)
+		return true
+	})
+	if u := src.GetUnknown(); len(u) > 0 {
+		dst.SetUnknown(u)
+	}
+	return dst.Interface().(M)
 }
 
 // chargesOnCreate tells whether creating p adds it to a node, so that node's

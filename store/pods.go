@@ -185,8 +185,7 @@ func (s *Store) existingPod(req *berthv1.Pod, kv *mvccpb.KeyValue) CreateResult 
 // sameSpec tells whether a resubmitted pod matches the stored one: status is
 // ignored, and so are uid and node_name when the request leaves them empty.
 func sameSpec(req, stored *berthv1.Pod) bool {
-	a := proto.Clone(req).(*berthv1.Pod)
-	b := proto.Clone(stored).(*berthv1.Pod)
+	a, b := shallowCopy(req), shallowCopy(stored) // only whole fields change
 	a.Status, b.Status = nil, nil
 	if a.Uid == "" {
 		b.Uid = ""
