@@ -109,7 +109,7 @@ func (s *Store) addBinding(u *commitUnit, b Binding, heldAt int64) error {
 	}
 	key := s.keys.pod(b.Pod.Namespace, b.Pod.Name)
 	u.cmps = append(u.cmps, modRevIs(key, b.ExpectedModRevision))
-	u.ops = append(u.ops, clientv3.OpPut(key, string(val)))
+	u.ops = append(u.ops, putValue(key, val))
 	if heldAt > 0 {
 		s.fence(u, b.Shard, b.ShardEpoch)
 		u.cmps = append(u.cmps, modRevIs(s.keys.assume(b.Pod.Namespace, b.Pod.Name), heldAt))

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -635,4 +636,12 @@ func modRevCmp(key string, result pb.Compare_CompareResult, rev int64) clientv3.
 	pc.Result = result
 	pc.TargetUnion = &pb.Compare_ModRevision{ModRevision: rev}
 	return c
+}
+
+// putValue is clientv3.OpPut of an encoded value. OpPut copies its string
+// argument into bytes of its own before returning, so val can be lent to it
+// as a string for the call; converting it with string(val) copied every pod
+// value written a second time.
+func putValue(key string, val []byte) clientv3.Op {
+	return clientv3.OpPut(key, unsafe.String(unsafe.SliceData(val), len(val)))
 }

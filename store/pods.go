@@ -120,7 +120,7 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 				createRevIs(key, 0),
 				createRevIs(uidKey, 0),
 			},
-			ops:        []clientv3.Op{clientv3.OpPut(key, string(val)), clientv3.OpPut(uidKey, key)},
+			ops:        []clientv3.Op{putValue(key, val), clientv3.OpPut(uidKey, key)},
 			readValues: true, // to tell an identical resubmission from a rival
 		}
 		if chargesOnCreate(sp) {
@@ -357,7 +357,7 @@ func (s *Store) UpdatePods(ctx context.Context, updates []PodUpdate) []UpdateRes
 		key := s.keys.pod(up.Pod.Namespace, up.Pod.Name)
 		return &commitUnit{
 			cmps: []clientv3.Cmp{modRevIs(key, up.ExpectedModRevision)},
-			ops:  []clientv3.Op{clientv3.OpPut(key, string(val))},
+			ops:  []clientv3.Op{putValue(key, val)},
 		}, nil
 	}, func(i int, _ *commitUnit, res commitResult) {
 		switch res.err {
