@@ -413,6 +413,12 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 }
 
 // buildTxn gathers the batch's compares and writes.
+//
+// Compares that many units share go in once: etcd evaluates each compare by
+// reading its key, and every binding of a shard carries the same fence. Of
+// the charge compares on one allocation key only the strictest is needed,
+// since all of them must hold. Each unit's own compares are still judged
+// one by one in settleFailed should the Txn fail.
 func (c *groupCommitter) buildTxn(pending []*commitUnit, bounds map[string]allocTip) (cmps []clientv3.Cmp, ops []clientv3.Op) {
 	// Sized up front: an Op is a few hundred bytes, and growing these by
 	// appending was a tenth of the bytes a pod's trip allocated.
@@ -423,25 +429,69 @@ func (c *groupCommitter) buildTxn(pending []*commitUnit, bounds map[string]alloc
 	}
 	cmps = make([]clientv3.Cmp, 0, ncmps)
 	ops = make([]clientv3.Op, 0, nops)
-	var charged map[string]bool // allocation keys already put
+	var (
+		fences  map[cmpIdentity]bool
+		charged map[string]int // allocation key -> its compare's index in cmps, or -1
+	)
 	for _, u := range pending {
 		cmps = append(cmps, u.cmps...)
 		ops = append(ops, u.ops...)
-		cmps = append(cmps, u.fences...)
-		for _, ch := range u.charges {
-			if ch.view > 0 {
-				cmps = append(cmps, ch.compare(bounds[ch.key].bound(ch.view)))
+		for i := range u.fences {
+			id := identify(&u.fences[i])
+			if fences[id] {
+				continue
 			}
-			if !charged[ch.key] {
+			if fences == nil {
+				fences = make(map[cmpIdentity]bool)
+			}
+			fences[id] = true
+			cmps = append(cmps, u.fences[i])
+		}
+		for _, ch := range u.charges {
+			at, seen := charged[ch.key]
+			if !seen {
 				if charged == nil {
-					charged = make(map[string]bool)
+					charged = make(map[string]int)
 				}
-				charged[ch.key] = true
+				at = -1
 				ops = append(ops, clientv3.OpPut(ch.key, c.writer()))
 			}
+			if ch.view > 0 {
+				bound := bounds[ch.key].bound(ch.view)
+				switch {
+				case at < 0:
+					at = len(cmps)
+					cmps = append(cmps, ch.compare(bound))
+				case bound+1 < cmps[at].GetCompare().GetModRevision():
+					cmps[at] = ch.compare(bound)
+				}
+			}
+			charged[ch.key] = at
 		}
 	}
 	return cmps, ops
+}
+
+// cmpIdentity tells equal compares apart from different ones.
+type cmpIdentity struct {
+	key            string
+	target         pb.Compare_CompareTarget
+	result         pb.Compare_CompareResult
+	rangeEnd       string
+	value          string
+	version        int64
+	createRevision int64
+	modRevision    int64
+	lease          int64
+}
+
+func identify(c *clientv3.Cmp) cmpIdentity {
+	pc := c.GetCompare()
+	return cmpIdentity{
+		key: string(pc.Key), target: pc.Target, result: pc.Result, rangeEnd: string(pc.RangeEnd),
+		value: string(pc.GetValue()), version: pc.GetVersion(), createRevision: pc.GetCreateRevision(),
+		modRevision: pc.GetModRevision(), lease: pc.GetLease(),
+	}
 }
 
 // readAt reads, at rev, every key the units of a failed Txn compared or

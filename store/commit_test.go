@@ -425,3 +425,51 @@ func TestCloseFlushesQueuedWrites(t *testing.T) {
 		}
 	}
 }
+
+// Compares that units share go into a Txn once, and of the charges on one
+// allocation key only the strictest compare: the conjunction is the same.
+func TestBuildTxnSharesCompares(t *testing.T) {
+	c := &groupCommitter{writer: func() string { return "me" }}
+	unit := func(pod string, epoch, view int64, node string) *commitUnit {
+		return &commitUnit{
+			cmps:    []clientv3.Cmp{modRevIs(pod, 7)},
+			ops:     []clientv3.Op{clientv3.OpPut(pod, "v")},
+			fences:  []clientv3.Cmp{createRevIs("/shard/0", epoch)},
+			charges: []allocCharge{{key: "/alloc/" + node, view: view}},
+		}
+	}
+	units := []*commitUnit{
+		unit("/p/a", 5, 30, "n1"),
+		unit("/p/b", 5, 20, "n1"), // same fence; n1's strictest view
+		unit("/p/c", 6, 40, "n1"), // another epoch: a different fence
+		unit("/p/d", 5, 10, "n2"),
+		unit("/p/e", 5, 0, "n2"), // declared: bumps n2, no compare of its own
+	}
+	cmps, ops := c.buildTxn(units, map[string]allocTip{})
+	type cmpKey struct {
+		Key string
+		Rev int64
+	}
+	var got []cmpKey
+	for i := range cmps {
+		pc := cmps[i].GetCompare()
+		got = append(got, cmpKey{string(pc.Key), pc.GetModRevision() + pc.GetCreateRevision()})
+	}
+	want := []cmpKey{
+		{"/p/a", 7}, {"/shard/0", 5}, {"/alloc/n1", 21},
+		{"/p/b", 7},
+		{"/p/c", 7}, {"/shard/0", 6},
+		{"/p/d", 7}, {"/alloc/n2", 11},
+		{"/p/e", 7},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("compares (-want,+got):\n%s", diff)
+	}
+	var puts []string
+	for _, op := range ops {
+		puts = append(puts, string(op.KeyBytes()))
+	}
+	if diff := cmp.Diff([]string{"/p/a", "/alloc/n1", "/p/b", "/p/c", "/p/d", "/alloc/n2", "/p/e"}, puts); diff != "" {
+		t.Errorf("puts (-want,+got):\n%s", diff)
+	}
+}
