@@ -7,8 +7,6 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
@@ -115,7 +113,7 @@ func withCreateDefaults(p *berthv1.Pod) *berthv1.Pod {
 	if c.Status == nil {
 		c.Status = &berthv1.PodStatus{}
 	} else if c.Status.Phase == berthv1.PodPhase_POD_PHASE_UNSPECIFIED {
-		c.Status = shallowCopy(c.Status) // p's status is not ours to change
+		c.Status = shallowCopyStatus(c.Status) // p's status is not ours to change
 	}
 	if c.Status.Phase == berthv1.PodPhase_POD_PHASE_UNSPECIFIED {
 		c.Status.Phase = createPhase(c.NodeName)
@@ -123,21 +121,57 @@ func withCreateDefaults(p *berthv1.Pod) *berthv1.Pod {
 	return c
 }
 
-// shallowCopy returns a new message holding m's fields, sharing its lists,
-// maps and sub-messages, for a copy that only replaces whole fields. A deep
+// shallowCopy returns a new pod holding p's fields, sharing its lists, maps
+// and sub-messages, for a copy that only replaces whole fields. A deep
 // proto.Clone copies a pod's containers and maps through reflection, and
-// was most of what admitting a pod cost.
-func shallowCopy[M proto.Message](m M) M {
-	src := m.ProtoReflect()
-	dst := src.New()
-	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		dst.Set(fd, v)
-		return true
-	})
-	if u := src.GetUnknown(); len(u) > 0 {
-		dst.SetUnknown(u)
+// was most of what admitting a pod cost; so, at about the same cost, was
+// a copy through protoreflect. TestShallowCopy fails if a field is added
+// to Pod and not here.
+func shallowCopy(p *berthv1.Pod) *berthv1.Pod {
+	c := &berthv1.Pod{
+		Namespace:                 p.Namespace,
+		Name:                      p.Name,
+		Uid:                       p.Uid,
+		Labels:                    p.Labels,
+		Priority:                  p.Priority,
+		Containers:                p.Containers,
+		InitContainers:            p.InitContainers,
+		Overhead:                  p.Overhead,
+		NodeName:                  p.NodeName,
+		SchedulerName:             p.SchedulerName,
+		Status:                    p.Status,
+		NodeSelector:              p.NodeSelector,
+		Tolerations:               p.Tolerations,
+		Affinity:                  p.Affinity,
+		TopologySpreadConstraints: p.TopologySpreadConstraints,
+		SchedulingGates:           p.SchedulingGates,
+		PreemptionPolicy:          p.PreemptionPolicy,
+		PodGroup:                  p.PodGroup,
 	}
-	return dst.Interface().(M)
+	if u := p.ProtoReflect().GetUnknown(); len(u) > 0 {
+		c.ProtoReflect().SetUnknown(u)
+	}
+	return c
+}
+
+// shallowCopyStatus is shallowCopy for a status; TestShallowCopy guards it
+// the same way.
+func shallowCopyStatus(s *berthv1.PodStatus) *berthv1.PodStatus {
+	c := &berthv1.PodStatus{
+		Phase:             s.Phase,
+		Message:           s.Message,
+		NominatedNodeName: s.NominatedNodeName,
+		StartTime:         s.StartTime,
+		Diagnosis:         s.Diagnosis,
+		PreemptedBy:       s.PreemptedBy,
+		ScheduledBy:       s.ScheduledBy,
+		Rejections:        s.Rejections,
+		NodeLost:          s.NodeLost,
+	}
+	if u := s.ProtoReflect().GetUnknown(); len(u) > 0 {
+		c.ProtoReflect().SetUnknown(u)
+	}
+	return c
 }
 
 // chargesOnCreate tells whether creating p adds it to a node, so that node's

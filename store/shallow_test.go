@@ -11,8 +11,10 @@ import (
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
 
-// A shallow copy equals its original, and replacing its fields leaves the
-// original alone: what Admit and withCreateDefaults rely on.
+// A shallow copy equals its original (every field is set at random, so a
+// field added to the message and not to the copy fails this), and
+// replacing its fields leaves the original alone: what Admit and
+// withCreateDefaults rely on.
 func TestShallowCopy(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	r := rand.New(rand.NewPCG(seed, 13))
@@ -28,6 +30,11 @@ func TestShallowCopy(t *testing.T) {
 			t.Fatalf("seed %d: copy %v differs from %v", seed, c, p)
 		}
 		c.Uid, c.Status, c.NodeName = "other", &berthv1.PodStatus{Message: "x"}, "n"
+		st := &berthv1.PodStatus{}
+		randomFill(r, st.ProtoReflect(), 3)
+		if cs := shallowCopyStatus(st); !proto.Equal(cs, st) {
+			t.Fatalf("seed %d: status copy %v differs from %v", seed, cs, st)
+		}
 		admitted := Admit(p, time.Unix(5, 0))
 		defaulted := withCreateDefaults(p)
 		if !proto.Equal(p, before) {
