@@ -473,3 +473,65 @@ func TestBuildTxnSharesCompares(t *testing.T) {
 		t.Errorf("puts (-want,+got):\n%s", diff)
 	}
 }
+
+// meddlingKV writes one key right after any Txn whose compares failed, so
+// the key has changed by the time the committer reads why.
+type meddlingKV struct {
+	clientv3.KV
+	key, value string
+}
+
+func (m *meddlingKV) Txn(ctx context.Context) clientv3.Txn {
+	return &meddlingTxn{Txn: m.KV.Txn(ctx), kv: m, ctx: ctx}
+}
+
+type meddlingTxn struct {
+	clientv3.Txn
+	kv  *meddlingKV
+	ctx context.Context
+}
+
+func (t *meddlingTxn) If(c ...clientv3.Cmp) clientv3.Txn  { t.Txn = t.Txn.If(c...); return t }
+func (t *meddlingTxn) Then(o ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(o...); return t }
+func (t *meddlingTxn) Commit() (*clientv3.TxnResponse, error) {
+	resp, err := t.Txn.Commit()
+	if err == nil && !resp.Succeeded {
+		if _, perr := t.kv.KV.Put(t.ctx, t.kv.key, t.kv.value); perr != nil {
+			return nil, perr
+		}
+	}
+	return resp, err
+}
+
+// A failed Txn's keys are read at the revision its compares failed at, not
+// later: the writer judges the value its compare saw.
+func TestCommitterReadsAFailedTxnAtItsRevision(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	ctx := testCtx(t)
+	p := keyPrefix(t)
+	put, err := s.Client().Put(ctx, p+"taken", "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := &meddlingKV{KV: s.Client().KV, key: p + "taken", value: "newer"}
+	c := newGroupCommitter(kv, 1, 1024, defaultMaxTxnBytes, 5*time.Second, nil)
+	defer c.close()
+	taken, free := createUnit(ctx, p+"taken", "mine"), createUnit(ctx, p+"free", "mine")
+	if err := c.submit(taken, free); err != nil {
+		t.Fatal(err)
+	}
+	if res := c.wait(ctx, free); res.err != nil {
+		t.Fatalf("free key: %v", res.err)
+	}
+	res := c.wait(ctx, taken)
+	if res.err != errCompareFailed {
+		t.Fatalf("taken key: %v, want a compare failure", res.err)
+	}
+	got := taken.currentKV(p + "taken")
+	if got == nil || string(got.Value) != "old" || got.ModRevision != put.Header.Revision {
+		t.Errorf("the failed create sees %v, want %q written at %d", got, "old", put.Header.Revision)
+	}
+	if now, err := s.Client().Get(ctx, p+"taken"); err != nil || string(now.Kvs[0].Value) != "newer" {
+		t.Fatalf("the meddling write did not land: %v, %v", now, err)
+	}
+}
