@@ -53,15 +53,20 @@ func (c storeCommitter) Bind(ctx context.Context, p *framework.Pod, nodeName str
 	return coreConflict(res.Err)
 }
 
-// binding builds the store's binding of p to nodeName.
+// binding builds the store's binding of p to nodeName. The new value is
+// the stored record edited as bytes: decoding and re-encoding the whole pod
+// was most of a bind's cost outside etcd.
 func (c storeCommitter) binding(p *framework.Pod, nodeName string) (store.Binding, error) {
-	next, err := sourceOf(p)
-	if err != nil {
-		return store.Binding{}, err
+	if len(p.Source) == 0 {
+		return store.Binding{}, fmt.Errorf("convert: pod %s has no stored record", p.Key())
 	}
-	store.MarkBound(next, nodeName, c.store.ReplicaID(), time.Now())
+	value, err := store.MarkBoundValue(p.Source, nodeName, c.store.ReplicaID(), time.Now())
+	if err != nil {
+		return store.Binding{}, fmt.Errorf("pod %s: %w", p.Key(), err)
+	}
 	return store.Binding{
-		Pod:                 next,
+		Pod:                 &berthv1.Pod{Namespace: p.Namespace, Name: p.Name, Uid: p.UID, NodeName: nodeName},
+		Value:               value,
 		ExpectedModRevision: p.Revision,
 		ViewRevision:        p.ViewRevision,
 		Shard:               p.Shard,

@@ -34,7 +34,7 @@ type allocCharge struct {
 
 // compare is the charge's check: nothing added to the node after bound.
 func (ch allocCharge) compare(bound int64) clientv3.Cmp {
-	return clientv3.Compare(clientv3.ModRevision(ch.key), "<", bound+1)
+	return modRevBelow(ch.key, bound+1)
 }
 
 // allocTip is what this replica knows of one allocation key.

@@ -3,12 +3,16 @@ package store
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
@@ -137,7 +141,7 @@ func (s *Store) sendBound(ctx context.Context, send func(*berthv1.BindingEvent) 
 	var bound []boundPod
 	rev, err := s.rangeAt(ctx, "list bindings", s.keys.pods, clientv3.GetPrefixRangeEnd(s.keys.pods), 0,
 		func(kv *mvccpb.KeyValue) {
-			p, err := decodePod(kv.Value)
+			p, err := decodeBindingView(kv.Value)
 			if err != nil {
 				s.log.Warn("store: skipping undecodable pod", zap.ByteString("key", kv.Key), zap.Error(err))
 				return
@@ -241,11 +245,11 @@ func (s *Store) revisionBindingEvents(evs []*clientv3.Event, rev int64, emit fun
 		case s.keys.isPod(key):
 			var prev, cur *berthv1.Pod
 			if ev.PrevKv != nil {
-				prev, _ = decodePod(ev.PrevKv.Value)
+				prev, _ = decodeBindingView(ev.PrevKv.Value)
 			}
 			if ev.Type == clientv3.EventTypePut {
 				var err error
-				if cur, err = decodePod(ev.Kv.Value); err != nil {
+				if cur, err = decodeBindingView(ev.Kv.Value); err != nil {
 					s.log.Warn("store: skipping undecodable pod", zap.ByteString("key", ev.Kv.Key), zap.Error(err))
 				}
 			}
@@ -266,4 +270,58 @@ func (s *Store) revisionBindingEvents(evs []*clientv3.Event, rev int64, emit fun
 		}
 	}
 	return nil
+}
+
+// decodeBindingView decodes only the fields of an encoded pod that its
+// binding events read: namespace, name, uid, node_name and status. The binding watch
+// decodes two pod values per pod write; the rest of a pod (containers,
+// labels, affinity) was most of that work and none of what it reads.
+// For every value decodePod accepts, it gives the same fields as decodePod.
+func decodeBindingView(b []byte) (*berthv1.Pod, error) {
+	p := &berthv1.Pod{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, fmt.Errorf("store: decode pod: %w", protowire.ParseError(n))
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return nil, fmt.Errorf("store: decode pod: %w", protowire.ParseError(m))
+		}
+		field := b[n : n+m]
+		b = b[n+m:]
+		if typ != protowire.BytesType {
+			// None of the view's fields: a full decode, too, takes a known
+			// field of the wrong wire type for an unknown one.
+			continue
+		}
+		body, _ := protowire.ConsumeBytes(field)
+		var dst *string
+		switch num {
+		case 1:
+			dst = &p.Namespace
+		case 2:
+			dst = &p.Name
+		case 3:
+			dst = &p.Uid
+		case podNodeNameField:
+			dst = &p.NodeName
+		case podStatusField:
+			// Repeated occurrences of a message field merge, as in a full decode.
+			if p.Status == nil {
+				p.Status = &berthv1.PodStatus{}
+			}
+			if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(body, p.Status); err != nil {
+				return nil, fmt.Errorf("store: decode pod: %w", err)
+			}
+			continue
+		default:
+			continue
+		}
+		if !utf8.Valid(body) {
+			return nil, fmt.Errorf("store: decode pod: field %d: invalid UTF-8", num)
+		}
+		*dst = string(body)
+	}
+	return p, nil
 }

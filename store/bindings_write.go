@@ -14,7 +14,11 @@ import (
 // replica commits for a shard it lost.
 type Binding struct {
 	// Pod is the new value: the stored pod with node_name and status set.
+	// With Value set, only its namespace, name, uid and node_name are read.
 	Pod *berthv1.Pod
+	// Value, if set, is the new value already encoded (MarkBoundValue):
+	// it is written as is.
+	Value []byte
 	// ExpectedModRevision is the revision of the record the decision read.
 	ExpectedModRevision int64
 	// ViewRevision is the revision of the cluster view the placement was
@@ -96,16 +100,19 @@ func (s *Store) addBinding(u *commitUnit, b Binding, heldAt int64) error {
 	if b.Pod.NodeName == "" {
 		return fmt.Errorf("%w: binding of %s/%s names no node", ErrInvalidArgument, b.Pod.Namespace, b.Pod.Name)
 	}
-	val, err := marshalOpts.Marshal(b.Pod)
-	if err != nil {
-		return fmt.Errorf("store: encode pod: %w", err)
+	val := b.Value
+	if val == nil {
+		var err error
+		if val, err = marshalOpts.Marshal(b.Pod); err != nil {
+			return fmt.Errorf("store: encode pod: %w", err)
+		}
 	}
 	key := s.keys.pod(b.Pod.Namespace, b.Pod.Name)
-	u.cmps = append(u.cmps, clientv3.Compare(clientv3.ModRevision(key), "=", b.ExpectedModRevision))
-	u.ops = append(u.ops, clientv3.OpPut(key, string(val)))
+	u.cmps = append(u.cmps, modRevIs(key, b.ExpectedModRevision))
+	u.ops = append(u.ops, putValue(key, val))
 	if heldAt > 0 {
 		s.fence(u, b.Shard, b.ShardEpoch)
-		u.cmps = append(u.cmps, clientv3.Compare(clientv3.ModRevision(s.keys.assume(b.Pod.Namespace, b.Pod.Name)), "=", heldAt))
+		u.cmps = append(u.cmps, modRevIs(s.keys.assume(b.Pod.Namespace, b.Pod.Name), heldAt))
 		return nil
 	}
 	s.charge(u, b.Pod.NodeName, b.ViewRevision, b.Shard, b.ShardEpoch)
@@ -129,7 +136,7 @@ func (s *Store) charge(u *commitUnit, node string, view int64, shard int, epoch 
 // epoch; epoch 0: no fence.
 func (s *Store) fence(u *commitUnit, shard int, epoch int64) {
 	if epoch != 0 {
-		u.fences = append(u.fences, clientv3.Compare(clientv3.CreateRevision(s.keys.shard(shard)), "=", epoch))
+		u.fences = append(u.fences, createRevIs(s.keys.shard(shard), epoch))
 	}
 }
 

@@ -9,9 +9,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -81,10 +83,12 @@ func (u *commitUnit) currentKV(key string) *mvccpb.KeyValue {
 //
 // Each of `workers` goroutines takes the oldest waiting units that fit in one
 // Txn (at most maxOps compares, ops and keys, about maxBytes) and sends
-// If(all compares) Then(all ops) Else(get every key). While one Txn is in
-// flight the others' units accumulate, so batches grow with load without any
-// linger. When a Txn's compares fail, the Else reads tell which units broke
-// them; those are settled and the rest are resent.
+// If(all compares) Then(all ops). While one Txn is in flight the others'
+// units accumulate, so batches grow with load without any linger. When a
+// Txn's compares fail, every key is read at the revision they failed at,
+// which tells which units broke them; those are settled and the rest are
+// resent. (Reading afterwards rather than in the Txn's Else keeps the reads
+// out of the raft log and the WAL of every Txn that succeeds: most of them.)
 //
 // A key is in at most one in-flight Txn at a time: a unit that touches a key
 // already taken waits for the next batch. So two writers racing on one key
@@ -353,9 +357,10 @@ func (c *groupCommitter) release(batch []*commitUnit) {
 // held after a Txn failed because of others'.
 func (c *groupCommitter) commit(batch []*commitUnit) {
 	pending := batch
+	compacted := 0
 	for len(pending) > 0 {
 		bounds := c.allocs.bounds(pending)
-		cmps, ops, gets := c.buildTxn(pending, bounds)
+		cmps, ops := c.buildTxn(pending, bounds)
 		c.txns.Add(1)
 		c.unitsSent.Add(int64(len(pending)))
 		txnCtx := context.Background()
@@ -365,7 +370,7 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 		}
 		ctx, cancel := context.WithTimeout(txnCtx, c.timeout)
 		start := time.Now()
-		resp, err := c.kv.Txn(ctx).If(cmps...).Then(ops...).Else(gets...).Commit()
+		resp, err := c.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		cancel()
 		if span != nil {
 			endTxnSpan(span, resp, err)
@@ -392,43 +397,147 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 			return
 		}
 		c.metrics.txnConflict()
-		pending = c.settleFailed(pending, resp, bounds)
+		current, err := c.readAt(pending, resp.Header.Revision)
+		if errors.Is(err, rpctypes.ErrCompacted) && compacted < 3 {
+			// The failed revision is gone already: resending judges the
+			// units again against a newer one.
+			compacted++
+			continue
+		}
+		if err != nil {
+			c.failAll(pending, err)
+			return
+		}
+		pending = c.settleFailed(pending, current, resp.Header.Revision, bounds)
 	}
 }
 
-// buildTxn gathers the batch's compares and writes, and the reads that tell,
-// should a compare fail, which units' compares still hold.
-func (c *groupCommitter) buildTxn(pending []*commitUnit, bounds map[string]allocTip) (cmps []clientv3.Cmp, ops, gets []clientv3.Op) {
-	shared := map[string]bool{} // fence and allocation keys already added
+// buildTxn gathers the batch's compares and writes.
+//
+// Compares that many units share go in once: etcd evaluates each compare by
+// reading its key, and every binding of a shard carries the same fence. Of
+// the charge compares on one allocation key only the strictest is needed,
+// since all of them must hold. Each unit's own compares are still judged
+// one by one in settleFailed should the Txn fail.
+func (c *groupCommitter) buildTxn(pending []*commitUnit, bounds map[string]allocTip) (cmps []clientv3.Cmp, ops []clientv3.Op) {
+	// Sized up front: an Op is a few hundred bytes, and growing these by
+	// appending was a tenth of the bytes a pod's trip allocated.
+	ncmps, nops := 0, 0
+	for _, u := range pending {
+		ncmps += len(u.cmps) + len(u.fences) + len(u.charges)
+		nops += len(u.ops) + len(u.charges)
+	}
+	cmps = make([]clientv3.Cmp, 0, ncmps)
+	ops = make([]clientv3.Op, 0, nops)
+	var (
+		fences  map[cmpIdentity]bool
+		charged map[string]int // allocation key -> its compare's index in cmps, or -1
+	)
 	for _, u := range pending {
 		cmps = append(cmps, u.cmps...)
 		ops = append(ops, u.ops...)
-		for _, k := range u.keys {
-			if u.readValues {
-				gets = append(gets, clientv3.OpGet(k))
-			} else {
-				gets = append(gets, clientv3.OpGet(k, clientv3.WithKeysOnly()))
-			}
-		}
 		for i := range u.fences {
-			cmps = append(cmps, u.fences[i])
-			if k := string(u.fences[i].KeyBytes()); !shared[k] {
-				shared[k] = true
-				gets = append(gets, clientv3.OpGet(k, clientv3.WithKeysOnly()))
+			id := identify(&u.fences[i])
+			if fences[id] {
+				continue
 			}
+			if fences == nil {
+				fences = make(map[cmpIdentity]bool)
+			}
+			fences[id] = true
+			cmps = append(cmps, u.fences[i])
 		}
 		for _, ch := range u.charges {
-			if ch.view > 0 {
-				cmps = append(cmps, ch.compare(bounds[ch.key].bound(ch.view)))
-			}
-			if !shared[ch.key] {
-				shared[ch.key] = true
+			at, seen := charged[ch.key]
+			if !seen {
+				if charged == nil {
+					charged = make(map[string]int)
+				}
+				at = -1
 				ops = append(ops, clientv3.OpPut(ch.key, c.writer()))
-				gets = append(gets, clientv3.OpGet(ch.key, clientv3.WithKeysOnly()))
 			}
+			if ch.view > 0 {
+				bound := bounds[ch.key].bound(ch.view)
+				switch {
+				case at < 0:
+					at = len(cmps)
+					cmps = append(cmps, ch.compare(bound))
+				case bound+1 < cmps[at].GetCompare().GetModRevision():
+					cmps[at] = ch.compare(bound)
+				}
+			}
+			charged[ch.key] = at
 		}
 	}
-	return cmps, ops, gets
+	return cmps, ops
+}
+
+// cmpIdentity tells equal compares apart from different ones.
+type cmpIdentity struct {
+	key            string
+	target         pb.Compare_CompareTarget
+	result         pb.Compare_CompareResult
+	rangeEnd       string
+	value          string
+	version        int64
+	createRevision int64
+	modRevision    int64
+	lease          int64
+}
+
+func identify(c *clientv3.Cmp) cmpIdentity {
+	pc := c.GetCompare()
+	return cmpIdentity{
+		key: string(pc.Key), target: pc.Target, result: pc.Result, rangeEnd: string(pc.RangeEnd),
+		value: string(pc.GetValue()), version: pc.GetVersion(), createRevision: pc.GetCreateRevision(),
+		modRevision: pc.GetModRevision(), lease: pc.GetLease(),
+	}
+}
+
+// readAt reads, at rev, every key the units of a failed Txn compared or
+// wrote: values for units that judge them, revisions only for the others.
+// It is one read-only Txn (no raft entry), at most as many reads as the
+// failed Txn had keys, so within etcd's limit on ops too.
+func (c *groupCommitter) readAt(pending []*commitUnit, rev int64) (map[string]*mvccpb.KeyValue, error) {
+	var gets []clientv3.Op
+	seen := make(map[string]bool)
+	get := func(k string, values bool) {
+		if seen[k] {
+			return
+		}
+		seen[k] = true
+		if values {
+			gets = append(gets, clientv3.OpGet(k, clientv3.WithRev(rev)))
+		} else {
+			gets = append(gets, clientv3.OpGet(k, clientv3.WithRev(rev), clientv3.WithKeysOnly()))
+		}
+	}
+	for _, u := range pending {
+		for _, k := range u.keys {
+			get(k, u.readValues)
+		}
+		for i := range u.fences {
+			get(string(u.fences[i].KeyBytes()), false)
+		}
+		for _, ch := range u.charges {
+			get(ch.key, false)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	// Do, not Txn: the same request, but it is a read, not one of the
+	// commits that the Txn counters and test doubles of the KV follow.
+	resp, err := c.kv.Do(ctx, clientv3.OpTxn(nil, gets, nil))
+	if err != nil {
+		return nil, err
+	}
+	current := make(map[string]*mvccpb.KeyValue, len(gets))
+	for _, r := range resp.Txn().Responses {
+		for _, kv := range r.GetResponseRange().GetKvs() {
+			current[string(kv.Key)] = kv
+		}
+	}
+	return current, nil
 }
 
 // failAll settles every unit of a Txn etcd refused with err.
@@ -451,17 +560,11 @@ func (c *groupCommitter) failAll(pending []*commitUnit, err error) {
 	c.metrics.unitsDone(result, len(pending))
 }
 
-// settleFailed finishes the units whose compares fail against the values the
-// Else branch read, and returns the others, to be resent. The Else reads ran
-// at the same revision as the compares, so at least one unit fails; if local
-// evaluation disagrees with etcd, everything is failed rather than looping.
-func (c *groupCommitter) settleFailed(pending []*commitUnit, resp *clientv3.TxnResponse, bounds map[string]allocTip) []*commitUnit {
-	current := make(map[string]*mvccpb.KeyValue, len(resp.Responses))
-	for _, r := range resp.Responses {
-		for _, kv := range r.GetResponseRange().GetKvs() {
-			current[string(kv.Key)] = kv
-		}
-	}
+// settleFailed finishes the units whose compares fail against current, the
+// keys read at rev, and returns the others, to be resent. The compares ran
+// at rev too, so at least one unit fails; if local evaluation disagrees with
+// etcd, everything is failed rather than looping.
+func (c *groupCommitter) settleFailed(pending []*commitUnit, current map[string]*mvccpb.KeyValue, rev int64, bounds map[string]allocTip) []*commitUnit {
 	var retry []*commitUnit
 	failed := 0
 	for _, u := range pending {
@@ -494,7 +597,7 @@ func (c *groupCommitter) settleFailed(pending []*commitUnit, resp *clientv3.TxnR
 		for i, k := range u.keys {
 			cur[i] = current[k]
 		}
-		res := commitResult{err: errCompareFailed, rev: resp.Header.Revision, current: cur}
+		res := commitResult{err: errCompareFailed, rev: rev, current: cur}
 		for _, ch := range u.charges {
 			if kv := current[ch.key]; kv != nil && kv.ModRevision > bounds[ch.key].bound(ch.view) {
 				res.chargedAt = max(res.chargedAt, kv.ModRevision)
@@ -505,7 +608,7 @@ func (c *groupCommitter) settleFailed(pending []*commitUnit, resp *clientv3.TxnR
 	}
 	c.metrics.unitsDone(resultCompareFailed, failed)
 	if failed == 0 && len(retry) > 0 {
-		err := fmt.Errorf("store: txn compares failed but none fails locally (revision %d)", resp.Header.Revision)
+		err := fmt.Errorf("store: txn compares failed but none fails locally (revision %d)", rev)
 		for _, u := range retry {
 			u.finish(commitResult{err: err})
 		}
@@ -552,4 +655,43 @@ func cmpHolds(c *clientv3.Cmp, kv *mvccpb.KeyValue) bool {
 		return r < 0
 	}
 	return false
+}
+
+// The compares of the per-pod paths are built here rather than with
+// clientv3.Compare, which deep-copies its argument through protobuf
+// reflection; the Cmp constructors give a fresh *pb.Compare to fill in.
+
+// createRevIs compares key's create revision to rev (0: the key is absent).
+func createRevIs(key string, rev int64) clientv3.Cmp {
+	c := clientv3.CreateRevision(key)
+	pc := c.GetCompare()
+	pc.Result = pb.Compare_EQUAL
+	pc.TargetUnion = &pb.Compare_CreateRevision{CreateRevision: rev}
+	return c
+}
+
+// modRevIs compares key's mod revision to rev.
+func modRevIs(key string, rev int64) clientv3.Cmp {
+	return modRevCmp(key, pb.Compare_EQUAL, rev)
+}
+
+// modRevBelow holds if key's mod revision is less than rev.
+func modRevBelow(key string, rev int64) clientv3.Cmp {
+	return modRevCmp(key, pb.Compare_LESS, rev)
+}
+
+func modRevCmp(key string, result pb.Compare_CompareResult, rev int64) clientv3.Cmp {
+	c := clientv3.ModRevision(key)
+	pc := c.GetCompare()
+	pc.Result = result
+	pc.TargetUnion = &pb.Compare_ModRevision{ModRevision: rev}
+	return c
+}
+
+// putValue is clientv3.OpPut of an encoded value. OpPut copies its string
+// argument into bytes of its own before returning, so val can be lent to it
+// as a string for the call; converting it with string(val) copied every pod
+// value written a second time.
+func putValue(key string, val []byte) clientv3.Op {
+	return clientv3.OpPut(key, unsafe.String(unsafe.SliceData(val), len(val)))
 }

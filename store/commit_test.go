@@ -425,3 +425,113 @@ func TestCloseFlushesQueuedWrites(t *testing.T) {
 		}
 	}
 }
+
+// Compares that units share go into a Txn once, and of the charges on one
+// allocation key only the strictest compare: the conjunction is the same.
+func TestBuildTxnSharesCompares(t *testing.T) {
+	c := &groupCommitter{writer: func() string { return "me" }}
+	unit := func(pod string, epoch, view int64, node string) *commitUnit {
+		return &commitUnit{
+			cmps:    []clientv3.Cmp{modRevIs(pod, 7)},
+			ops:     []clientv3.Op{clientv3.OpPut(pod, "v")},
+			fences:  []clientv3.Cmp{createRevIs("/shard/0", epoch)},
+			charges: []allocCharge{{key: "/alloc/" + node, view: view}},
+		}
+	}
+	units := []*commitUnit{
+		unit("/p/a", 5, 30, "n1"),
+		unit("/p/b", 5, 20, "n1"), // same fence; n1's strictest view
+		unit("/p/c", 6, 40, "n1"), // another epoch: a different fence
+		unit("/p/d", 5, 10, "n2"),
+		unit("/p/e", 5, 0, "n2"), // declared: bumps n2, no compare of its own
+	}
+	cmps, ops := c.buildTxn(units, map[string]allocTip{})
+	type cmpKey struct {
+		Key string
+		Rev int64
+	}
+	var got []cmpKey
+	for i := range cmps {
+		pc := cmps[i].GetCompare()
+		got = append(got, cmpKey{string(pc.Key), pc.GetModRevision() + pc.GetCreateRevision()})
+	}
+	want := []cmpKey{
+		{"/p/a", 7}, {"/shard/0", 5}, {"/alloc/n1", 21},
+		{"/p/b", 7},
+		{"/p/c", 7}, {"/shard/0", 6},
+		{"/p/d", 7}, {"/alloc/n2", 11},
+		{"/p/e", 7},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("compares (-want,+got):\n%s", diff)
+	}
+	var puts []string
+	for _, op := range ops {
+		puts = append(puts, string(op.KeyBytes()))
+	}
+	if diff := cmp.Diff([]string{"/p/a", "/alloc/n1", "/p/b", "/p/c", "/p/d", "/alloc/n2", "/p/e"}, puts); diff != "" {
+		t.Errorf("puts (-want,+got):\n%s", diff)
+	}
+}
+
+// meddlingKV writes one key right after any Txn whose compares failed, so
+// the key has changed by the time the committer reads why.
+type meddlingKV struct {
+	clientv3.KV
+	key, value string
+}
+
+func (m *meddlingKV) Txn(ctx context.Context) clientv3.Txn {
+	return &meddlingTxn{Txn: m.KV.Txn(ctx), kv: m, ctx: ctx}
+}
+
+type meddlingTxn struct {
+	clientv3.Txn
+	kv  *meddlingKV
+	ctx context.Context
+}
+
+func (t *meddlingTxn) If(c ...clientv3.Cmp) clientv3.Txn  { t.Txn = t.Txn.If(c...); return t }
+func (t *meddlingTxn) Then(o ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(o...); return t }
+func (t *meddlingTxn) Commit() (*clientv3.TxnResponse, error) {
+	resp, err := t.Txn.Commit()
+	if err == nil && !resp.Succeeded {
+		if _, perr := t.kv.KV.Put(t.ctx, t.kv.key, t.kv.value); perr != nil {
+			return nil, perr
+		}
+	}
+	return resp, err
+}
+
+// A failed Txn's keys are read at the revision its compares failed at, not
+// later: the writer judges the value its compare saw.
+func TestCommitterReadsAFailedTxnAtItsRevision(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	ctx := testCtx(t)
+	p := keyPrefix(t)
+	put, err := s.Client().Put(ctx, p+"taken", "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := &meddlingKV{KV: s.Client().KV, key: p + "taken", value: "newer"}
+	c := newGroupCommitter(kv, 1, 1024, defaultMaxTxnBytes, 5*time.Second, nil)
+	defer c.close()
+	taken, free := createUnit(ctx, p+"taken", "mine"), createUnit(ctx, p+"free", "mine")
+	if err := c.submit(taken, free); err != nil {
+		t.Fatal(err)
+	}
+	if res := c.wait(ctx, free); res.err != nil {
+		t.Fatalf("free key: %v", res.err)
+	}
+	res := c.wait(ctx, taken)
+	if res.err != errCompareFailed {
+		t.Fatalf("taken key: %v, want a compare failure", res.err)
+	}
+	got := taken.currentKV(p + "taken")
+	if got == nil || string(got.Value) != "old" || got.ModRevision != put.Header.Revision {
+		t.Errorf("the failed create sees %v, want %q written at %d", got, "old", put.Header.Revision)
+	}
+	if now, err := s.Client().Get(ctx, p+"taken"); err != nil || string(now.Kvs[0].Value) != "newer" {
+		t.Fatalf("the meddling write did not land: %v, %v", now, err)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
@@ -88,8 +87,11 @@ func createPhase(nodeName string) berthv1.PodPhase {
 // it is replaced by the create phase (with start time now when the pod is
 // declared bound). The uid is left to CreatePods, which assigns one only
 // after its identical-pod check, so a plain resubmission stays idempotent.
+//
+// The result shares every field but the status with p: neither may be
+// changed afterwards.
 func Admit(p *berthv1.Pod, now time.Time) *berthv1.Pod {
-	p = proto.Clone(p).(*berthv1.Pod)
+	p = shallowCopy(p)
 	p.Status = &berthv1.PodStatus{Phase: createPhase(p.NodeName)}
 	if p.NodeName != "" {
 		p.Status.StartTime = timestamppb.New(now)
@@ -98,20 +100,76 @@ func Admit(p *berthv1.Pod, now time.Time) *berthv1.Pod {
 }
 
 // withCreateDefaults returns p, or a copy with a uid and the create phase
-// filled in where missing.
+// filled in where missing. The copy shares with p the fields it does not
+// fill in.
 func withCreateDefaults(p *berthv1.Pod) *berthv1.Pod {
 	if p.Uid != "" && p.GetStatus().GetPhase() != berthv1.PodPhase_POD_PHASE_UNSPECIFIED {
 		return p
 	}
-	c := proto.Clone(p).(*berthv1.Pod)
+	c := shallowCopy(p)
 	if c.Uid == "" {
 		c.Uid = uuid.NewString()
 	}
 	if c.Status == nil {
 		c.Status = &berthv1.PodStatus{}
+	} else if c.Status.Phase == berthv1.PodPhase_POD_PHASE_UNSPECIFIED {
+		c.Status = shallowCopyStatus(c.Status) // p's status is not ours to change
 	}
 	if c.Status.Phase == berthv1.PodPhase_POD_PHASE_UNSPECIFIED {
 		c.Status.Phase = createPhase(c.NodeName)
+	}
+	return c
+}
+
+// shallowCopy returns a new pod holding p's fields, sharing its lists, maps
+// and sub-messages, for a copy that only replaces whole fields. A deep
+// proto.Clone copies a pod's containers and maps through reflection, and
+// was most of what admitting a pod cost; so, at about the same cost, was
+// a copy through protoreflect. TestShallowCopy fails if a field is added
+// to Pod and not here.
+func shallowCopy(p *berthv1.Pod) *berthv1.Pod {
+	c := &berthv1.Pod{
+		Namespace:                 p.Namespace,
+		Name:                      p.Name,
+		Uid:                       p.Uid,
+		Labels:                    p.Labels,
+		Priority:                  p.Priority,
+		Containers:                p.Containers,
+		InitContainers:            p.InitContainers,
+		Overhead:                  p.Overhead,
+		NodeName:                  p.NodeName,
+		SchedulerName:             p.SchedulerName,
+		Status:                    p.Status,
+		NodeSelector:              p.NodeSelector,
+		Tolerations:               p.Tolerations,
+		Affinity:                  p.Affinity,
+		TopologySpreadConstraints: p.TopologySpreadConstraints,
+		SchedulingGates:           p.SchedulingGates,
+		PreemptionPolicy:          p.PreemptionPolicy,
+		PodGroup:                  p.PodGroup,
+	}
+	if u := p.ProtoReflect().GetUnknown(); len(u) > 0 {
+		c.ProtoReflect().SetUnknown(u)
+	}
+	return c
+}
+
+// shallowCopyStatus is shallowCopy for a status; TestShallowCopy guards it
+// the same way.
+func shallowCopyStatus(s *berthv1.PodStatus) *berthv1.PodStatus {
+	c := &berthv1.PodStatus{
+		Phase:             s.Phase,
+		Message:           s.Message,
+		NominatedNodeName: s.NominatedNodeName,
+		StartTime:         s.StartTime,
+		Diagnosis:         s.Diagnosis,
+		PreemptedBy:       s.PreemptedBy,
+		ScheduledBy:       s.ScheduledBy,
+		Rejections:        s.Rejections,
+		NodeLost:          s.NodeLost,
+	}
+	if u := s.ProtoReflect().GetUnknown(); len(u) > 0 {
+		c.ProtoReflect().SetUnknown(u)
 	}
 	return c
 }

@@ -117,10 +117,10 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 		// which keeps pods of one batch in one Txn.
 		u := &commitUnit{
 			cmps: []clientv3.Cmp{
-				clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
-				clientv3.Compare(clientv3.CreateRevision(uidKey), "=", 0),
+				createRevIs(key, 0),
+				createRevIs(uidKey, 0),
 			},
-			ops:        []clientv3.Op{clientv3.OpPut(key, string(val)), clientv3.OpPut(uidKey, key)},
+			ops:        []clientv3.Op{putValue(key, val), clientv3.OpPut(uidKey, key)},
 			readValues: true, // to tell an identical resubmission from a rival
 		}
 		if chargesOnCreate(sp) {
@@ -185,8 +185,7 @@ func (s *Store) existingPod(req *berthv1.Pod, kv *mvccpb.KeyValue) CreateResult 
 // sameSpec tells whether a resubmitted pod matches the stored one: status is
 // ignored, and so are uid and node_name when the request leaves them empty.
 func sameSpec(req, stored *berthv1.Pod) bool {
-	a := proto.Clone(req).(*berthv1.Pod)
-	b := proto.Clone(stored).(*berthv1.Pod)
+	a, b := shallowCopy(req), shallowCopy(stored) // only whole fields change
 	a.Status, b.Status = nil, nil
 	if a.Uid == "" {
 		b.Uid = ""
@@ -225,7 +224,7 @@ func (s *Store) DeletePod(ctx context.Context, namespace, name, uid string) (int
 		}
 		// The pod's uid index key goes with it, freeing the uid.
 		u := &commitUnit{
-			cmps:       []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)},
+			cmps:       []clientv3.Cmp{modRevIs(key, kv.ModRevision)},
 			ops:        []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(s.keys.uid(p.Uid))},
 			readValues: true, // to check the new value's uid
 		}
@@ -357,8 +356,8 @@ func (s *Store) UpdatePods(ctx context.Context, updates []PodUpdate) []UpdateRes
 		}
 		key := s.keys.pod(up.Pod.Namespace, up.Pod.Name)
 		return &commitUnit{
-			cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", up.ExpectedModRevision)},
-			ops:  []clientv3.Op{clientv3.OpPut(key, string(val))},
+			cmps: []clientv3.Cmp{modRevIs(key, up.ExpectedModRevision)},
+			ops:  []clientv3.Op{putValue(key, val)},
 		}, nil
 	}, func(i int, _ *commitUnit, res commitResult) {
 		switch res.err {

@@ -56,7 +56,7 @@ type Violation struct {
 // of them, so a hostile request cannot make the answer large either.
 func (l *Limits) Check(m proto.Message) []Violation {
 	c := checker{limits: l}
-	c.message("", m.ProtoReflect())
+	c.message(nil, m.ProtoReflect())
 	return c.found
 }
 
@@ -67,26 +67,73 @@ type checker struct {
 	found  []Violation
 }
 
-func (c *checker) add(field, format string, args ...any) {
+// fieldPath is where a field sits in the request. It is spelled out only
+// for a violation: building the string of every field walked was most of
+// what checking a valid request cost.
+type fieldPath struct {
+	parent *fieldPath
+	kind   pathKind
+	name   string // the field name, or the printable map key
+	index  int    // the list index
+}
+
+type pathKind uint8
+
+const (
+	pathField    pathKind = iota // parent.name
+	pathItem                     // parent[index]
+	pathMapKey                   // parent[key]: the key itself
+	pathMapEntry                 // parent[name]: the value under a key
+)
+
+func (p *fieldPath) String() string {
+	if p == nil {
+		return ""
+	}
+	return string(p.appendTo(nil))
+}
+
+func (p *fieldPath) appendTo(b []byte) []byte {
+	if p == nil {
+		return b
+	}
+	b = p.parent.appendTo(b)
+	switch p.kind {
+	case pathField:
+		if p.parent != nil {
+			b = append(b, '.')
+		}
+		return append(b, p.name...)
+	case pathItem:
+		b = append(b, '[')
+		b = strconv.AppendInt(b, int64(p.index), 10)
+		return append(b, ']')
+	case pathMapKey:
+		return append(b, "[key]"...)
+	default:
+		b = append(b, '[')
+		b = append(b, printable(p.name)...)
+		return append(b, ']')
+	}
+}
+
+func (c *checker) add(path *fieldPath, format string, args ...any) {
 	if len(c.found) >= maxViolations {
 		return
 	}
-	c.found = append(c.found, Violation{Field: field, Description: fmt.Sprintf(format, args...)})
+	c.found = append(c.found, Violation{Field: path.String(), Description: fmt.Sprintf(format, args...)})
 }
 
 func (c *checker) full() bool { return len(c.found) >= maxViolations }
 
-func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
-func (c *checker) message(path string, m protoreflect.Message) {
+func (c *checker) message(path *fieldPath, m protoreflect.Message) {
 	before := len(c.found)
+	// One path per level, renamed for each field: a violation spells it
+	// out at once, and the walk below it is over by the next field.
+	fp := &fieldPath{parent: path, kind: pathField}
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		c.field(join(path, string(fd.Name())), fd, v)
+		fp.name = string(fd.Name())
+		c.field(fp, fd, v)
 		return !c.full()
 	})
 	// The fields over their bounds say best what to fix; the object's size
@@ -106,7 +153,7 @@ func (c *checker) bound(fd protoreflect.FieldDescriptor, fallback int) int {
 	return fallback
 }
 
-func (c *checker) field(path string, fd protoreflect.FieldDescriptor, v protoreflect.Value) {
+func (c *checker) field(path *fieldPath, fd protoreflect.FieldDescriptor, v protoreflect.Value) {
 	switch {
 	case fd.IsMap():
 		mp := v.Map()
@@ -114,10 +161,12 @@ func (c *checker) field(path string, fd protoreflect.FieldDescriptor, v protoref
 			c.add(path, "at most %d entries, got %d", max, mp.Len())
 			return
 		}
+		keyPath := &fieldPath{parent: path, kind: pathMapKey}
+		entryPath := &fieldPath{parent: path, kind: pathMapEntry}
 		mp.Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
-			key := k.String()
-			c.scalar(path+"[key]", fd.MapKey(), k.Value(), c.limits.MaxString)
-			c.single(path+"["+printable(key)+"]", fd.MapValue(), mv)
+			c.scalar(keyPath, fd.MapKey(), k.Value(), c.limits.MaxString)
+			entryPath.name = k.String()
+			c.single(entryPath, fd.MapValue(), mv)
 			return !c.full()
 		})
 	case fd.IsList():
@@ -129,8 +178,10 @@ func (c *checker) field(path string, fd protoreflect.FieldDescriptor, v protoref
 		if c.limits.PerItem[fd.FullName()] {
 			return
 		}
+		item := &fieldPath{parent: path, kind: pathItem}
 		for i := 0; i < list.Len() && !c.full(); i++ {
-			c.single(path+"["+strconv.Itoa(i)+"]", fd, list.Get(i))
+			item.index = i
+			c.single(item, fd, list.Get(i))
 		}
 	default:
 		c.single(path, fd, v)
@@ -138,7 +189,7 @@ func (c *checker) field(path string, fd protoreflect.FieldDescriptor, v protoref
 }
 
 // single checks one value: a scalar against its bound, a message by walking it.
-func (c *checker) single(path string, fd protoreflect.FieldDescriptor, v protoreflect.Value) {
+func (c *checker) single(path *fieldPath, fd protoreflect.FieldDescriptor, v protoreflect.Value) {
 	if fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind {
 		c.message(path, v.Message())
 		return
@@ -146,7 +197,7 @@ func (c *checker) single(path string, fd protoreflect.FieldDescriptor, v protore
 	c.scalar(path, fd, v, c.bound(fd, c.limits.MaxString))
 }
 
-func (c *checker) scalar(path string, fd protoreflect.FieldDescriptor, v protoreflect.Value, maxLen int) {
+func (c *checker) scalar(path *fieldPath, fd protoreflect.FieldDescriptor, v protoreflect.Value, maxLen int) {
 	switch fd.Kind() {
 	case protoreflect.EnumKind:
 		n := v.Enum()

@@ -165,6 +165,10 @@ func TestQuantities(t *testing.T) {
 		{name: "sum over", pod: pod([]map[string]int64{{"memory": MaxQuantity}, {"memory": 1}}, nil, nil), field: "pod"},
 		{name: "overhead pushes over", pod: pod([]map[string]int64{{"cpu": MaxQuantity}}, nil, map[string]int64{"cpu": 10}), field: "pod"},
 		{name: "init container plus overhead over", pod: pod([]map[string]int64{{"cpu": 1}}, []map[string]int64{{"cpu": MaxQuantity}}, map[string]int64{"cpu": 1}), field: "pod"},
+		// Each total within the bound though everything together is not:
+		// the totals are summed per resource, and init containers by max.
+		{name: "two resources at the limit", pod: pod([]map[string]int64{{"cpu": MaxQuantity, "memory": MaxQuantity}}, nil, nil)},
+		{name: "init containers at the limit", pod: pod(nil, []map[string]int64{{"cpu": MaxQuantity}, {"cpu": MaxQuantity}}, nil)},
 		{name: "negative", pod: pod([]map[string]int64{{"cpu": -1}}, nil, nil), field: "pod.containers[0].requests[cpu]"},
 	}
 	for _, tt := range tests {

@@ -27,21 +27,31 @@ func Quantities(field string, p *berthv1.Pod) []Violation {
 			found = append(found, Violation{Field: f, Description: fmt.Sprintf(format, args...)})
 		}
 	}
-	each := func(f string, rl map[string]int64) {
+	// The field's name is spelled only for a violation, and the sum of
+	// everything bounds every total the pod can reach: a valid pod costs
+	// neither strings nor a map of totals.
+	var all uint64
+	each := func(list string, i int, rl map[string]int64) {
 		for name, q := range rl {
 			if q < 0 || q > MaxQuantity {
+				f := field + ".overhead"
+				if i >= 0 {
+					f = fmt.Sprintf("%s.%s[%d].requests", field, list, i)
+				}
 				add(f+"["+name+"]", "must be 0 to %d, got %d", MaxQuantity, q)
+				continue
 			}
+			all = satAdd(all, uint64(q))
 		}
 	}
 	for i, c := range p.GetContainers() {
-		each(fmt.Sprintf("%s.containers[%d].requests", field, i), c.GetRequests())
+		each("containers", i, c.GetRequests())
 	}
 	for i, c := range p.GetInitContainers() {
-		each(fmt.Sprintf("%s.init_containers[%d].requests", field, i), c.GetRequests())
+		each("init_containers", i, c.GetRequests())
 	}
-	each(field+".overhead", p.GetOverhead())
-	if len(found) > 0 {
+	each("overhead", -1, p.GetOverhead())
+	if len(found) > 0 || all <= uint64(MaxQuantity) {
 		return found
 	}
 	for name, total := range effectiveRequests(p) {

@@ -1,0 +1,26 @@
+package store
+
+import (
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+)
+
+// The hand-built compares must be exactly what clientv3.Compare builds.
+func TestCompareBuildersMatchClientv3(t *testing.T) {
+	for _, rev := range []int64{0, 1, 42, 1 << 40} {
+		for _, tc := range []struct {
+			name      string
+			got, want clientv3.Cmp
+		}{
+			{"createRevIs", createRevIs("/k", rev), clientv3.Compare(clientv3.CreateRevision("/k"), "=", rev)},
+			{"modRevIs", modRevIs("/k", rev), clientv3.Compare(clientv3.ModRevision("/k"), "=", rev)},
+			{"modRevBelow", modRevBelow("/k", rev), clientv3.Compare(clientv3.ModRevision("/k"), "<", rev)},
+		} {
+			if !proto.Equal(tc.got.GetCompare(), tc.want.GetCompare()) {
+				t.Errorf("%s(%d) = %v, want %v", tc.name, rev, tc.got.GetCompare(), tc.want.GetCompare())
+			}
+		}
+	}
+}
