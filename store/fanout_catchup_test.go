@@ -57,8 +57,10 @@ func testCatchUpsLeavingAtOnce(t *testing.T, s *Store) {
 		}()
 	}
 	// Leave once dozens of catch-up watches are up, so their cancels come
-	// in one burst.
-	eventually(t, "catch-up watches to start", func() bool { return etcdWatchers(t)-watchers >= 32 })
+	// in one burst. Not all maxCatchUps: the warm subscriber's watch may
+	// still be winding down in the baseline, so the count can top out one
+	// or two short of it.
+	eventually(t, "catch-up watches to start", func() bool { return etcdWatchers(t)-watchers >= maxCatchUps/2 })
 	cancel()
 	returned := make(chan struct{})
 	go func() {
