@@ -299,8 +299,10 @@ type Pod struct {
 	Revision int64
 	// Source is the pod's record as the store holds it (encoded), handed
 	// back with decisions so they are written without a read. It is kept
-	// encoded because it is a fraction of the decoded size, for every pod
-	// the core holds. The core never looks inside, and never changes it.
+	// encoded because it is a fraction of the decoded size. Only pods the
+	// core may still place carry it: a pod on a node has none (convert
+	// drops it; a decision about it reads the record). The core never looks
+	// inside, and never changes it.
 	Source []byte
 
 	// Set on the assumed copy a binding cycle commits:
