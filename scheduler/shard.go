@@ -39,6 +39,9 @@ type shard struct {
 	pending map[string]*framework.Pod
 	// inFlight holds pods popped and not yet settled (scheduling or binding).
 	inFlight map[string]*framework.Pod
+	// pendingPeak and inFlightPeak let the maps shrink after a backlog
+	// (framework.DeleteShrinking).
+	pendingPeak, inFlightPeak int
 }
 
 func newShard(ctx context.Context, s *Scheduler, id int) (*shard, error) {
@@ -171,7 +174,7 @@ func (sh *shard) forgetPending(p *framework.Pod) {
 	if !ok {
 		return
 	}
-	delete(sh.pending, p.Key())
+	sh.pending = framework.DeleteShrinking(sh.pending, p.Key(), &sh.pendingPeak)
 	if _, busy := sh.inFlight[p.Key()]; !busy {
 		sh.queue.Delete(old)
 	}
@@ -336,7 +339,7 @@ func (sh *shard) retryLater(qpi *framework.QueuedPodInfo) {
 func (sh *shard) settle(key string, requeue func()) {
 	sh.mu.Lock()
 	attempted := sh.inFlight[key]
-	delete(sh.inFlight, key)
+	sh.inFlight = framework.DeleteShrinking(sh.inFlight, key, &sh.inFlightPeak)
 	latest, pending := sh.pending[key]
 	switch {
 	case pending && !sh.s.OwnsPod(latest):

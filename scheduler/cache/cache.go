@@ -72,6 +72,9 @@ type Cache struct {
 	// tree lists the nodes that have a Node, in snapshot order.
 	tree *nodeTree
 	pods map[string]*podState
+	// podsPeak lets pods shrink after mass deletions
+	// (framework.DeleteShrinking).
+	podsPeak int
 	// assumed counts the pods in state Assumed.
 	assumed int
 	// assumedPods holds the podState of every pod in state Assumed, by key,
@@ -266,7 +269,7 @@ func (c *Cache) addPodLocked(pi *framework.PodInfo, assumed bool) {
 
 // removePodLocked releases a cached pod from the node it is charged to.
 func (c *Cache) removePodLocked(key string, ps *podState) error {
-	delete(c.pods, key)
+	c.pods = framework.DeleteShrinking(c.pods, key, &c.podsPeak)
 	if ps.assumed {
 		c.assumed--
 		c.assumedPods.Delete(key)
