@@ -149,11 +149,12 @@ func (sh *shard) frameworkFor(p *framework.Pod) *fwruntime.Framework {
 // upsertPending records the latest state of an unbound pod and queues it,
 // unless it is being scheduled right now: then the attempt's end decides.
 func (sh *shard) upsertPending(p *framework.Pod) {
+	key := p.Key()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	old := sh.pending[p.Key()]
-	sh.pending[p.Key()] = p
-	if _, busy := sh.inFlight[p.Key()]; busy {
+	old := sh.pending[key]
+	sh.pending[key] = p
+	if _, busy := sh.inFlight[key]; busy {
 		return
 	}
 	if !sh.s.OwnsPod(p) {
@@ -168,14 +169,15 @@ func (sh *shard) upsertPending(p *framework.Pod) {
 
 // forgetPending drops a pod that was deleted or bound.
 func (sh *shard) forgetPending(p *framework.Pod) {
+	key := p.Key()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	old, ok := sh.pending[p.Key()]
+	old, ok := sh.pending[key]
 	if !ok {
 		return
 	}
-	sh.pending = framework.DeleteShrinking(sh.pending, p.Key(), &sh.pendingPeak)
-	if _, busy := sh.inFlight[p.Key()]; !busy {
+	sh.pending = framework.DeleteShrinking(sh.pending, key, &sh.pendingPeak)
+	if _, busy := sh.inFlight[key]; !busy {
 		sh.queue.Delete(old)
 	}
 }

@@ -260,10 +260,11 @@ func (c *Cache) addPodLocked(pi *framework.PodInfo, assumed bool) {
 	it.info.AddPodInfo(pi)
 	c.moveToHead(it)
 	ps := &podState{info: pi, nodeName: name, assumed: assumed}
-	c.pods[pi.Pod.Key()] = ps
+	key := pi.Pod.Key()
+	c.pods[key] = ps
 	if assumed {
 		c.assumed++
-		c.assumedPods.Store(pi.Pod.Key(), ps)
+		c.assumedPods.Store(key, ps)
 	}
 }
 
