@@ -96,7 +96,7 @@ func TestStoredPodDecodesOnDemand(t *testing.T) {
 	if w, err := WirePod(bare); err != nil || !proto.Equal(w, p) {
 		t.Errorf("without a stored value: WirePod = %v, %v; want %v", w, err, p)
 	}
-	if _, err := WirePod(&framework.Pod{Namespace: "ns", Name: "p", Source: []byte("\xff")}); err == nil {
+	if _, err := WirePod(&framework.Pod{Namespace: "ns", Name: "p", Source: "\xff"}); err == nil {
 		t.Error("WirePod of a corrupt record: want an error")
 	}
 }
@@ -113,7 +113,7 @@ func TestBoundPodKeepsNoRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, got := range []*framework.Pod{StoredPodToCore(p, stored, 4), PodToCore(p, 4)} {
-		if got.Source != nil || got.NodeName != "n1" || got.Phase != framework.PodBound || got.Revision != 4 {
+		if got.Source != "" || got.NodeName != "n1" || got.Phase != framework.PodBound || got.Revision != 4 {
 			t.Errorf("bound pod: source %q, node %q, phase %v, revision %d; want no source, n1, bound, 4", got.Source, got.NodeName, got.Phase, got.Revision)
 		}
 		if _, err := WirePod(got); !errors.Is(err, ErrNoRecord) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 
@@ -142,7 +143,9 @@ func StoredPodToCore(p *berthv1.Pod, stored []byte, modRevision int64) *framewor
 			stored = nil // WirePod reports the pod has no record
 		}
 	}
-	out.Source = stored
+	// The string shares stored's bytes: the contract above keeps them
+	// unchanged, and a copy would double what the core holds per pod.
+	out.Source = unsafe.String(unsafe.SliceData(stored), len(stored))
 	return out
 }
 
@@ -157,7 +160,9 @@ func WirePod(p *framework.Pod) (*berthv1.Pod, error) {
 		return nil, fmt.Errorf("%w: pod %s", ErrNoRecord, p.Key())
 	}
 	w := &berthv1.Pod{}
-	if err := proto.Unmarshal(p.Source, w); err != nil {
+	// Unmarshal copies what it keeps and does not write its input, so the
+	// string's bytes may be handed over as they are.
+	if err := proto.Unmarshal(unsafe.Slice(unsafe.StringData(p.Source), len(p.Source)), w); err != nil {
 		return nil, fmt.Errorf("convert: pod %s: decode stored record: %w", p.Key(), err)
 	}
 	return w, nil

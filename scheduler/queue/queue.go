@@ -259,7 +259,7 @@ func sameSpec(a, b *framework.Pod) bool {
 
 func clearStatus(p *framework.Pod) {
 	p.NodeName, p.Phase, p.NominatedNodeName, p.StatusMessage, p.PreemptedBy, p.Rejections = "", 0, "", "", "", nil
-	p.StartTime, p.Revision, p.Source = time.Time{}, 0, nil
+	p.StartTime, p.Revision, p.Source = time.Time{}, 0, ""
 	p.ViewRevision, p.Shard, p.ShardEpoch = 0, 0, 0
 }
 
