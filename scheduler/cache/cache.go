@@ -511,18 +511,17 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) error {
 		if n == nil {
 			continue // node-less: removed below if snap still has it
 		}
-		clone := it.info.Clone()
 		existing, ok := snap.nodeInfoMap[n.Name]
 		if !ok {
 			rebuildAll = true
 			existing = &framework.NodeInfo{}
 			snap.nodeInfoMap[n.Name] = existing
 		}
-		if (len(existing.PodsWithAffinity) > 0) != (len(clone.PodsWithAffinity) > 0) ||
-			(len(existing.PodsWithRequiredAntiAffinity) > 0) != (len(clone.PodsWithRequiredAntiAffinity) > 0) {
+		if (len(existing.PodsWithAffinity) > 0) != (len(it.info.PodsWithAffinity) > 0) ||
+			(len(existing.PodsWithRequiredAntiAffinity) > 0) != (len(it.info.PodsWithRequiredAntiAffinity) > 0) {
 			rebuildAffinity = true
 		}
-		*existing = *clone
+		it.info.CloneInto(existing)
 		snap.cloned++
 	}
 	if c.head != nil {

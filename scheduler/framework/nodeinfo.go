@@ -552,6 +552,9 @@ func (n *NodeInfo) update(pi *PodInfo, sign int) {
 				continue
 			}
 			if sign > 0 {
+				if n.UsedPorts == nil { // a CloneInto copy of a node without ports
+					n.UsedPorts = HostPortInfo{}
+				}
 				n.UsedPorts.Add(port.HostIP, port.Protocol, port.HostPort)
 			} else {
 				n.UsedPorts.Remove(port.HostIP, port.Protocol, port.HostPort)
@@ -584,10 +587,27 @@ func removeSame(s []*PodInfo, p *Pod) []*PodInfo {
 // Clone returns a copy that shares the immutable pods but none of the
 // mutable aggregates.
 func (n *NodeInfo) Clone() *NodeInfo {
-	c := &NodeInfo{
+	c := &NodeInfo{}
+	n.CloneInto(c)
+	if c.UsedPorts == nil {
+		c.UsedPorts = HostPortInfo{}
+	}
+	return c
+}
+
+// CloneInto overwrites dst with a deep copy of n, as Clone but without
+// allocating dst: a snapshot refreshes its NodeInfos in place, once per
+// changed node per shard for every pod placed. dst's UsedPorts is nil
+// when n uses no port (an empty map was an allocation per copy).
+func (n *NodeInfo) CloneInto(dst *NodeInfo) {
+	var ports HostPortInfo
+	if len(n.UsedPorts) > 0 {
+		ports = n.UsedPorts.Clone()
+	}
+	*dst = NodeInfo{
 		node:             n.node,
 		Pods:             append([]*PodInfo(nil), n.Pods...),
-		UsedPorts:        n.UsedPorts.Clone(),
+		UsedPorts:        ports,
 		Requested:        n.Requested.Clone(),
 		NonZeroRequested: n.NonZeroRequested.Clone(),
 		Allocatable:      n.Allocatable.Clone(),
@@ -599,6 +619,7 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		topology:         n.topology,
 		hasTopology:      n.hasTopology,
 	}
+	c := dst
 	if len(n.PodsWithAffinity) > 0 {
 		c.PodsWithAffinity = append([]*PodInfo(nil), n.PodsWithAffinity...)
 	}
@@ -615,7 +636,6 @@ func (n *NodeInfo) Clone() *NodeInfo {
 			c.ImageStates[k] = &s
 		}
 	}
-	return c
 }
 
 // wildcardIP is the address that conflicts with every other address.
