@@ -68,8 +68,8 @@ func toBerthPod(p *v1.Pod) *framework.Pod {
 	if p.Spec.Priority != nil {
 		out.Priority = *p.Spec.Priority
 	}
-	if p.Spec.PreemptionPolicy != nil {
-		out.PreemptionPolicy = framework.PreemptionPolicy(*p.Spec.PreemptionPolicy)
+	if p.Spec.PreemptionPolicy != nil && *p.Spec.PreemptionPolicy == v1.PreemptNever {
+		out.PreemptionPolicy = framework.PreemptNever
 	}
 	for _, t := range p.Spec.Tolerations {
 		out.Tolerations = append(out.Tolerations, framework.Toleration{Key: t.Key, Operator: framework.TolerationOperator(t.Operator),

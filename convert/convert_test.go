@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -95,8 +96,29 @@ func TestStoredPodDecodesOnDemand(t *testing.T) {
 	if w, err := WirePod(bare); err != nil || !proto.Equal(w, p) {
 		t.Errorf("without a stored value: WirePod = %v, %v; want %v", w, err, p)
 	}
-	if _, err := WirePod(&framework.Pod{Namespace: "ns", Name: "p", Source: []byte("\xff")}); err == nil {
+	if _, err := WirePod(&framework.Pod{Namespace: "ns", Name: "p", Source: "\xff"}); err == nil {
 		t.Error("WirePod of a corrupt record: want an error")
+	}
+}
+
+// A pod on a node keeps no record: the core decides nothing more about it
+// that it would write without a read.
+func TestBoundPodKeepsNoRecord(t *testing.T) {
+	p := &berthv1.Pod{
+		Namespace: "ns", Name: "p", Uid: "u", NodeName: "n1",
+		Status: &berthv1.PodStatus{Phase: berthv1.PodPhase_POD_PHASE_BOUND},
+	}
+	stored, err := proto.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range []*framework.Pod{StoredPodToCore(p, stored, 4), PodToCore(p, 4)} {
+		if got.Source != "" || got.NodeName != "n1" || got.Phase != framework.PodBound || got.Revision != 4 {
+			t.Errorf("bound pod: source %q, node %q, phase %v, revision %d; want no source, n1, bound, 4", got.Source, got.NodeName, got.Phase, got.Revision)
+		}
+		if _, err := WirePod(got); !errors.Is(err, ErrNoRecord) {
+			t.Errorf("WirePod of a bound pod: %v, want ErrNoRecord", err)
+		}
 	}
 }
 

@@ -138,21 +138,44 @@ func (s *bridge) checkLost(pods ...*framework.Pod) {
 // a lost pod's fate is.
 func (s *bridge) markLost(node string, pods []*framework.Pod) {
 	var updates []store.PodUpdate
+	// unread are bound pods, whose records the core does not keep
+	// (convert.StoredPodToCore): they are read in the background.
+	var unread []*framework.Pod
 	for _, p := range pods {
+		if !s.sched.OwnsPod(p) {
+			continue
+		}
 		// An assumption's record is still pending: MarkNodeLost leaves it.
 		next, err := sourceOf(p)
-		if err != nil || !store.MarkNodeLost(next, node) || !s.sched.OwnsPod(p) {
+		if errors.Is(err, convert.ErrNoRecord) {
+			unread = append(unread, p)
+			continue
+		}
+		if err != nil || !store.MarkNodeLost(next, node) {
 			continue
 		}
 		updates = append(updates, store.PodUpdate{Pod: next, ExpectedModRevision: p.Revision})
 	}
-	if len(updates) == 0 || s.store == nil {
+	if len(updates)+len(unread) == 0 || s.store == nil {
 		return
 	}
 	s.marking.Add(1)
 	go func() {
 		defer s.marking.Done()
 		ctx := s.ctx
+		for _, p := range unread {
+			cur, rev, err := s.store.GetPod(ctx, p.Namespace, p.Name)
+			if err != nil && !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+				s.logger().Warn("read pod to mark node_lost", zap.String("pod", p.Key()), zap.String("node", node), zap.Error(err))
+			}
+			if err != nil || cur.GetUid() != p.UID || !store.MarkNodeLost(cur, node) {
+				continue // gone, replaced, or nothing to mark
+			}
+			updates = append(updates, store.PodUpdate{Pod: cur, ExpectedModRevision: rev})
+		}
+		if len(updates) == 0 {
+			return
+		}
 		for i, res := range s.store.UpdatePods(ctx, updates) {
 			p := updates[i].Pod
 			if errors.Is(res.Err, store.ErrConflict) {

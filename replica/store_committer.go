@@ -95,18 +95,18 @@ func (c storeCommitter) Evict(ctx context.Context, preemptor *framework.Pod, _ s
 		store.MarkPreempted(p, by)
 		return nil
 	}
-	// Marks go out together from the records the cache holds; a victim
-	// that changed since is read and marked again on its own.
+	// Marks go out together; a victim that changed since is read and
+	// marked again on its own.
 	updates := make([]store.PodUpdate, 0, len(victims))
 	var stale []*framework.Pod
 	for _, v := range victims {
-		next, err := sourceOf(v)
+		next, rev, err := c.victimRecord(ctx, v)
 		if err != nil {
 			stale = append(stale, v)
 			continue
 		}
 		store.MarkPreempted(next, by)
-		updates = append(updates, store.PodUpdate{Pod: next, ExpectedModRevision: v.Revision})
+		updates = append(updates, store.PodUpdate{Pod: next, ExpectedModRevision: rev})
 	}
 	var errs []error
 	for i, res := range c.store.UpdatePods(ctx, updates) {
@@ -124,6 +124,21 @@ func (c storeCommitter) Evict(ctx context.Context, preemptor *framework.Pod, _ s
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// victimRecord is the record of a victim to mark and its revision: the one
+// the cache holds, or, as the core keeps none for pods on nodes, the one
+// read now.
+func (c storeCommitter) victimRecord(ctx context.Context, v *framework.Pod) (*berthv1.Pod, int64, error) {
+	next, err := sourceOf(v)
+	if !errors.Is(err, convert.ErrNoRecord) {
+		return next, v.Revision, err
+	}
+	next, rev, err := c.store.GetPod(ctx, v.Namespace, v.Name)
+	if err == nil && next.GetUid() != v.UID {
+		err = fmt.Errorf("%w: pod %s has uid %s, not %s", store.ErrConflict, v.Key(), next.GetUid(), v.UID)
+	}
+	return next, rev, err
 }
 
 // victimOf finds the core pod a wire update was made from.

@@ -39,6 +39,9 @@ type shard struct {
 	pending map[string]*framework.Pod
 	// inFlight holds pods popped and not yet settled (scheduling or binding).
 	inFlight map[string]*framework.Pod
+	// pendingPeak and inFlightPeak let the maps shrink after a backlog
+	// (framework.DeleteShrinking).
+	pendingPeak, inFlightPeak int
 }
 
 func newShard(ctx context.Context, s *Scheduler, id int) (*shard, error) {
@@ -146,11 +149,12 @@ func (sh *shard) frameworkFor(p *framework.Pod) *fwruntime.Framework {
 // upsertPending records the latest state of an unbound pod and queues it,
 // unless it is being scheduled right now: then the attempt's end decides.
 func (sh *shard) upsertPending(p *framework.Pod) {
+	key := p.Key()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	old := sh.pending[p.Key()]
-	sh.pending[p.Key()] = p
-	if _, busy := sh.inFlight[p.Key()]; busy {
+	old := sh.pending[key]
+	sh.pending[key] = p
+	if _, busy := sh.inFlight[key]; busy {
 		return
 	}
 	if !sh.s.OwnsPod(p) {
@@ -165,14 +169,15 @@ func (sh *shard) upsertPending(p *framework.Pod) {
 
 // forgetPending drops a pod that was deleted or bound.
 func (sh *shard) forgetPending(p *framework.Pod) {
+	key := p.Key()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	old, ok := sh.pending[p.Key()]
+	old, ok := sh.pending[key]
 	if !ok {
 		return
 	}
-	delete(sh.pending, p.Key())
-	if _, busy := sh.inFlight[p.Key()]; !busy {
+	sh.pending = framework.DeleteShrinking(sh.pending, key, &sh.pendingPeak)
+	if _, busy := sh.inFlight[key]; !busy {
 		sh.queue.Delete(old)
 	}
 }
@@ -336,7 +341,7 @@ func (sh *shard) retryLater(qpi *framework.QueuedPodInfo) {
 func (sh *shard) settle(key string, requeue func()) {
 	sh.mu.Lock()
 	attempted := sh.inFlight[key]
-	delete(sh.inFlight, key)
+	sh.inFlight = framework.DeleteShrinking(sh.inFlight, key, &sh.inFlightPeak)
 	latest, pending := sh.pending[key]
 	switch {
 	case pending && !sh.s.OwnsPod(latest):

@@ -72,6 +72,9 @@ type Cache struct {
 	// tree lists the nodes that have a Node, in snapshot order.
 	tree *nodeTree
 	pods map[string]*podState
+	// podsPeak lets pods shrink after mass deletions
+	// (framework.DeleteShrinking).
+	podsPeak int
 	// assumed counts the pods in state Assumed.
 	assumed int
 	// assumedPods holds the podState of every pod in state Assumed, by key,
@@ -257,16 +260,17 @@ func (c *Cache) addPodLocked(pi *framework.PodInfo, assumed bool) {
 	it.info.AddPodInfo(pi)
 	c.moveToHead(it)
 	ps := &podState{info: pi, nodeName: name, assumed: assumed}
-	c.pods[pi.Pod.Key()] = ps
+	key := pi.Pod.Key()
+	c.pods[key] = ps
 	if assumed {
 		c.assumed++
-		c.assumedPods.Store(pi.Pod.Key(), ps)
+		c.assumedPods.Store(key, ps)
 	}
 }
 
 // removePodLocked releases a cached pod from the node it is charged to.
 func (c *Cache) removePodLocked(key string, ps *podState) error {
-	delete(c.pods, key)
+	c.pods = framework.DeleteShrinking(c.pods, key, &c.podsPeak)
 	if ps.assumed {
 		c.assumed--
 		c.assumedPods.Delete(key)
@@ -507,18 +511,17 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) error {
 		if n == nil {
 			continue // node-less: removed below if snap still has it
 		}
-		clone := it.info.Clone()
 		existing, ok := snap.nodeInfoMap[n.Name]
 		if !ok {
 			rebuildAll = true
 			existing = &framework.NodeInfo{}
 			snap.nodeInfoMap[n.Name] = existing
 		}
-		if (len(existing.PodsWithAffinity) > 0) != (len(clone.PodsWithAffinity) > 0) ||
-			(len(existing.PodsWithRequiredAntiAffinity) > 0) != (len(clone.PodsWithRequiredAntiAffinity) > 0) {
+		if (len(existing.PodsWithAffinity) > 0) != (len(it.info.PodsWithAffinity) > 0) ||
+			(len(existing.PodsWithRequiredAntiAffinity) > 0) != (len(it.info.PodsWithRequiredAntiAffinity) > 0) {
 			rebuildAffinity = true
 		}
-		*existing = *clone
+		it.info.CloneInto(existing)
 		snap.cloned++
 		snap.changes.record(existing)
 	}

@@ -5,6 +5,7 @@
 package framework
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -19,8 +20,9 @@ const (
 // ResourceList maps resource names to quantities, in the units above.
 type ResourceList map[string]int64
 
-// PodPhase is a step of the pod lifecycle.
-type PodPhase int
+// PodPhase is a step of the pod lifecycle. A byte, so it packs beside
+// Pod.Priority: see Pod.
+type PodPhase uint8
 
 // Pod phases, in lifecycle order.
 const (
@@ -251,29 +253,48 @@ type TopologySpreadConstraint struct {
 	MatchLabelKeys     []string
 }
 
-// PreemptionPolicy says whether a pod may evict lower priority pods.
-type PreemptionPolicy string
+// PreemptionPolicy says whether a pod may evict lower priority pods. A
+// byte, so it packs beside Pod.Priority: see Pod.
+type PreemptionPolicy uint8
 
-// Preemption policies.
+// Preemption policies; the zero value is Kubernetes' default.
 const (
-	PreemptLowerPriority PreemptionPolicy = "PreemptLowerPriority"
-	PreemptNever         PreemptionPolicy = "Never"
+	PreemptLowerPriority PreemptionPolicy = iota
+	PreemptNever
 )
+
+// String is Kubernetes' spelling of the policy.
+func (p PreemptionPolicy) String() string {
+	switch p {
+	case PreemptLowerPriority:
+		return "PreemptLowerPriority"
+	case PreemptNever:
+		return "Never"
+	}
+	return fmt.Sprintf("PreemptionPolicy(%d)", uint8(p))
+}
 
 // Pod is the unit of placement. Pods are immutable once handed to the core:
 // a change arrives as a new *Pod.
+//
+// The core holds one Pod per pod it knows (a million at the largest scale
+// we aim at), so its size counts: it fits the allocator's 384-byte class
+// because Phase and PreemptionPolicy are bytes packed beside Priority and
+// Source is a string. TestPodSize keeps it there.
 type Pod struct {
-	Namespace                 string
-	Name                      string
-	UID                       string
-	Labels                    map[string]string
-	Priority                  int32
+	Namespace        string
+	Name             string
+	UID              string
+	Labels           map[string]string
+	Priority         int32
+	Phase            PodPhase
+	PreemptionPolicy PreemptionPolicy
+
 	Containers                []Container
 	InitContainers            []Container
 	Overhead                  ResourceList
 	NodeName                  string
 	SchedulerName             string
-	Phase                     PodPhase
 	NominatedNodeName         string
 	StartTime                 time.Time
 	NodeSelector              map[string]string
@@ -281,7 +302,6 @@ type Pod struct {
 	Affinity                  *Affinity
 	TopologySpreadConstraints []TopologySpreadConstraint
 	SchedulingGates           []string
-	PreemptionPolicy          PreemptionPolicy
 	PodGroup                  string
 	// StatusMessage is the last recorded status message, so an unchanged
 	// diagnosis is not written again on every retry.
@@ -299,9 +319,11 @@ type Pod struct {
 	Revision int64
 	// Source is the pod's record as the store holds it (encoded), handed
 	// back with decisions so they are written without a read. It is kept
-	// encoded because it is a fraction of the decoded size, for every pod
-	// the core holds. The core never looks inside, and never changes it.
-	Source []byte
+	// encoded because it is a fraction of the decoded size. Only pods the
+	// core may still place carry it: a pod on a node has none (convert
+	// drops it; a decision about it reads the record). The core never looks
+	// inside, and never changes it.
+	Source string
 
 	// Set on the assumed copy a binding cycle commits:
 	//

@@ -15,6 +15,7 @@ import "github.com/berth-io/berth/scheduler/framework"
 // event is kept at all.
 type inFlightTracker struct {
 	pods           map[string]*inFlightPod
+	podsPeak       int // see framework.DeleteShrinking
 	oldest, newest *inFlightPod
 	events         []recordedEvent // consecutive seqs, ascending
 	lastSeq        uint64
@@ -67,7 +68,7 @@ func (t *inFlightTracker) end(key string) {
 	if !ok {
 		return
 	}
-	delete(t.pods, key)
+	t.pods = framework.DeleteShrinking(t.pods, key, &t.podsPeak)
 	if f.prev != nil {
 		f.prev.next = f.next
 	} else {

@@ -72,7 +72,10 @@ type PriorityQueue struct {
 	active  entryHeap
 	backoff entryHeap
 	unsched map[string]*entry
-	seq     uint64
+	// entriesPeak and unschedPeak let the maps shrink after a backlog
+	// (framework.DeleteShrinking).
+	entriesPeak, unschedPeak int
+	seq                      uint64
 	// inFlight tracks popped pods and the events seen since; see inflight.go.
 	inFlight inFlightTracker
 	// leftDone holds the keys Done could not end for want of the lock; the
@@ -256,7 +259,7 @@ func sameSpec(a, b *framework.Pod) bool {
 
 func clearStatus(p *framework.Pod) {
 	p.NodeName, p.Phase, p.NominatedNodeName, p.StatusMessage, p.PreemptedBy, p.Rejections = "", 0, "", "", "", nil
-	p.StartTime, p.Revision, p.Source = time.Time{}, 0, nil
+	p.StartTime, p.Revision, p.Source = time.Time{}, 0, ""
 	p.ViewRevision, p.Shard, p.ShardEpoch = 0, 0, 0
 }
 
@@ -280,9 +283,9 @@ func (q *PriorityQueue) removeLocked(e *entry) {
 	case poolBackoff:
 		q.backoff.remove(e.index)
 	case poolUnschedulable:
-		delete(q.unsched, e.qpi.Pod.Key())
+		q.unsched = framework.DeleteShrinking(q.unsched, e.qpi.Pod.Key(), &q.unschedPeak)
 	}
-	delete(q.entries, e.qpi.Pod.Key())
+	q.entries = framework.DeleteShrinking(q.entries, e.qpi.Pod.Key(), &q.entriesPeak)
 	e.pool = 0
 }
 
@@ -396,7 +399,7 @@ func (q *PriorityQueue) Pop(ctx context.Context) (*framework.QueuedPodInfo, erro
 	defer q.mu.Unlock()
 	e := q.active.pop()
 	qpi := e.qpi
-	delete(q.entries, qpi.Pod.Key())
+	q.entries = framework.DeleteShrinking(q.entries, qpi.Pod.Key(), &q.entriesPeak)
 	qpi.Attempts++
 	if qpi.InitialAttemptTimestamp == nil {
 		now := q.opts.clock.Now()

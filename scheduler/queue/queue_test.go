@@ -540,6 +540,8 @@ func setNonZero(t *testing.T, v reflect.Value) {
 		v.SetString(v.String() + "-changed")
 	case reflect.Int, reflect.Int32, reflect.Int64:
 		v.SetInt(v.Int() + 1)
+	case reflect.Uint8:
+		v.SetUint(v.Uint() + 1)
 	case reflect.Slice:
 		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
 	case reflect.Map:
