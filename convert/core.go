@@ -160,9 +160,8 @@ func WirePod(p *framework.Pod) (*berthv1.Pod, error) {
 		return nil, fmt.Errorf("%w: pod %s", ErrNoRecord, p.Key())
 	}
 	w := &berthv1.Pod{}
-	// Unmarshal copies what it keeps and does not write its input, so the
-	// string's bytes may be handed over as they are.
-	if err := proto.Unmarshal(unsafe.Slice(unsafe.StringData(p.Source), len(p.Source)), w); err != nil {
+	// Unmarshal copies what it keeps and does not write its input.
+	if err := proto.Unmarshal(StoredRecord(p), w); err != nil {
 		return nil, fmt.Errorf("convert: pod %s: decode stored record: %w", p.Key(), err)
 	}
 	return w, nil
@@ -338,4 +337,11 @@ func affinityToCore(a *berthv1.Affinity) *framework.Affinity {
 		out.PodAntiAffinity = &framework.PodAntiAffinity{Required: podAffinityTermsToCore(pa.GetRequired()), Preferred: weightedTermsToCore(pa.GetPreferred())}
 	}
 	return out
+}
+
+// StoredRecord is p's stored record as bytes, shared, not copied: for
+// readers only (decoders, byte patchers that build a new value), since
+// the core keeps these bytes for the pod's life. Empty: no record.
+func StoredRecord(p *framework.Pod) []byte {
+	return unsafe.Slice(unsafe.StringData(p.Source), len(p.Source))
 }

@@ -60,7 +60,7 @@ func (c storeCommitter) binding(p *framework.Pod, nodeName string) (store.Bindin
 	if len(p.Source) == 0 {
 		return store.Binding{}, fmt.Errorf("convert: pod %s has no stored record", p.Key())
 	}
-	value, err := store.MarkBoundValue(p.Source, nodeName, c.store.ReplicaID(), time.Now())
+	value, err := store.MarkBoundValue(convert.StoredRecord(p), nodeName, c.store.ReplicaID(), time.Now())
 	if err != nil {
 		return store.Binding{}, fmt.Errorf("pod %s: %w", p.Key(), err)
 	}
