@@ -23,6 +23,11 @@ type bridge struct {
 	startup *startupClock
 	// beforeLoad, if set, runs when a listing has been read (tests).
 	beforeLoad func()
+	// fromSnapshot marks the next Reset as a start-up snapshot's: the
+	// cache is not whole until the sync says it caught up (CaughtUp).
+	fromSnapshot bool
+	// snapshotRejected, if set, is told that the snapshot did not verify.
+	snapshotRejected func()
 	// bridgeLeaseState: the node book and lease marking (nodebook.go).
 	bridgeLeaseState
 }
@@ -77,9 +82,18 @@ func (s *bridge) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64)
 	s.sched.Reset(cn, cp)
 	s.checkLost(cp...)
 	s.revision(rev)
+	if s.fromSnapshot {
+		s.fromSnapshot = false
+		return
+	}
 	if s.startup != nil {
 		s.startup.mark(phaseCache)
 	}
+	s.markReady()
+}
+
+// markReady says the cache holds the cluster: scheduling may start.
+func (s *bridge) markReady() {
 	select {
 	case <-s.ready:
 	default:

@@ -371,7 +371,7 @@ type CatchUpHandler interface {
 
 // progressEvery is how often a catch-up asks etcd whether the watch has
 // caught up; etcd answers only once it has.
-const progressEvery = 100 * time.Millisecond
+const progressEvery = 20 * time.Millisecond
 
 // SyncFrom is Sync for a handler already loaded from sn (see Load); nil
 // sn is Sync. It checks sn against etcd: the same cluster and member, R
