@@ -156,7 +156,7 @@ type Snapshot struct {
 	// Keys counts the records; Nodes and Pods those decoded.
 	Keys, Nodes, Pods int
 
-	prefix  string // the pods' key prefix, which names the keyspace
+	prefix  string       // the pods' key prefix, which names the keyspace
 	listing *syncListing // nil once loaded
 	loaded  bool
 }
