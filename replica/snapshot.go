@@ -128,26 +128,48 @@ func (r *Replica) waitSnapshotLoad() *store.Snapshot {
 	return r.snapshots.snap
 }
 
+// staleSnapshotIntervals: a snapshot is rewritten after this many
+// intervals even though the cache did not change, if etcd's revision
+// moved (keys the cache does not hold, such as shard claims): compaction
+// follows etcd's revision, and a snapshot it passed is of no use at a
+// restart.
+const staleSnapshotIntervals = 4
+
 // runSnapshots writes a snapshot every interval while the cache changes,
 // until ctx ends.
 func (r *Replica) runSnapshots(ctx context.Context) error {
 	tick := time.NewTicker(r.snapshots.interval)
 	defer tick.Stop()
+	idle := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			r.writeSnapshot(ctx)
+		}
+		if r.writeSnapshot(ctx, false) {
+			idle = 0
+		} else if idle++; idle >= staleSnapshotIntervals {
+			idle = 0
+			r.writeSnapshot(ctx, true)
 		}
 	}
 }
 
-// writeSnapshot writes one if the cache moved past the last one.
-func (r *Replica) writeSnapshot(ctx context.Context) {
+// writeSnapshot writes one if the cache moved past the last one, or, with
+// ifEtcdMoved, if etcd's revision did; it tells whether it wrote.
+func (r *Replica) writeSnapshot(ctx context.Context, ifEtcdMoved bool) bool {
 	s := r.snapshots
-	if s == nil || r.store == nil || r.appliedRev.Load() <= s.written.Load() {
-		return
+	if s == nil || r.store == nil {
+		return false
+	}
+	if r.appliedRev.Load() <= s.written.Load() {
+		if !ifEtcdMoved {
+			return false
+		}
+		if rev, err := r.store.CurrentRevision(ctx); err != nil || rev <= s.written.Load() {
+			return false
+		}
 	}
 	w, err := r.store.WriteSnapshot(ctx, s.path)
 	if err != nil {
@@ -155,7 +177,7 @@ func (r *Replica) writeSnapshot(ctx context.Context) {
 		if ctx.Err() == nil {
 			s.log.Warn("start-up snapshot not written", zap.Error(err))
 		}
-		return
+		return false
 	}
 	s.writes.WithLabelValues("ok").Inc()
 	s.seconds.Observe(w.Duration.Seconds())
@@ -164,6 +186,7 @@ func (r *Replica) writeSnapshot(ctx context.Context) {
 	s.written.Store(w.Revision)
 	s.log.Debug("start-up snapshot written", zap.Int64("revision", w.Revision), zap.Int("keys", w.Keys),
 		zap.Int64("bytes", w.Bytes), zap.Duration("took", w.Duration))
+	return true
 }
 
 // finalSnapshot writes one at a graceful stop, bounded by the grace.
@@ -173,7 +196,7 @@ func (r *Replica) finalSnapshot() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ShutdownGrace)
 	defer cancel()
-	r.writeSnapshot(ctx)
+	r.writeSnapshot(ctx, false)
 }
 
 // SnapshotRejected implements store.CatchUpHandler: a full listing

@@ -347,3 +347,46 @@ func podsByNode(t *testing.T, r *Replica, n int) map[string][]string {
 	}
 	return out
 }
+
+// While the cache changes the snapshot is rewritten every interval, and it
+// follows etcd's revision even when only keys the cache does not hold
+// move it, so compaction does not leave it behind.
+func TestSnapshotWrittenPeriodically(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := Start(ctx, Config{
+		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "periodic",
+		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
+		Logger:   zaptest.NewLogger(t), SnapshotInterval: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := r.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	if err := r.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeCluster(ctx, t, r.store, 2, 4)
+	rev, err := r.store.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(ctx, t, "a snapshot of the new cluster", func() bool { return r.snapshots.written.Load() >= rev })
+
+	resp, err := r.store.Client().Put(ctx, "/berth/v1/alloc/not-cached", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(ctx, t, "a snapshot at etcd's revision", func() bool { return r.snapshots.written.Load() >= resp.Header.Revision })
+	sn, err := store.ReadSnapshot(filepath.Join(r.cfg.DataDir, snapshotFileName), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sn.Revision < resp.Header.Revision || sn.Nodes != 2 || sn.Pods != 5 {
+		t.Errorf("snapshot at %d with %d nodes, %d pods; want >= %d, 2, 5", sn.Revision, sn.Nodes, sn.Pods, resp.Header.Revision)
+	}
+}
