@@ -330,11 +330,12 @@ func decodeSnapshot(k keyspace, kvs []snapshotKV, log *zap.Logger) *syncListing 
 	return l
 }
 
-// decodeInParallel decodes kvs on every core, each worker taking every
-// n-th record; ok says which decoded.
+// decodeInParallel decodes kvs on every core but one, left to the etcd
+// open this runs beside, each worker taking every n-th record; ok says
+// which decoded.
 func decodeInParallel[T any](kvs []snapshotKV, decode func(snapshotKV) (T, error)) ([]T, []bool) {
 	out, ok := make([]T, len(kvs)), make([]bool, len(kvs))
-	workers := runtime.GOMAXPROCS(0)
+	workers := max(1, runtime.GOMAXPROCS(0)-1)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
