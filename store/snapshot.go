@@ -58,7 +58,8 @@ type SnapshotWrite struct {
 }
 
 // WriteSnapshot writes the cached range at the current revision to path,
-// atomically: a temporary file beside it, synced, then renamed over it. It
+// atomically: a temporary file beside it (path+".tmp"), synced, then
+// renamed over it. Calls for one path must not overlap. It
 // reads etcd a page at a time (the pages of a sync listing, undecoded), so
 // its memory is bounded by a page, not by the cluster.
 func (s *Store) WriteSnapshot(ctx context.Context, path string) (SnapshotWrite, error) {
@@ -71,7 +72,10 @@ func (s *Store) WriteSnapshot(ctx context.Context, path string) (SnapshotWrite, 
 		return SnapshotWrite{}, s.callError(ctx, "snapshot header", err)
 	}
 	w := SnapshotWrite{Revision: head.Header.Revision}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	// One fixed temporary name: a write cut short by a crash leaves one
+	// file behind, which the next write replaces, not one per crash. Only
+	// one process writes (etcd locks the data dir), one write at a time.
+	tmp, err := os.OpenFile(path+".tmp", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return w, err
 	}
