@@ -23,6 +23,11 @@ type bridge struct {
 	startup *startupClock
 	// beforeLoad, if set, runs when a listing has been read (tests).
 	beforeLoad func()
+	// fromSnapshot marks the next Reset as a start-up snapshot's: the
+	// cache is not whole until the sync says it caught up (CaughtUp).
+	fromSnapshot bool
+	// snapshotRejected, if set, is told that the snapshot did not verify.
+	snapshotRejected func()
 	// bridgeLeaseState: the node book and lease marking (nodebook.go).
 	bridgeLeaseState
 }
@@ -73,13 +78,26 @@ func (s *bridge) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64)
 	for i, n := range nodes {
 		cn[i] = s.nodes.put(n, s.nodes.listed[n.GetName()])
 	}
-	cp := podsToCore(pods)
+	workers := runtime.GOMAXPROCS(0)
+	if s.fromSnapshot {
+		workers = max(1, workers-1) // one core is the etcd open's
+	}
+	cp := podsToCore(pods, workers)
 	s.sched.Reset(cn, cp)
 	s.checkLost(cp...)
 	s.revision(rev)
+	if s.fromSnapshot {
+		s.fromSnapshot = false
+		return
+	}
 	if s.startup != nil {
 		s.startup.mark(phaseCache)
 	}
+	s.markReady()
+}
+
+// markReady says the cache holds the cluster: scheduling may start.
+func (s *bridge) markReady() {
 	select {
 	case <-s.ready:
 	default:
@@ -87,11 +105,11 @@ func (s *bridge) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64)
 	}
 }
 
-// podsToCore converts a listing's pods on every core: at a restart it is
-// a good part of the time to the first binding.
-func podsToCore(pods []store.PodRecord) []*framework.Pod {
+// podsToCore converts a listing's pods on that many workers: at a restart
+// it is a good part of the time to the first binding.
+func podsToCore(pods []store.PodRecord, workers int) []*framework.Pod {
 	cp := make([]*framework.Pod, len(pods))
-	framework.NewParallelizer(runtime.GOMAXPROCS(0)).Until(context.Background(), len(pods), func(i int) {
+	framework.NewParallelizer(workers).Until(context.Background(), len(pods), func(i int) {
 		cp[i] = convert.StoredPodToCore(pods[i].Pod, pods[i].Value, pods[i].ModRevision)
 	})
 	return cp

@@ -70,8 +70,15 @@ type Config struct {
 	// traces nothing at no cost.
 	TracerProvider trace.TracerProvider
 
-	// beforeLoad, for tests, runs after each listing is read and before it
-	// is loaded into the core.
+	// DisableStartupSnapshot turns off the start-up snapshot kept in the
+	// embedded etcd's data dir (it is never kept with external etcd).
+	DisableStartupSnapshot bool
+	// SnapshotInterval spaces the start-up snapshot's periodic writes
+	// while the cache changes; default 30s.
+	SnapshotInterval time.Duration
+
+	// beforeLoad, for tests, runs after each listing (or start-up
+	// snapshot) is read and before it is loaded into the core.
 	beforeLoad func()
 }
 
@@ -102,10 +109,19 @@ type Replica struct {
 	embedded *store.Embedded
 	store    *store.Store
 	sched    *scheduler.Scheduler
-	front    *server.Server
-	lis      net.Listener
-	metrics  *metricsListener
-	sec      *security
+	// committer is the core's, given the store once it is open: the core
+	// is built before, so a start-up snapshot can load while etcd opens.
+	committer *storeCommitter
+	// bridge feeds the core from the store (and from a start-up snapshot).
+	bridge *bridge
+	// snapshots keeps the start-up snapshot; nil when off.
+	snapshots *snapshots
+	// appliedRev is the latest revision the cache holds.
+	appliedRev atomic.Int64
+	front      *server.Server
+	lis        net.Listener
+	metrics    *metricsListener
+	sec        *security
 	// etcdEndpoints are the store's, for the start-up log.
 	etcdEndpoints []string
 
@@ -144,6 +160,7 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 	}
 	defer func() {
 		if err != nil {
+			r.waitSnapshotLoad()
 			r.closeBackends()
 		}
 	}()
@@ -152,12 +169,19 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 	if r.sec, err = loadSecurity(cfg); err != nil {
 		return nil, err
 	}
-	if err := r.openStore(ctx); err != nil {
-		return nil, err
-	}
+	// The core first, so that a start-up snapshot loads into it while
+	// etcd opens, which is most of a restart.
+	r.committer = &storeCommitter{}
 	if err := r.newScheduler(ctx); err != nil {
 		return nil, err
 	}
+	r.bridge = &bridge{sched: r.sched, ready: r.syncReady, revision: r.applied,
+		startup: r.startup, beforeLoad: r.cfg.beforeLoad}
+	r.loadSnapshot()
+	if err := r.openStore(ctx); err != nil {
+		return nil, err
+	}
+	r.committer.store = r.store
 	r.front = server.New(r.frontConfig())
 	if err := r.listen(); err != nil {
 		return nil, err
@@ -282,7 +306,7 @@ func (r *Replica) newScheduler(ctx context.Context) error {
 		schedCfg.Tracer = cycleTracer{tracer: r.tracer(), submits: r.submits}
 	}
 	var err error
-	r.sched, err = scheduler.New(ctx, schedCfg, storeCommitter{store: r.store})
+	r.sched, err = scheduler.New(ctx, schedCfg, r.committer)
 	if err != nil {
 		return err
 	}
@@ -329,6 +353,9 @@ func (r *Replica) run() {
 	r.group = g
 	g.Go(func() error { return r.runMembership(memberCtx) })
 	g.Go(func() error { return r.runSync(schedCtx) })
+	if r.snapshots != nil {
+		g.Go(func() error { return r.runSnapshots(schedCtx) })
+	}
 	g.Go(func() error {
 		// Scheduling starts once the cache holds the whole cluster, so no
 		// pod is placed against a partial view.
@@ -370,15 +397,28 @@ func (r *Replica) runMembership(ctx context.Context) error {
 // runSync feeds the store's watch into the core until ctx ends, then waits
 // for the node_lost marks under way.
 func (r *Replica) runSync(ctx context.Context) error {
-	b := &bridge{sched: r.sched, ready: r.syncReady, revision: func(rev int64) { r.lastRev.Set(float64(rev)) },
-		startup: r.startup, beforeLoad: r.cfg.beforeLoad,
-		bridgeLeaseState: bridgeLeaseState{store: r.store, ctx: ctx, log: r.logger.Named("sync")}}
-	err := r.store.Sync(ctx, b)
+	// The bridge is ours once the start-up load is over.
+	snap := r.waitSnapshotLoad()
+	b := r.bridge
+	b.store, b.ctx, b.log = r.store, ctx, r.logger.Named("sync")
+	if r.snapshots != nil {
+		b.snapshotRejected = func() {
+			r.snapshots.rejected.Store(true)
+			r.snapshots.written.Store(0)
+		}
+	}
+	err := r.store.SyncFrom(ctx, b, snap)
 	b.waitMarking()
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err
+}
+
+// applied records the latest revision the cache holds.
+func (r *Replica) applied(rev int64) {
+	r.appliedRev.Store(rev)
+	r.lastRev.Set(float64(rev))
 }
 
 // settlingOwner is the scheduler as the membership's shard owner, also
@@ -447,8 +487,8 @@ func (r *Replica) WaitSynced(ctx context.Context) error {
 // Stop shuts down in order: drain the front (report not serving, end
 // watch streams, let in-flight RPCs and their commits finish) and the
 // metrics listener; stop the scheduler, waiting for binding cycles under
-// way; leave the membership; flush and close the store; stop the embedded
-// etcd last.
+// way; leave the membership; write the start-up snapshot; flush and close
+// the store; stop the embedded etcd last.
 func (r *Replica) Stop() error {
 	r.stopOnce.Do(func() {
 		r.logger.Info("berth draining")
@@ -462,6 +502,8 @@ func (r *Replica) Stop() error {
 		if err := r.group.Wait(); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			r.stopErr = err
 		}
+		// Nothing writes any more: the next start begins where this ends.
+		r.finalSnapshot()
 		r.closeBackends()
 		r.logger.Info("berth stopped")
 	})

@@ -11,6 +11,10 @@ import (
 // Start-up phases, in the order they usually end. ownership runs beside
 // list and cache; serving needs them all.
 const (
+	// phaseSnapshot: the start-up snapshot was read and loaded into the
+	// core, beside the etcd open, or found unusable (its log line says
+	// why). It is checked against etcd after.
+	phaseSnapshot = "snapshot"
 	// phaseEtcd: the embedded etcd is ready (or, with external endpoints,
 	// nothing to start).
 	phaseEtcd = "etcd"
@@ -18,9 +22,11 @@ const (
 	phaseStore = "store"
 	// phaseListen: the gRPC and metrics listeners are open.
 	phaseListen = "listen"
-	// phaseList: every node and pod was read at one revision.
+	// phaseList: every node and pod was read at one revision (not when a
+	// start-up snapshot is used).
 	phaseList = "list"
-	// phaseCache: the cache and the queues hold that listing.
+	// phaseCache: the cache and the queues hold that listing, or the
+	// snapshot's state caught up with etcd.
 	phaseCache = "cache"
 	// phaseOwnership: the membership has settled which shards are ours.
 	phaseOwnership = "ownership"
@@ -29,7 +35,7 @@ const (
 )
 
 // startupPhases lists every phase, for tests and documentation.
-var startupPhases = []string{phaseEtcd, phaseStore, phaseListen, phaseList, phaseCache, phaseOwnership, phaseServing}
+var startupPhases = []string{phaseSnapshot, phaseEtcd, phaseStore, phaseListen, phaseList, phaseCache, phaseOwnership, phaseServing}
 
 // startupClock times a replica's start: each phase's end is recorded once,
 // as seconds since Start was called, in berth_startup_phase_seconds and in
@@ -52,7 +58,7 @@ func newStartupClock(start time.Time, reg prometheus.Registerer, log *zap.Logger
 		start: start, log: log, done: map[string]time.Duration{},
 		gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "berth_startup_phase_seconds",
-			Help: "Seconds from the replica's start to the end of each start-up phase (etcd, store, listen, list, cache, ownership, serving).",
+			Help: "Seconds from the replica's start to the end of each start-up phase (snapshot, etcd, store, listen, list, cache, ownership, serving).",
 		}, []string{"phase"}),
 	}
 	reg.MustRegister(c.gauge)

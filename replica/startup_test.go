@@ -3,11 +3,14 @@ package replica
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -18,16 +21,23 @@ import (
 )
 
 // A replica restarted on its data dir says NOT_SERVING while it cannot
-// schedule (here: its shards are settled but its listing is held before it
-// reaches the core), then SERVING; a new pod binds; and every start-up
-// phase was recorded.
+// schedule (here: its shards are settled but its listing, or its start-up
+// snapshot, is held before it reaches the core), then SERVING; a new pod
+// binds; and every start-up phase was recorded (but the listing's, when
+// the snapshot stood in for it).
 func TestRestartServesOnceShardsCanSchedule(t *testing.T) {
+	t.Run("listing", func(t *testing.T) { testRestartServesOnceShardsCanSchedule(t, false) })
+	t.Run("snapshot", func(t *testing.T) { testRestartServesOnceShardsCanSchedule(t, true) })
+}
+
+func testRestartServesOnceShardsCanSchedule(t *testing.T, fromSnapshot bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cfg := Config{
 		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "restarted",
-		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
-		Logger:   zaptest.NewLogger(t),
+		Embedded:               store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
+		Logger:                 zaptest.NewLogger(t),
+		DisableStartupSnapshot: !fromSnapshot,
 	}
 	first, err := Start(ctx, cfg)
 	if err != nil {
@@ -123,7 +133,16 @@ func TestRestartServesOnceShardsCanSchedule(t *testing.T) {
 			}
 		}
 	}
+	if fromSnapshot && (second.snapshots.snap == nil || second.snapshots.rejected.Load()) {
+		t.Errorf("the start-up snapshot was not used (loaded %v)", second.snapshots.snap != nil)
+	}
 	for _, want := range startupPhases {
+		if fromSnapshot && want == phaseList {
+			if slices.Contains(phases, want) {
+				t.Errorf("berth_startup_phase_seconds has phase %q though the snapshot was used", want)
+			}
+			continue
+		}
 		if !slices.Contains(phases, want) {
 			t.Errorf("berth_startup_phase_seconds has phases %v; missing %q", phases, want)
 		}
@@ -189,5 +208,185 @@ func pollUntil(ctx context.Context, t *testing.T, what string, cond func() bool)
 			t.Fatalf("waiting for %s: %v", what, ctx.Err())
 		case <-tick.C:
 		}
+	}
+}
+
+// A restart from the start-up snapshot sees what was written after the
+// snapshot and before the restart (here: while no replica ran), and its
+// cache is the one a full listing builds; a damaged snapshot is not used
+// and the listing takes over.
+func TestRestartFromSnapshotMatchesListing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cfg := Config{
+		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "restarted",
+		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
+		Logger:   zaptest.NewLogger(t),
+	}
+	first, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeCluster(ctx, t, first.store, 3, 30)
+	waitBound(ctx, t, first.store, "pending-0")
+	if err := first.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(cfg.DataDir, snapshotFileName)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("no snapshot after a graceful stop: %v", err)
+	}
+
+	// Changes the snapshot does not hold.
+	func() {
+		e, err := store.StartEmbedded(ctx, store.EmbeddedConfig{Dir: cfg.DataDir, Maintenance: store.MaintenanceConfig{Interval: -1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		st, err := store.Open(ctx, store.Config{Endpoints: e.Endpoints(), Client: e.Client(), MaxTxnOps: store.EmbeddedMaxTxnOps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		var later []*berthv1.Pod
+		for i := range 5 {
+			later = append(later, restartTestPod(fmt.Sprintf("later-%d", i), "node-1"))
+		}
+		for _, r := range st.CreatePods(ctx, later) {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+		gone, _, err := st.GetPod(ctx, "restart", "bound-0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.DeletePod(ctx, "restart", "bound-0", gone.GetUid()); err != nil {
+			t.Fatal(err)
+		}
+	}()
+
+	second, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := second.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if second.snapshots.snap == nil || second.snapshots.rejected.Load() {
+		t.Fatalf("the start-up snapshot was not used (loaded %v)", second.snapshots.snap != nil)
+	}
+	fromSnapshot := podsByNode(t, second, 3)
+	if want := []string{"bound-1", "bound-10", "bound-13"}; !slices.Equal(fromSnapshot["node-1"][:3], want) ||
+		!slices.Contains(fromSnapshot["node-1"], "later-4") || slices.Contains(fromSnapshot["node-0"], "bound-0") {
+		t.Errorf("cache from the snapshot misses the changes made after it: %v", fromSnapshot)
+	}
+	if r := second.store.CreatePods(ctx, []*berthv1.Pod{restartTestPod("after-restart", "")})[0]; r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	waitBound(ctx, t, second.store, "after-restart")
+	pollUntil(ctx, t, "the binding in the cache", func() bool {
+		for _, pods := range podsByNode(t, second, 3) {
+			if slices.Contains(pods, "after-restart") {
+				return true
+			}
+		}
+		return false
+	})
+	fromSnapshot = podsByNode(t, second, 3)
+	if err := second.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A torn snapshot: the third start lists everything instead.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data[:len(data)-7], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	third, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := third.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	if err := third.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if third.snapshots.snap != nil {
+		t.Fatal("a torn snapshot was loaded")
+	}
+	if diff := cmp.Diff(podsByNode(t, third, 3), fromSnapshot); diff != "" {
+		t.Errorf("cache from the snapshot differs from the listing's (-listing +snapshot):\n%s", diff)
+	}
+}
+
+// podsByNode names the pods the core holds on each of the first n nodes,
+// sorted.
+func podsByNode(t *testing.T, r *Replica, n int) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for i := range n {
+		name := fmt.Sprintf("node-%d", i)
+		ni, ok := r.sched.NodeInfo(name)
+		if !ok {
+			t.Fatalf("%s not in the cache", name)
+		}
+		var pods []string
+		for _, pi := range ni.Pods {
+			pods = append(pods, pi.Pod.Name)
+		}
+		slices.Sort(pods)
+		out[name] = pods
+	}
+	return out
+}
+
+// While the cache changes the snapshot is rewritten every interval, and it
+// follows etcd's revision even when only keys the cache does not hold
+// move it, so compaction does not leave it behind.
+func TestSnapshotWrittenPeriodically(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := Start(ctx, Config{
+		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "periodic",
+		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
+		Logger:   zaptest.NewLogger(t), SnapshotInterval: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := r.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	if err := r.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeCluster(ctx, t, r.store, 2, 4)
+	rev, err := r.store.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(ctx, t, "a snapshot of the new cluster", func() bool { return r.snapshots.written.Load() >= rev })
+
+	resp, err := r.store.Client().Put(ctx, "/berth/v1/alloc/not-cached", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(ctx, t, "a snapshot at etcd's revision", func() bool { return r.snapshots.written.Load() >= resp.Header.Revision })
+	sn, err := store.ReadSnapshot(filepath.Join(r.cfg.DataDir, snapshotFileName), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sn.Revision < resp.Header.Revision || sn.Nodes != 2 || sn.Pods != 5 {
+		t.Errorf("snapshot at %d with %d nodes, %d pods; want >= %d, 2, 5", sn.Revision, sn.Nodes, sn.Pods, resp.Header.Revision)
 	}
 }

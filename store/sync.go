@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -176,9 +177,22 @@ func (l *syncListing) reset(h SyncHandler) {
 // followSync delivers the watch's events after rev to h until the watch
 // fails.
 func (s *Store) followSync(ctx context.Context, h SyncHandler, rev int64) error {
+	return s.followSyncTo(ctx, h, rev, 0, nil)
+}
+
+// followSyncTo is followSync that also calls caughtUp(target) once, when
+// every change up to target has been delivered: at an event of target or
+// later, or at a progress notification, which etcd sends only to a watch
+// that has caught up with it.
+func (s *Store) followSyncTo(ctx context.Context, h SyncHandler, rev, target int64, caughtUp func(int64)) error {
 	applied, _ := h.(AppliedHandler)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	behind := caughtUp != nil
+	if behind && target <= rev {
+		caughtUp(target)
+		behind = false
+	}
 	start, end := s.keys.cachedRange()
 	// A stream of its own: short-lived watches that end in a burst can
 	// wedge the stream they share (see catchUp), and this one feeds the
@@ -186,6 +200,11 @@ func (s *Store) followSync(ctx context.Context, h SyncHandler, rev int64) error 
 	wctx = metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(wctx), watchStreamKey, "sync")
 	wch := s.client.Watch(wctx, start,
 		clientv3.WithRange(end), clientv3.WithRev(rev+1), clientv3.WithPrevKV())
+	var stopAsking func()
+	if behind {
+		stopAsking = s.askProgress(wctx)
+		defer stopAsking()
+	}
 	for resp := range wch {
 		if err := watchFailure(resp, "sync watch"); err != nil {
 			return err
@@ -197,8 +216,52 @@ func (s *Store) followSync(ctx context.Context, h SyncHandler, rev int64) error 
 		if applied != nil && len(resp.Events) > 0 {
 			applied.Applied(resp.Events[len(resp.Events)-1].Kv.ModRevision)
 		}
+		if behind && reached(resp, target) {
+			behind = false
+			stopAsking()
+			caughtUp(target)
+		}
 	}
 	return errWatchClosed
+}
+
+// reached tells whether a watch response shows every change up to target
+// delivered.
+func reached(resp clientv3.WatchResponse, target int64) bool {
+	if n := len(resp.Events); n > 0 {
+		return resp.Events[n-1].Kv.ModRevision >= target
+	}
+	return resp.IsProgressNotify() && resp.Header.Revision >= target
+}
+
+// askProgress asks etcd for a progress notification on wctx's watch stream
+// until stopped (or wctx ends): etcd ignores the request while the watch is
+// still replaying history, so one request is not enough.
+func (s *Store) askProgress(wctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	var once sync.Once
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		for {
+			if err := s.client.RequestProgress(wctx); err != nil && wctx.Err() == nil {
+				s.log.Debug("store sync: progress request", zap.Error(err))
+			}
+			select {
+			case <-done:
+				return
+			case <-wctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		once.Do(func() { close(done) })
+		<-finished
+	}
 }
 
 // deliver hands one watched change to the part of h that handles its key.

@@ -36,6 +36,9 @@ func serveFlags(fs *flag.FlagSet, cfg *replica.Config, logLevel *string, endpoin
 	fs.StringVar(&cfg.Advertise, "advertise", "", "gRPC address other replicas and ListReplicas report for this one (default: the listen address, with the host name for a wildcard host)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "127.0.0.1:7071", `Prometheus /metrics listen address ("-" disables)`)
 	fs.StringVar(&cfg.DataDir, "data-dir", "./berth-data", "embedded etcd data directory")
+	fs.Var((*negatedBool)(&cfg.DisableStartupSnapshot), "startup-snapshot",
+		"keep a snapshot of the cache in the data dir, so a restart loads it while etcd opens (embedded etcd only; default true)")
+	fs.DurationVar(&cfg.SnapshotInterval, "startup-snapshot-interval", 30*time.Second, "how often the start-up snapshot is rewritten while the cache changes")
 	fs.StringVar(endpoints, "etcd-endpoints", "", "comma-separated external etcd endpoints (instead of the embedded etcd)")
 	fs.StringVar(&cfg.Store.Prefix, "etcd-prefix", "/berth", "etcd key prefix")
 	fs.DurationVar(&cfg.Store.RequestTimeout, "etcd-request-timeout", 5*time.Second, "bound on each etcd request")
@@ -240,3 +243,25 @@ func newLogger(level string) (*zap.Logger, error) {
 	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
 	return zc.Build()
 }
+
+// negatedBool is a flag that defaults to true and sets a Disable... field
+// to its negation, so a zero Config keeps the feature on.
+type negatedBool bool
+
+func (b *negatedBool) String() string {
+	if b == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!bool(*b))
+}
+
+func (b *negatedBool) Set(v string) error {
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	*b = negatedBool(!on)
+	return nil
+}
+
+func (b *negatedBool) IsBoolFlag() bool { return true }

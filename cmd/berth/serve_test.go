@@ -161,6 +161,7 @@ func TestServeEtcdAndAdvertiseFlags(t *testing.T) {
 		args                []string
 		wantClient, wantAdv string
 		wantErr             bool
+		wantNoSnapshot      bool
 	}{
 		{args: nil, wantClient: "127.0.0.1:0"},
 		{args: []string{"--etcd-listen-client", "0.0.0.0:2379"}, wantClient: "0.0.0.0:2379"},
@@ -168,6 +169,8 @@ func TestServeEtcdAndAdvertiseFlags(t *testing.T) {
 		{args: []string{"--etcd-listen-client", "https://127.0.0.1:2379"}, wantErr: true},
 		{args: []string{"--etcd-listen-client", "2379"}, wantErr: true},
 		{args: []string{"--advertise", "berth-0.berth:7070"}, wantClient: "127.0.0.1:0", wantAdv: "berth-0.berth:7070"},
+		{args: []string{"--startup-snapshot=false"}, wantClient: "127.0.0.1:0", wantNoSnapshot: true},
+		{args: []string{"--startup-snapshot"}, wantClient: "127.0.0.1:0"},
 	} {
 		var cfg replica.Config
 		var logLevel, endpoints string
@@ -184,6 +187,9 @@ func TestServeEtcdAndAdvertiseFlags(t *testing.T) {
 		if err != nil {
 			t.Errorf("%v: %v", tc.args, err)
 			continue
+		}
+		if cfg.DisableStartupSnapshot != tc.wantNoSnapshot {
+			t.Errorf("%v: DisableStartupSnapshot %v, want %v", tc.args, cfg.DisableStartupSnapshot, tc.wantNoSnapshot)
 		}
 		if cfg.Embedded.ClientAddr != tc.wantClient || cfg.Advertise != tc.wantAdv {
 			t.Errorf("%v: client %q advertise %q; want %q, %q", tc.args, cfg.Embedded.ClientAddr, cfg.Advertise, tc.wantClient, tc.wantAdv)

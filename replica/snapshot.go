@@ -1,0 +1,221 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/berth-io/berth/store"
+)
+
+// A replica on the embedded etcd keeps a start-up snapshot of what it
+// caches in its data dir (see store/snapshot.go), so that a restart loads
+// the cache while etcd opens instead of listing it after. The file is
+// written periodically while the cache changes and on a graceful stop; a
+// restart checks it against etcd and catches up by watch, or discards it
+// and lists.
+
+// snapshotFileName is the snapshot's file in the data dir.
+const snapshotFileName = "berth-startup.snap"
+
+// defaultSnapshotInterval spaces periodic snapshots: each reads the cached
+// range from etcd and writes it out (about a second of one core at 200,000
+// pods), so a short interval would tax the load it follows.
+const defaultSnapshotInterval = 30 * time.Second
+
+// snapshots writes the start-up snapshot and remembers what it wrote.
+type snapshots struct {
+	path     string
+	interval time.Duration
+	log      *zap.Logger
+	// loaded closes when the start-up load (used or not) is over.
+	loaded chan struct{}
+	// snap is what was loaded into the core, for the sync to verify; nil
+	// if nothing was.
+	snap *store.Snapshot
+	// rejected: the snapshot loaded did not verify against etcd.
+	rejected atomic.Bool
+	// written is the revision of the last snapshot written (or loaded and
+	// still valid): no write is needed until the cache moves past it.
+	written atomic.Int64
+
+	seconds  prometheus.Histogram
+	bytes    prometheus.Gauge
+	revision prometheus.Gauge
+	writes   *prometheus.CounterVec
+}
+
+func newSnapshots(path string, interval time.Duration, reg prometheus.Registerer, log *zap.Logger) *snapshots {
+	if interval <= 0 {
+		interval = defaultSnapshotInterval
+	}
+	s := &snapshots{
+		path: path, interval: interval, log: log, loaded: make(chan struct{}),
+		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "berth_startup_snapshot_write_seconds", Help: "Time to write one start-up snapshot.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
+		}),
+		bytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "berth_startup_snapshot_bytes", Help: "Size of the last start-up snapshot written.",
+		}),
+		revision: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "berth_startup_snapshot_revision", Help: "etcd revision of the last start-up snapshot written.",
+		}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_startup_snapshot_writes_total", Help: "Start-up snapshot writes, by result (ok, error).",
+		}, []string{"result"}),
+	}
+	reg.MustRegister(s.seconds, s.bytes, s.revision, s.writes)
+	return s
+}
+
+// snapshotsOn: only the embedded etcd's data dir is ours to keep a
+// snapshot in, and only it can be opened while we read one.
+func (r *Replica) snapshotsOn() bool {
+	return !r.cfg.DisableStartupSnapshot && len(r.cfg.EtcdEndpoints) == 0
+}
+
+// loadSnapshot reads the data dir's snapshot and loads it into the core
+// through the bridge, in the background, beside the etcd open. The sync
+// waits for it (snapshots.loaded).
+func (r *Replica) loadSnapshot() {
+	if !r.snapshotsOn() {
+		r.startup.mark(phaseSnapshot, zap.Bool("used", false), zap.String("reason", "disabled"))
+		return
+	}
+	dir, err := filepath.Abs(r.cfg.DataDir)
+	if err != nil {
+		dir = r.cfg.DataDir
+	}
+	s := newSnapshots(filepath.Join(dir, snapshotFileName), r.cfg.SnapshotInterval, r.reg, r.logger.Named("snapshot"))
+	r.snapshots = s
+	go func() {
+		defer close(s.loaded)
+		sn, err := store.ReadSnapshot(s.path, r.cfg.Store.Prefix, r.logger.Named("store"))
+		if err != nil {
+			reason := err.Error()
+			if errors.Is(err, fs.ErrNotExist) {
+				reason = "no snapshot in the data dir"
+			}
+			r.startup.mark(phaseSnapshot, zap.Bool("used", false), zap.String("reason", reason))
+			return
+		}
+		if r.cfg.beforeLoad != nil {
+			r.cfg.beforeLoad()
+		}
+		r.bridge.fromSnapshot = true
+		sn.Load(r.bridge)
+		s.snap = sn
+		s.written.Store(sn.Revision)
+		r.startup.mark(phaseSnapshot, zap.Bool("used", true), zap.Int64("revision", sn.Revision),
+			zap.Int("nodes", sn.Nodes), zap.Int("pods", sn.Pods))
+	}()
+}
+
+// waitSnapshotLoad waits for the start-up load, if one runs, and hands
+// over what was loaded (nil if nothing).
+func (r *Replica) waitSnapshotLoad() *store.Snapshot {
+	if r.snapshots == nil {
+		return nil
+	}
+	<-r.snapshots.loaded
+	return r.snapshots.snap
+}
+
+// staleSnapshotIntervals: a snapshot is rewritten after this many
+// intervals even though the cache did not change, if etcd's revision
+// moved (keys the cache does not hold, such as shard claims): compaction
+// follows etcd's revision, and a snapshot it passed is of no use at a
+// restart.
+const staleSnapshotIntervals = 4
+
+// runSnapshots writes a snapshot every interval while the cache changes,
+// until ctx ends.
+func (r *Replica) runSnapshots(ctx context.Context) error {
+	tick := time.NewTicker(r.snapshots.interval)
+	defer tick.Stop()
+	idle := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		if r.writeSnapshot(ctx, false) {
+			idle = 0
+		} else if idle++; idle >= staleSnapshotIntervals {
+			idle = 0
+			r.writeSnapshot(ctx, true)
+		}
+	}
+}
+
+// writeSnapshot writes one if the cache moved past the last one, or, with
+// ifEtcdMoved, if etcd's revision did; it tells whether it wrote.
+func (r *Replica) writeSnapshot(ctx context.Context, ifEtcdMoved bool) bool {
+	s := r.snapshots
+	if s == nil || r.store == nil {
+		return false
+	}
+	if r.appliedRev.Load() <= s.written.Load() {
+		if !ifEtcdMoved {
+			return false
+		}
+		if rev, err := r.store.CurrentRevision(ctx); err != nil || rev <= s.written.Load() {
+			return false
+		}
+	}
+	w, err := r.store.WriteSnapshot(ctx, s.path)
+	if err != nil {
+		s.writes.WithLabelValues("error").Inc()
+		if ctx.Err() == nil {
+			s.log.Warn("start-up snapshot not written", zap.Error(err))
+		}
+		return false
+	}
+	s.writes.WithLabelValues("ok").Inc()
+	s.seconds.Observe(w.Duration.Seconds())
+	s.bytes.Set(float64(w.Bytes))
+	s.revision.Set(float64(w.Revision))
+	s.written.Store(w.Revision)
+	s.log.Debug("start-up snapshot written", zap.Int64("revision", w.Revision), zap.Int("keys", w.Keys),
+		zap.Int64("bytes", w.Bytes), zap.Duration("took", w.Duration))
+	return true
+}
+
+// finalSnapshot writes one at a graceful stop, bounded by the grace.
+func (r *Replica) finalSnapshot() {
+	if r.snapshots == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ShutdownGrace)
+	defer cancel()
+	r.writeSnapshot(ctx, false)
+}
+
+// SnapshotRejected implements store.CatchUpHandler: a full listing
+// follows; the file is rewritten once the cache is whole again.
+func (s *bridge) SnapshotRejected(err error) {
+	if s.snapshotRejected != nil {
+		s.snapshotRejected()
+	}
+	s.logger().Warn("start-up snapshot rejected; listing everything", zap.Error(err))
+}
+
+// CaughtUp implements store.CatchUpHandler: the cache loaded from the
+// snapshot is now as current as etcd was when it was checked, which is
+// when a listing's cache would be whole.
+func (s *bridge) CaughtUp(rev int64) {
+	if s.startup != nil {
+		s.startup.mark(phaseCache, zap.Bool("from_snapshot", true), zap.Int64("revision", rev))
+	}
+	s.markReady()
+}
+
+var _ store.CatchUpHandler = (*bridge)(nil)

@@ -1,0 +1,439 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+)
+
+// A start-up snapshot is the cached range (assumptions, budgets, node
+// leases, nodes, pod groups, pods) as etcd held it at one revision R,
+// written to the data dir beside the embedded etcd. A restart reads it
+// while etcd opens, loads the scheduler from it, then checks it against
+// etcd and follows the watch from R+1: the full listing, a good part of a
+// restart, leaves the critical path. Nothing in the file is trusted until
+// it has passed every check (checksum, version, prefix, cluster and member,
+// R not compacted nor in the future, key count at R); a file that fails
+// one is discarded and the replica lists everything, as without it.
+//
+// Layout (integers are unsigned varints unless noted):
+//
+//	magic "BERTHSNP", format version
+//	cluster id, member id, revision R, length and text of the pods' key prefix
+//	records: key length, key, value length, value, mod revision; in key order
+//	trailer: record count (8 bytes LE), CRC-32C of all before it (4 bytes LE)
+const (
+	snapshotMagic   = "BERTHSNP"
+	snapshotVersion = 1
+	snapshotTrailer = 12
+)
+
+// ErrSnapshotInvalid reports a start-up snapshot that cannot be used.
+var ErrSnapshotInvalid = errors.New("store: startup snapshot invalid")
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// SnapshotWrite describes a snapshot written.
+type SnapshotWrite struct {
+	Revision int64
+	Keys     int
+	Bytes    int64
+	Duration time.Duration
+}
+
+// WriteSnapshot writes the cached range at the current revision to path,
+// atomically: a temporary file beside it (path+".tmp"), synced, then
+// renamed over it. Calls for one path must not overlap. It
+// reads etcd a page at a time (the pages of a sync listing, undecoded), so
+// its memory is bounded by a page, not by the cluster.
+func (s *Store) WriteSnapshot(ctx context.Context, path string) (SnapshotWrite, error) {
+	began := time.Now()
+	start, end := s.keys.cachedRange()
+	cctx, cancel := s.bound(ctx)
+	head, err := s.client.Get(cctx, start, clientv3.WithLimit(1))
+	cancel()
+	if err != nil {
+		return SnapshotWrite{}, s.callError(ctx, "snapshot header", err)
+	}
+	w := SnapshotWrite{Revision: head.Header.Revision}
+	// One fixed temporary name: a write cut short by a crash leaves one
+	// file behind, which the next write replaces, not one per crash. Only
+	// one process writes (etcd locks the data dir), one write at a time.
+	tmp, err := os.OpenFile(path+".tmp", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return w, err
+	}
+	defer func() {
+		if tmp != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	sum := crc32.New(castagnoli)
+	bw := bufio.NewWriterSize(io.MultiWriter(tmp, sum), 1<<20)
+	var scratch []byte
+	scratch = append(scratch, snapshotMagic...)
+	scratch = binary.AppendUvarint(scratch, snapshotVersion)
+	scratch = binary.AppendUvarint(scratch, head.Header.ClusterId)
+	scratch = binary.AppendUvarint(scratch, head.Header.MemberId)
+	scratch = binary.AppendUvarint(scratch, uint64(w.Revision))
+	scratch = binary.AppendUvarint(scratch, uint64(len(s.keys.pods)))
+	scratch = append(scratch, s.keys.pods...)
+	bw.Write(scratch)
+	_, err = s.rangePages(ctx, "snapshot", start, end, w.Revision, syncPageBytes, func(kvs []*mvccpb.KeyValue) {
+		for _, kv := range kvs {
+			scratch = binary.AppendUvarint(scratch[:0], uint64(len(kv.Key)))
+			scratch = append(scratch, kv.Key...)
+			scratch = binary.AppendUvarint(scratch, uint64(len(kv.Value)))
+			bw.Write(scratch)
+			bw.Write(kv.Value)
+			scratch = binary.AppendUvarint(scratch[:0], uint64(kv.ModRevision))
+			bw.Write(scratch)
+		}
+		w.Keys += len(kvs)
+	})
+	if err != nil {
+		return w, err
+	}
+	if err := bw.Flush(); err != nil {
+		return w, err
+	}
+	trailer := binary.LittleEndian.AppendUint64(nil, uint64(w.Keys))
+	sum.Write(trailer)
+	trailer = binary.LittleEndian.AppendUint32(trailer, sum.Sum32())
+	if _, err := tmp.Write(trailer); err != nil {
+		return w, err
+	}
+	if err := tmp.Sync(); err != nil {
+		return w, err
+	}
+	info, err := tmp.Stat()
+	if err != nil {
+		return w, err
+	}
+	w.Bytes = info.Size()
+	if err := tmp.Close(); err != nil {
+		return w, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return w, err
+	}
+	tmp = nil
+	syncDir(filepath.Dir(path))
+	w.Duration = time.Since(began)
+	return w, nil
+}
+
+// syncDir makes a rename in dir durable; where a directory cannot be
+// synced the rename is merely less durable, which the checks on reading
+// cover.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// Snapshot is a start-up snapshot read and decoded, not yet checked
+// against etcd.
+type Snapshot struct {
+	// Revision is R, the revision the snapshot reflects; ClusterID and
+	// Member name the etcd that wrote it.
+	Revision          int64
+	ClusterID, Member uint64
+	// Keys counts the records; Nodes and Pods those decoded.
+	Keys, Nodes, Pods int
+
+	prefix  string       // the pods' key prefix, which names the keyspace
+	listing *syncListing // nil once loaded
+	loaded  bool
+}
+
+// snapshotKV is one record of a snapshot file; key and value alias the
+// file's bytes.
+type snapshotKV struct {
+	key, value []byte
+	modRev     int64
+}
+
+// ReadSnapshot reads, checks (checksum, version, prefix) and decodes the
+// snapshot at path, on every core. Whether it still matches etcd is for
+// SyncFrom to check. prefix is the store's Config.Prefix.
+func ReadSnapshot(path, prefix string, log *zap.Logger) (*Snapshot, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	sn, kvs, err := parseSnapshot(data)
+	if err != nil {
+		return nil, err
+	}
+	keys := newKeyspace(prefix)
+	if sn.prefix != keys.pods {
+		return nil, fmt.Errorf("%w: written for keys under %q, not %q", ErrSnapshotInvalid, sn.prefix, keys.pods)
+	}
+	sn.listing = decodeSnapshot(keys, kvs, log)
+	sn.Nodes, sn.Pods = len(sn.listing.nodes), len(sn.listing.pods)
+	return sn, nil
+}
+
+// parseSnapshot checks a snapshot file's framing and splits it into
+// records.
+func parseSnapshot(data []byte) (*Snapshot, []snapshotKV, error) {
+	bad := func(why string) (*Snapshot, []snapshotKV, error) {
+		return nil, nil, fmt.Errorf("%w: %s", ErrSnapshotInvalid, why)
+	}
+	if len(data) < len(snapshotMagic)+snapshotTrailer || string(data[:len(snapshotMagic)]) != snapshotMagic {
+		return bad("not a snapshot file")
+	}
+	body, trailer := data[:len(data)-4], data[len(data)-4:]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(trailer) {
+		return bad("checksum mismatch (torn or damaged file)")
+	}
+	count := binary.LittleEndian.Uint64(body[len(body)-8:])
+	r := snapshotReader{buf: body[len(snapshotMagic) : len(body)-8]}
+	if v := r.uvarint(); v != snapshotVersion {
+		return bad(fmt.Sprintf("format version %d, want %d", v, snapshotVersion))
+	}
+	sn := &Snapshot{ClusterID: r.uvarint(), Member: r.uvarint(), Revision: int64(r.uvarint())}
+	sn.prefix = string(r.bytes())
+	if count > uint64(len(r.buf)) {
+		return bad("record count beyond the file")
+	}
+	kvs := make([]snapshotKV, 0, count)
+	for len(r.buf) > 0 && r.err == nil {
+		kv := snapshotKV{key: r.bytes(), value: r.bytes()}
+		kv.modRev = int64(r.uvarint())
+		kvs = append(kvs, kv)
+	}
+	if r.err != nil {
+		return bad(r.err.Error())
+	}
+	if uint64(len(kvs)) != count {
+		return bad(fmt.Sprintf("%d records, trailer says %d", len(kvs), count))
+	}
+	sn.Keys = len(kvs)
+	return sn, kvs, nil
+}
+
+// snapshotReader consumes a snapshot's fields; the first error sticks.
+type snapshotReader struct {
+	buf []byte
+	err error
+}
+
+func (r *snapshotReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.buf)
+	if n <= 0 {
+		r.err = errors.New("bad varint")
+		return 0
+	}
+	r.buf = r.buf[n:]
+	return v
+}
+
+func (r *snapshotReader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.buf)) {
+		r.err = errors.New("field beyond the file")
+		return nil
+	}
+	b := r.buf[:n:n]
+	r.buf = r.buf[n:]
+	return b
+}
+
+// decodeSnapshot turns a snapshot's records into the listing a sync
+// listing would have read. Pods and nodes, nearly all of it, are decoded on
+// every core; pod values are copied out of the file so that it need not
+// stay in memory for as long as one of its pods does.
+func decodeSnapshot(k keyspace, kvs []snapshotKV, log *zap.Logger) *syncListing {
+	l := &syncListing{nodeRevs: map[string]int64{}}
+	var nodeKVs, podKVs []snapshotKV
+	skip := func(what string, kv snapshotKV, err error) {
+		log.Warn("store sync: skipping undecodable "+what+" in snapshot", zap.ByteString("key", kv.key), zap.Error(err))
+	}
+	for _, kv := range kvs {
+		key := string(kv.key)
+		switch {
+		case k.isAssume(key):
+			if a, err := decodeAssumption(kv.value); err == nil {
+				l.assumptions = append(l.assumptions, a)
+			} else {
+				skip("assumption", kv, err)
+			}
+		case k.isBudget(key):
+			if b, err := decodeBudget(kv.value); err == nil {
+				l.budgets = append(l.budgets, b)
+			} else {
+				skip("budget", kv, err)
+			}
+		case k.isNodeLease(key):
+			l.leased = append(l.leased, k.nodeLeaseName(key))
+		case k.isNode(key):
+			nodeKVs = append(nodeKVs, kv)
+		case k.isGroup(key):
+			if g, err := decodePodGroup(kv.value); err == nil {
+				l.groups = append(l.groups, g)
+			} else {
+				skip("pod group", kv, err)
+			}
+		case k.isPod(key):
+			podKVs = append(podKVs, kv)
+		}
+	}
+	nodes, nodeOK := decodeInParallel(nodeKVs, func(kv snapshotKV) (*berthv1.Node, error) { return decodeNode(kv.value) })
+	for i, n := range nodes {
+		if !nodeOK[i] {
+			skip("node", nodeKVs[i], errors.New("decode failed"))
+			continue
+		}
+		l.nodes = append(l.nodes, n)
+		l.nodeRevs[n.Name] = nodeKVs[i].modRev
+	}
+	pods, podOK := decodeInParallel(podKVs, func(kv snapshotKV) (PodRecord, error) {
+		p, err := decodePod(kv.value)
+		if err != nil {
+			return PodRecord{}, err
+		}
+		return PodRecord{Pod: p, ModRevision: kv.modRev, Value: bytes.Clone(kv.value)}, nil
+	})
+	l.pods = make([]PodRecord, 0, len(pods))
+	for i, p := range pods {
+		if !podOK[i] {
+			skip("pod", podKVs[i], errors.New("decode failed"))
+			continue
+		}
+		l.pods = append(l.pods, p)
+	}
+	return l
+}
+
+// decodeInParallel decodes kvs on every core but one, left to the etcd
+// open this runs beside, each worker taking every n-th record; ok says
+// which decoded.
+func decodeInParallel[T any](kvs []snapshotKV, decode func(snapshotKV) (T, error)) ([]T, []bool) {
+	out, ok := make([]T, len(kvs)), make([]bool, len(kvs))
+	workers := max(1, runtime.GOMAXPROCS(0)-1)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(kvs); i += workers {
+				v, err := decode(kvs[i])
+				out[i], ok[i] = v, err == nil
+			}
+		})
+	}
+	wg.Wait()
+	return out, ok
+}
+
+// Load resets h with the snapshot's state, as a listing's Reset would (its
+// optional handlers included), and then lets the decoded state go: h holds
+// it now. Call it once, before SyncFrom.
+func (sn *Snapshot) Load(h SyncHandler) {
+	sn.listing.rev = sn.Revision
+	sn.listing.reset(h)
+	sn.listing = nil
+	sn.loaded = true
+}
+
+// CatchUpHandler is an optional part of a SyncHandler loaded from a
+// Snapshot. SyncFrom calls exactly one of them first: SnapshotRejected
+// when the snapshot does not match etcd (a full listing's Reset follows),
+// or CaughtUp once the watch has delivered every change up to rev, etcd's
+// revision when the snapshot was checked: from then on h's view is as
+// current as a listing's would be.
+type CatchUpHandler interface {
+	SnapshotRejected(err error)
+	CaughtUp(rev int64)
+}
+
+// progressEvery is how often a catch-up asks etcd whether the watch has
+// caught up; etcd answers only once it has.
+const progressEvery = 20 * time.Millisecond
+
+// SyncFrom is Sync for a handler already loaded from sn (see Load); nil
+// sn is Sync. It checks sn against etcd: the same cluster and member, R
+// neither compacted nor in the future, and as many keys at R as the file
+// holds; then follows the watch from R+1. If a check fails, it lists
+// everything and resets h, as Sync does.
+func (s *Store) SyncFrom(ctx context.Context, h SyncHandler, sn *Snapshot) error {
+	if sn == nil || !sn.loaded {
+		return s.Sync(ctx, h)
+	}
+	cu, _ := h.(CatchUpHandler)
+	target, err := s.checkSnapshot(ctx, sn)
+	if err != nil {
+		s.log.Warn("store sync: startup snapshot not used; listing everything", zap.Int64("snapshot_revision", sn.Revision), zap.Error(err))
+		if cu != nil {
+			cu.SnapshotRejected(err)
+		}
+	} else {
+		s.log.Info("store sync: resuming from startup snapshot", zap.Int64("snapshot_revision", sn.Revision),
+			zap.Int64("catch_up_to", target))
+		caughtUp := func(int64) {}
+		if cu != nil {
+			caughtUp = cu.CaughtUp
+		}
+		err = s.followSyncTo(ctx, h, sn.Revision, target, caughtUp)
+		if ctx.Err() == nil && !s.isClosed() {
+			s.metrics.relist()
+			s.log.Warn("store sync: listing again", zap.Error(err))
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if s.isClosed() {
+		return ErrClosed
+	}
+	return s.Sync(ctx, h)
+}
+
+// checkSnapshot checks sn against etcd with one count-only read at its
+// revision, and returns etcd's current revision.
+func (s *Store) checkSnapshot(ctx context.Context, sn *Snapshot) (int64, error) {
+	start, end := s.keys.cachedRange()
+	cctx, cancel := s.bound(ctx)
+	resp, err := s.client.Get(cctx, start, clientv3.WithRange(end), clientv3.WithRev(sn.Revision), clientv3.WithCountOnly())
+	cancel()
+	if err != nil {
+		// Compacted past R, or R is newer than etcd (data dir restored
+		// from an older backup), or etcd failed: list in every case.
+		return 0, s.callError(ctx, "check snapshot", err)
+	}
+	switch {
+	case resp.Header.ClusterId != sn.ClusterID || resp.Header.MemberId != sn.Member:
+		return 0, fmt.Errorf("%w: written by cluster %x member %x, etcd is cluster %x member %x", ErrSnapshotInvalid,
+			sn.ClusterID, sn.Member, resp.Header.ClusterId, resp.Header.MemberId)
+	case resp.Count != int64(sn.Keys):
+		return 0, fmt.Errorf("%w: %d keys at revision %d, etcd has %d", ErrSnapshotInvalid, sn.Keys, sn.Revision, resp.Count)
+	}
+	return resp.Header.Revision, nil
+}
