@@ -29,6 +29,12 @@ const snapshotFileName = "berth-startup.snap"
 // pods), so a short interval would tax the load it follows.
 const defaultSnapshotInterval = 30 * time.Second
 
+// snapshotDuty bounds the share of time periodic writes take: after a
+// write that took d, the next waits at least snapshotDuty*d. A write grows
+// with the cluster (seconds at a million pods), and at a fixed interval it
+// would tax the load it follows more the larger the cluster is.
+const snapshotDuty = 20
+
 // snapshots writes the start-up snapshot and remembers what it wrote.
 type snapshots struct {
 	path     string
@@ -44,6 +50,8 @@ type snapshots struct {
 	// written is the revision of the last snapshot written (or loaded and
 	// still valid): no write is needed until the cache moves past it.
 	written atomic.Int64
+	// took is how long the last write took, which spaces the next.
+	took atomic.Int64
 
 	seconds  prometheus.Histogram
 	bytes    prometheus.Gauge
@@ -141,12 +149,18 @@ func (r *Replica) runSnapshots(ctx context.Context) error {
 	tick := time.NewTicker(r.snapshots.interval)
 	defer tick.Stop()
 	idle := 0
+	last := time.Now()
 	for {
+		var now time.Time
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
+		case now = <-tick.C:
 		}
+		if now.Sub(last) < snapshotDuty*time.Duration(r.snapshots.took.Load()) {
+			continue
+		}
+		last = now
 		if r.writeSnapshot(ctx, false) {
 			idle = 0
 		} else if idle++; idle >= staleSnapshotIntervals {
@@ -184,6 +198,7 @@ func (r *Replica) writeSnapshot(ctx context.Context, ifEtcdMoved bool) bool {
 	s.bytes.Set(float64(w.Bytes))
 	s.revision.Set(float64(w.Revision))
 	s.written.Store(w.Revision)
+	s.took.Store(int64(w.Duration))
 	s.log.Debug("start-up snapshot written", zap.Int64("revision", w.Revision), zap.Int("keys", w.Keys),
 		zap.Int64("bytes", w.Bytes), zap.Duration("took", w.Duration))
 	return true
