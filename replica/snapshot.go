@@ -157,7 +157,7 @@ func (r *Replica) runSnapshots(ctx context.Context) error {
 			return nil
 		case now = <-tick.C:
 		}
-		if now.Sub(last) < snapshotDuty*time.Duration(r.snapshots.took.Load()) {
+		if !snapshotDue(now, last, time.Duration(r.snapshots.took.Load())) {
 			continue
 		}
 		last = now
@@ -168,6 +168,12 @@ func (r *Replica) runSnapshots(ctx context.Context) error {
 			r.writeSnapshot(ctx, true)
 		}
 	}
+}
+
+// snapshotDue tells whether a periodic write may run at now, the last
+// attempt having been at last and the last write having taken took.
+func snapshotDue(now, last time.Time, took time.Duration) bool {
+	return now.Sub(last) >= snapshotDuty*took
 }
 
 // writeSnapshot writes one if the cache moved past the last one, or, with

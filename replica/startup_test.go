@@ -390,3 +390,21 @@ func TestSnapshotWrittenPeriodically(t *testing.T) {
 		t.Errorf("snapshot at %d with %d nodes, %d pods; want >= %d, 2, 5", sn.Revision, sn.Nodes, sn.Pods, resp.Header.Revision)
 	}
 }
+
+func TestSnapshotWritesSpacedByTheirCost(t *testing.T) {
+	last := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		after, took time.Duration
+		due         bool
+	}{
+		{30 * time.Second, 0, true},
+		{30 * time.Second, time.Second, true},      // 20 s of spacing, 30 s passed
+		{30 * time.Second, 2 * time.Second, false}, // a 2 s write waits 40 s
+		{40 * time.Second, 2 * time.Second, true},
+		{90 * time.Second, 5 * time.Second, false}, // a million pods: 100 s
+	} {
+		if got := snapshotDue(last.Add(tc.after), last, tc.took); got != tc.due {
+			t.Errorf("%s after a write of %s: due %v, want %v", tc.after, tc.took, got, tc.due)
+		}
+	}
+}
