@@ -9,6 +9,10 @@ import "github.com/berth-io/berth/scheduler/framework"
 // shard at 16 bytes each.
 const maxChangeLog = 8192
 
+// Plugins find the log through this interface; without it they would
+// silently count every node each cycle.
+var _ framework.NodeChangeLog = (*Snapshot)(nil)
+
 // changeLog lists the snapshot NodeInfos each update overwrote, oldest
 // update first, each with the Generation it was overwritten with.
 type changeLog struct {

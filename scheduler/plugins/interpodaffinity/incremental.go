@@ -11,19 +11,13 @@ import (
 // visits every pod of the cluster, which at 100,000 nodes is most of a
 // cycle for a pod with terms. Pods of one workload carry the same terms,
 // and between two of their cycles only a few nodes change; when the
-// snapshot lists the NodeInfos its updates overwrote (changeSource), the
+// snapshot lists the NodeInfos its updates overwrote
+// (framework.NodeChangeLog), the
 // plugin keeps the counts per rule (the terms and what of the incoming pod
 // they read) across cycles, with each node's contribution, and replaces
 // only the changed nodes' contributions. Anything it cannot vouch for (a
 // rebuilt node list, a change log that no longer reaches back, another
 // lister or node list) is recounted from every node.
-
-// changeSource is what the plugin needs of a snapshot; cache.Snapshot has
-// it.
-type changeSource interface {
-	Generation() int64
-	NodesChangedSince(gen int64) ([]*framework.NodeInfo, bool)
-}
 
 // maxTermRules bounds the rules kept: each costs about 20 bytes per node
 // and term.
@@ -35,11 +29,9 @@ const maxTermRules = 4
 type termTotals struct {
 	key     string
 	lastUse uint64
-	source  changeSource
-	list    *framework.NodeInfo
-	size    int
-	gen     int64
-	valid   bool
+	// kept is the snapshot, list and generation the counts are at.
+	kept  framework.KeptAt
+	valid bool
 
 	// numTerms contributions per node: affinity terms first, then
 	// anti-affinity terms.
@@ -54,12 +46,10 @@ type termTotals struct {
 // cycles run one at a time; the TryLock only keeps an unexpected
 // concurrent cycle out (it counts without the index).
 type termIndex struct {
-	mu       sync.Mutex
-	tick     uint64
-	rules    [maxTermRules]*termTotals
-	posList  *framework.NodeInfo
-	posSize  int
-	position map[*framework.NodeInfo]int32
+	mu        sync.Mutex
+	tick      uint64
+	rules     [maxTermRules]*termTotals
+	positions framework.NodePositions
 	// recounts and catchUps say how rules were brought up to date, for
 	// tests.
 	recounts, catchUps int
@@ -124,12 +114,8 @@ func appendStrings(b []byte, ss []string) []byte {
 // nodes, brought up to date; ok is false when they must be counted from
 // every pod (see the comment at the top).
 func (pl *InterPodAffinity) keptIncomingCounts(ctx context.Context, s *preFilterState, nodes []*framework.NodeInfo) (affinity, anti topologyCounts, ok bool) {
-	lister := pl.handle.SnapshotSharedLister()
-	src, isSource := lister.(changeSource)
-	if !isSource || len(nodes) == 0 {
-		return nil, nil, false
-	}
-	if all := lister.NodeInfos().List(); len(all) != len(nodes) || &all[0] != &nodes[0] {
+	src, ok := framework.ChangeLogFor(pl.handle.SnapshotSharedLister(), nodes)
+	if !ok {
 		return nil, nil, false
 	}
 	x := &pl.terms
@@ -143,10 +129,9 @@ func (pl *InterPodAffinity) keptIncomingCounts(ctx context.Context, s *preFilter
 		return nil, nil, false
 	}
 	gen := src.Generation()
-	fresh := t.valid && t.source == src && t.list == nodes[0] && t.size == len(nodes)
 	switch {
-	case fresh && t.gen == gen:
-	case fresh && x.catchUp(t, s, src, nodes):
+	case t.valid && t.kept.Current(src, nodes, gen):
+	case t.valid && x.catchUp(t, s, src, nodes):
 		x.catchUps++
 	default:
 		x.recounts++
@@ -154,7 +139,7 @@ func (pl *InterPodAffinity) keptIncomingCounts(ctx context.Context, s *preFilter
 			return nil, nil, false
 		}
 	}
-	t.source, t.list, t.size, t.gen = src, nodes[0], len(nodes), gen
+	t.kept.Mark(src, nodes, gen)
 	// Copies: AddPod and RemovePod change a state's counts, and the kept
 	// ones change next cycle.
 	return cloneCounts(t.affinity), cloneCounts(t.anti), true
@@ -183,31 +168,20 @@ func (x *termIndex) totalsFor(key string) *termTotals {
 
 // catchUp replaces the contributions of the nodes changed since t's
 // generation; false if they cannot all be found.
-func (x *termIndex) catchUp(t *termTotals, s *preFilterState, src changeSource, nodes []*framework.NodeInfo) bool {
-	changed, ok := src.NodesChangedSince(t.gen)
-	if !ok {
+func (x *termIndex) catchUp(t *termTotals, s *preFilterState, src framework.NodeChangeLog, nodes []*framework.NodeInfo) bool {
+	changed, ok := t.kept.Changed(src, nodes)
+	if !ok || !x.positions.Index(nodes) {
 		return false
-	}
-	if x.posList != nodes[0] || x.posSize != len(nodes) || x.position == nil {
-		x.position = make(map[*framework.NodeInfo]int32, len(nodes))
-		for i, ni := range nodes {
-			x.position[ni] = int32(i)
-		}
-		x.posList, x.posSize = nodes[0], len(nodes)
-		if len(x.position) != len(nodes) {
-			x.position = nil
-			return false
-		}
 	}
 	var classes classMemo[matched]
 	for _, ni := range changed {
-		pos, ok := x.position[ni]
+		pos, ok := x.positions.Of(ni)
 		if !ok {
 			return false
 		}
-		t.apply(s, int(pos), -1)
-		t.contribute(s, int(pos), ni, &classes)
-		t.apply(s, int(pos), 1)
+		t.apply(s, pos, -1)
+		t.contribute(s, pos, ni, &classes)
+		t.apply(s, pos, 1)
 	}
 	return true
 }

@@ -11,7 +11,7 @@ import (
 // Incremental domain counts. The count memo (memo.go) still looks at every
 // node each cycle, only more cheaply; at 100,000 nodes that walk is the
 // cost. When the snapshot can list the NodeInfos its updates overwrote
-// (changeSource), the plugin instead keeps, per counting rule, each
+// (framework.NodeChangeLog), the plugin instead keeps, per counting rule, each
 // domain's total across cycles and corrects it from the changed nodes
 // only, so a cycle costs O(changed nodes + domains).
 //
@@ -20,13 +20,6 @@ import (
 // one goes in. Whenever the catch-up cannot be proven complete (the
 // snapshot's node list was rebuilt, the change log no longer reaches back,
 // another lister or node list), the rule is recounted from every node.
-
-// changeSource is what the plugin needs of a snapshot for incremental
-// counts; cache.Snapshot has it.
-type changeSource interface {
-	Generation() int64
-	NodesChangedSince(gen int64) ([]*framework.NodeInfo, bool)
-}
 
 // maxCounters bounds the counting rules kept: each costs 8 bytes per node.
 const maxCounters = 8
@@ -129,12 +122,8 @@ func (t *domainTotals) of(r *countRule, ni *framework.NodeInfo) contribution {
 type domainTotals struct {
 	key     string
 	lastUse uint64
-	// source, list, size and gen identify the snapshot and the list
-	// positions refer to, and the generation the totals are at.
-	source changeSource
-	list   *framework.NodeInfo
-	size   int
-	gen    int64
+	// kept is the snapshot, list and generation the totals are at.
+	kept framework.KeptAt
 
 	perNode []contribution
 	values  []string
@@ -176,12 +165,10 @@ func (t *domainTotals) each(f func(value string, pods int64)) {
 // by one cycle at a time; mu (taken with TryLock) only keeps an
 // unexpected concurrent cycle out, which then counts without it.
 type countIndex struct {
-	mu       sync.Mutex
-	tick     uint64
-	totals   [maxCounters]*domainTotals
-	posList  *framework.NodeInfo
-	posSize  int
-	position map[*framework.NodeInfo]int32
+	mu        sync.Mutex
+	tick      uint64
+	totals    [maxCounters]*domainTotals
+	positions framework.NodePositions
 	// recounts and catchUps count how totals were brought up to date,
 	// for tests.
 	recounts, catchUps int
@@ -202,7 +189,7 @@ func (x *countIndex) release() { x.mu.Unlock() }
 // totalsFor returns r's totals brought up to date with the snapshot src,
 // whose node list is all. It returns nil when x is nil or every slot is
 // already in use this cycle; the caller then counts without it.
-func (x *countIndex) totalsFor(ctx context.Context, pl *PodTopologySpread, r *countRule, src changeSource, all []*framework.NodeInfo) *domainTotals {
+func (x *countIndex) totalsFor(ctx context.Context, pl *PodTopologySpread, r *countRule, src framework.NodeChangeLog, all []*framework.NodeInfo) *domainTotals {
 	if x == nil || len(all) == 0 {
 		return nil
 	}
@@ -230,29 +217,29 @@ func (x *countIndex) totalsFor(ctx context.Context, pl *PodTopologySpread, r *co
 	}
 	t.lastUse = tick
 	gen := src.Generation()
-	fresh := t.byValue != nil && t.source == src && t.list == all[0] && t.size == len(all) && len(t.values) <= 2*len(all)+16
+	fresh := t.byValue != nil && len(t.values) <= 2*len(all)+16
 	switch {
-	case fresh && t.gen == gen:
+	case fresh && t.kept.Current(src, all, gen):
 	case fresh && x.catchUp(t, r, src, all):
 		x.catchUps++
 	default:
 		x.recounts++
 		t.recount(ctx, pl, r, all)
 	}
-	t.source, t.list, t.size, t.gen = src, all[0], len(all), gen
+	t.kept.Mark(src, all, gen)
 	return t
 }
 
 // catchUp replaces the contributions of the nodes changed since t's
 // generation; false if the snapshot cannot list them all, and then t
 // must be recounted.
-func (x *countIndex) catchUp(t *domainTotals, r *countRule, src changeSource, all []*framework.NodeInfo) bool {
-	changed, ok := src.NodesChangedSince(t.gen)
-	if !ok || !x.positionsFor(all) {
+func (x *countIndex) catchUp(t *domainTotals, r *countRule, src framework.NodeChangeLog, all []*framework.NodeInfo) bool {
+	changed, ok := t.kept.Changed(src, all)
+	if !ok || !x.positions.Index(all) {
 		return false
 	}
 	for _, ni := range changed {
-		pos, ok := x.position[ni]
+		pos, ok := x.positions.Of(ni)
 		if !ok {
 			return false
 		}
@@ -261,20 +248,6 @@ func (x *countIndex) catchUp(t *domainTotals, r *countRule, src changeSource, al
 		t.add(t.perNode[pos], 1)
 	}
 	return true
-}
-
-// positionsFor makes position index all, rebuilding it when the list is a
-// new one; false if all holds a NodeInfo twice.
-func (x *countIndex) positionsFor(all []*framework.NodeInfo) bool {
-	if x.posList == all[0] && x.posSize == len(all) && x.position != nil {
-		return true
-	}
-	x.position = make(map[*framework.NodeInfo]int32, len(all))
-	for i, ni := range all {
-		x.position[ni] = int32(i)
-	}
-	x.posList, x.posSize = all[0], len(all)
-	return len(x.position) == len(all)
 }
 
 // recount builds t from every node: pods are counted in parallel, and
@@ -314,12 +287,8 @@ func (t *domainTotals) recount(ctx context.Context, pl *PodTopologySpread, r *co
 // keeps no change log, a rule cannot be kept, or the cycle was cancelled.
 // The totals are valid while idx is held.
 func (pl *PodTopologySpread) incrementalTotals(ctx context.Context, idx *countIndex, pod *framework.Pod, cs []constraint, required []string, nodes []*framework.NodeInfo) []*domainTotals {
-	lister := pl.handle.SnapshotSharedLister()
-	src, ok := lister.(changeSource)
-	if !ok || len(nodes) == 0 {
-		return nil
-	}
-	if all := lister.NodeInfos().List(); len(all) != len(nodes) || &all[0] != &nodes[0] {
+	src, ok := framework.ChangeLogFor(pl.handle.SnapshotSharedLister(), nodes)
+	if !ok {
 		return nil
 	}
 	totals := make([]*domainTotals, len(cs))
