@@ -270,8 +270,10 @@ func (r *snapshotReader) bytes() []byte {
 
 // decodeSnapshot turns a snapshot's records into the listing a sync
 // listing would have read. Pods and nodes, nearly all of it, are decoded on
-// every core; pod values are copied out of the file so that it need not
-// stay in memory for as long as one of its pods does.
+// every core. A pending pod's value is copied out of the file, since the
+// core keeps it (convert.StoredPodToCore) and the file need not stay in
+// memory for as long as that pod does; a bound pod's value is only read,
+// so it stays a view of the file, which goes once the load is done.
 func decodeSnapshot(k keyspace, kvs []snapshotKV, log *zap.Logger) *syncListing {
 	l := &syncListing{nodeRevs: map[string]int64{}}
 	var nodeKVs, podKVs []snapshotKV
@@ -307,26 +309,30 @@ func decodeSnapshot(k keyspace, kvs []snapshotKV, log *zap.Logger) *syncListing 
 			podKVs = append(podKVs, kv)
 		}
 	}
-	nodes, nodeOK := decodeInParallel(nodeKVs, func(kv snapshotKV) (*berthv1.Node, error) { return decodeNode(kv.value) })
+	nodes, nodeErrs := decodeInParallel(nodeKVs, func(kv snapshotKV) (*berthv1.Node, error) { return decodeNode(kv.value) })
 	for i, n := range nodes {
-		if !nodeOK[i] {
-			skip("node", nodeKVs[i], errors.New("decode failed"))
+		if nodeErrs[i] != nil {
+			skip("node", nodeKVs[i], nodeErrs[i])
 			continue
 		}
 		l.nodes = append(l.nodes, n)
 		l.nodeRevs[n.Name] = nodeKVs[i].modRev
 	}
-	pods, podOK := decodeInParallel(podKVs, func(kv snapshotKV) (PodRecord, error) {
+	pods, podErrs := decodeInParallel(podKVs, func(kv snapshotKV) (PodRecord, error) {
 		p, err := decodePod(kv.value)
 		if err != nil {
 			return PodRecord{}, err
 		}
-		return PodRecord{Pod: p, ModRevision: kv.modRev, Value: bytes.Clone(kv.value)}, nil
+		value := kv.value
+		if p.NodeName == "" {
+			value = bytes.Clone(value)
+		}
+		return PodRecord{Pod: p, ModRevision: kv.modRev, Value: value}, nil
 	})
 	l.pods = make([]PodRecord, 0, len(pods))
 	for i, p := range pods {
-		if !podOK[i] {
-			skip("pod", podKVs[i], errors.New("decode failed"))
+		if podErrs[i] != nil {
+			skip("pod", podKVs[i], podErrs[i])
 			continue
 		}
 		l.pods = append(l.pods, p)
@@ -335,22 +341,21 @@ func decodeSnapshot(k keyspace, kvs []snapshotKV, log *zap.Logger) *syncListing 
 }
 
 // decodeInParallel decodes kvs on every core but one, left to the etcd
-// open this runs beside, each worker taking every n-th record; ok says
-// which decoded.
-func decodeInParallel[T any](kvs []snapshotKV, decode func(snapshotKV) (T, error)) ([]T, []bool) {
-	out, ok := make([]T, len(kvs)), make([]bool, len(kvs))
+// open this runs beside, each worker taking every n-th record; errs says
+// why a record did not decode.
+func decodeInParallel[T any](kvs []snapshotKV, decode func(snapshotKV) (T, error)) ([]T, []error) {
+	out, errs := make([]T, len(kvs)), make([]error, len(kvs))
 	workers := max(1, runtime.GOMAXPROCS(0)-1)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(kvs); i += workers {
-				v, err := decode(kvs[i])
-				out[i], ok[i] = v, err == nil
+				out[i], errs[i] = decode(kvs[i])
 			}
 		})
 	}
 	wg.Wait()
-	return out, ok
+	return out, errs
 }
 
 // Load resets h with the snapshot's state, as a listing's Reset would (its
