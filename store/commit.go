@@ -102,12 +102,8 @@ type groupCommitter struct {
 	// tracer, if set, traces each Txn (tracing.go); nil traces nothing.
 	tracer trace.Tracer
 
-	mu sync.Mutex
-	// cond wakes idle workers: one when units arrive or keys are released
-	// (it takes all it can and wakes the next if units remain), all on
-	// close. Waking every worker for each unit cost each of them a scan of
-	// the queue for nothing at low rates, where units come one at a time.
-	cond     *sync.Cond
+	mu       sync.Mutex
+	cond     *sync.Cond          // signalled when units arrive, keys are released, or on close
 	queue    []*commitUnit       // waiting, oldest first
 	inflight map[string]struct{} // keys of units being committed
 	closed   bool
@@ -153,7 +149,7 @@ func (c *groupCommitter) submit(units ...*commitUnit) error {
 	}
 	c.queue = append(c.queue, units...)
 	c.mu.Unlock()
-	c.cond.Signal()
+	c.cond.Broadcast()
 	return nil
 }
 
@@ -242,11 +238,6 @@ func (c *groupCommitter) next() ([]*commitUnit, bool) {
 			continue
 		}
 		if batch := c.takeLocked(); len(batch) > 0 {
-			if len(c.queue) > 0 {
-				// More than one Txn holds, or units wait on keys: another
-				// worker looks (and waits again if none can go yet).
-				c.cond.Signal()
-			}
 			return batch, true
 		}
 		if len(c.queue) > 0 {
@@ -354,7 +345,7 @@ func (c *groupCommitter) release(batch []*commitUnit) {
 	waiting := len(c.queue) > 0
 	c.mu.Unlock()
 	if waiting {
-		c.cond.Signal()
+		c.cond.Broadcast()
 	}
 }
 
