@@ -280,6 +280,15 @@ func printDetails(out io.Writer, r runResult) (skipped bool) {
 			fmt.Fprintln(out, "                  (from each pod's due time under --rate: what a client at that rate sees)")
 			printLatencies(out, "from call start: ", r.callLatencies)
 			fmt.Fprintln(out, "                  (the server's share: leaves out the wait for the pacer's tick and for a call slot)")
+			printLatencies(out, "  call acked:    ", r.ackLatencies)
+			printLatencies(out, "  ack to bound:  ", r.afterAckLatencies)
+			if len(r.ackLatencies) > 0 {
+				fmt.Fprintln(out, "                  (split at the durable ack: the create's Txn and the call, then the watch to the scheduler, the cycle, the bind's Txn and the watch back)")
+			}
+			printLatencies(out, "trivial call:    ", r.floorLatencies)
+			if len(r.floorLatencies) > 0 {
+				fmt.Fprintln(out, "                  (a health check every 10ms meanwhile: what the client, gRPC and the shared CPUs alone cost a call)")
+			}
 		}
 		if r.fellBehind() {
 			fmt.Fprintf(out, "WARNING: pods went out at %.0f pods/s, below 95%% of --rate %.0f (last one %s late): the bench or the server could not keep up, so the percentiles from due time include that backlog\n",

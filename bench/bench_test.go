@@ -127,6 +127,21 @@ func TestPrintDetailsRate(t *testing.T) {
 	if strings.Contains(out.String(), "WARNING") {
 		t.Errorf("on time, yet warned:\n%s", out.String())
 	}
+	if strings.Contains(out.String(), "acked") || strings.Contains(out.String(), "trivial") {
+		t.Errorf("no split and no floor measured, yet printed:\n%s", out.String())
+	}
+
+	split := r
+	split.ackLatencies = []time.Duration{3 * time.Millisecond}
+	split.afterAckLatencies = []time.Duration{4 * time.Millisecond}
+	split.floorLatencies = []time.Duration{500 * time.Microsecond}
+	out.Reset()
+	printDetails(&out, split)
+	for _, want := range []string{"call acked:     p50 3ms", "ack to bound:   p50 4ms", "trivial call:     p50 500µs", "health check"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
 
 	r.sentRate, r.sendLag = 600, time.Second
 	out.Reset()

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
@@ -43,6 +44,11 @@ type runResult struct {
 	callLatencies []time.Duration
 	sentRate      float64
 	sendLag       time.Duration
+	// Under --rate, callLatencies split at each pod's acknowledgement
+	// (podRecord.ackSplit), sorted each; and floorLatencies, a trivial
+	// call's latency sampled meanwhile (floorProbe), sorted.
+	ackLatencies, afterAckLatencies []time.Duration
+	floorLatencies                  []time.Duration
 }
 
 func (r runResult) podsPerSec() float64 {
@@ -90,6 +96,7 @@ type runner struct {
 	cluster berthv1.ClusterServiceClient
 	pods    berthv1.PodServiceClient
 	sched   berthv1.SchedulerServiceClient
+	health  healthpb.HealthClient
 	t       *tracker
 	// nodeNames and nodeIndex map node indexes to names and back.
 	nodeNames []string
@@ -114,6 +121,7 @@ func newRunner(bc Config, w *workload, run string, conn grpc.ClientConnInterface
 		cluster: berthv1.NewClusterServiceClient(conn),
 		pods:    berthv1.NewPodServiceClient(conn),
 		sched:   berthv1.NewSchedulerServiceClient(conn),
+		health:  healthpb.NewHealthClient(conn),
 		t:       newTracker(),
 	}
 }
@@ -212,7 +220,12 @@ func (r *runner) phases(ctx context.Context, res *runResult) error {
 		fmt.Fprintf(r.out, "bound %d init pods in %s (not measured)\n", r.w.initPods, res.initDur.Round(time.Millisecond))
 	}
 	start := time.Now()
+	floor := &floorProbe{health: r.health}
+	if r.bc.Rate > 0 {
+		floor.start(ctx)
+	}
 	submitDur, err := r.phase(ctx, phaseMeasured, r.w.pods, r.w.pod)
+	res.floorLatencies = floor.finish()
 	res.submitDur = submitDur
 	r.measure(res, start)
 	if err != nil {
@@ -289,6 +302,7 @@ func (r *runner) measure(res *runResult, start time.Time) {
 	defer r.t.mu.Unlock()
 	res.latencies = res.latencies[:0]
 	res.callLatencies = res.callLatencies[:0]
+	res.ackLatencies, res.afterAckLatencies = res.ackLatencies[:0], res.afterAckLatencies[:0]
 	var last int64
 	var pace sendPace
 	for i := range r.t.pods {
@@ -303,12 +317,18 @@ func (r *runner) measure(res *runResult, start time.Time) {
 		res.latencies = append(res.latencies, p.latency())
 		if p.due != 0 {
 			res.callLatencies = append(res.callLatencies, p.callLatency())
+			if call, rest := p.ackSplit(); call > 0 {
+				res.ackLatencies = append(res.ackLatencies, call)
+				res.afterAckLatencies = append(res.afterAckLatencies, rest)
+			}
 		}
 		last = max(last, p.boundAt)
 	}
 	res.bound = len(res.latencies)
 	slices.Sort(res.latencies)
 	slices.Sort(res.callLatencies)
+	slices.Sort(res.ackLatencies)
+	slices.Sort(res.afterAckLatencies)
 	if res.rate > 0 {
 		res.sentRate, res.sendLag = pace.rate(res.rate)
 	}

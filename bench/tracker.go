@@ -28,6 +28,7 @@ type podRecord struct {
 	uid             string
 	submitted       int64 // unix nanos when its SubmitPods call started; 0 before
 	acked           bool  // the SubmitPods call returned
+	ackedAt         int64 // unix nanos the call's answer arrived; 0 before
 	boundAt         int64 // unix nanos the BOUND event arrived; 0 while not bound
 	node            string
 	deleted         bool // an UNBOUND event was seen
@@ -50,6 +51,17 @@ func (r *podRecord) latency() time.Duration {
 // SubmitPods call: the server's share, without the bench's backlog.
 func (r *podRecord) callLatency() time.Duration {
 	return time.Duration(r.boundAt - r.submitted)
+}
+
+// ackSplit divides callLatency at the durable acknowledgement: the call
+// (the create's Txn and both gRPC hops), then the rest (the watch to the
+// scheduler, the cycle, the binding's Txn, the watch to the subscriber).
+// The BOUND event can beat the answer to the call, which then counts as 0.
+func (r *podRecord) ackSplit() (call, rest time.Duration) {
+	if r.ackedAt == 0 {
+		return 0, 0
+	}
+	return time.Duration(r.ackedAt - r.submitted), time.Duration(max(r.boundAt-r.ackedAt, 0))
 }
 
 // evictRequest names a preemption victim to delete.
@@ -157,6 +169,7 @@ func (t *tracker) ackedOrRetry(slots []int32, results []*berthv1.SubmitPodResult
 	if len(results) != len(slots) {
 		return nil, fmt.Errorf("submit: %d results for %d pods", len(results), len(slots))
 	}
+	now := t.now().UnixNano()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var err error
@@ -170,6 +183,7 @@ func (t *tracker) ackedOrRetry(slots []int32, results []*berthv1.SubmitPodResult
 			continue
 		}
 		r.acked = true
+		r.ackedAt = now
 		r.uid = res.GetPod().GetUid()
 		if res.GetCode() != 0 && err == nil {
 			err = fmt.Errorf("submit pod %s/%s: %s: %s", r.namespace, r.name, codes.Code(res.GetCode()), res.GetMessage())

@@ -320,3 +320,22 @@ func TestSubmitterRetriesTransientRefusals(t *testing.T) {
 		t.Errorf("no retries: %v, want the Unavailable refusal", err)
 	}
 }
+
+// The split at the ack adds up to the call's latency, except that a BOUND
+// event that beat the answer to the call leaves nothing after the ack.
+func TestAckSplit(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		rec                 podRecord
+		wantCall, wantAfter time.Duration
+	}{
+		{"not acked", podRecord{submitted: 100, boundAt: 900}, 0, 0},
+		{"ack first", podRecord{submitted: 100, ackedAt: 400, boundAt: 900}, 300, 500},
+		{"bound first", podRecord{submitted: 100, ackedAt: 950, boundAt: 900}, 850, 0},
+	} {
+		call, after := tc.rec.ackSplit()
+		if call != tc.wantCall || after != tc.wantAfter {
+			t.Errorf("%s: split (%s, %s), want (%s, %s)", tc.name, call, after, tc.wantCall, tc.wantAfter)
+		}
+	}
+}
