@@ -43,8 +43,13 @@ type interner struct {
 	stringMaps map[string]map[string]string
 	resources  map[string]framework.ResourceList
 	containers map[string][]framework.Container
-	entries    int
-	keyBytes   int
+	// span tables map a field's encoded bytes, tags included, to its
+	// shared value (stored.go).
+	spanMaps       map[string]map[string]string
+	spanResources  map[string]framework.ResourceList
+	spanContainers map[string][]framework.Container
+	entries        int
+	keyBytes       int
 	// key is scratch for canonical keys; lookups with string(key) do not
 	// allocate.
 	key []byte
@@ -64,6 +69,9 @@ func (in *interner) reset() {
 	in.stringMaps = map[string]map[string]string{}
 	in.resources = map[string]framework.ResourceList{}
 	in.containers = map[string][]framework.Container{}
+	in.spanMaps = map[string]map[string]string{}
+	in.spanResources = map[string]framework.ResourceList{}
+	in.spanContainers = map[string][]framework.Container{}
 	in.entries, in.keyBytes = 0, 0
 }
 
