@@ -197,9 +197,11 @@ func (in *interner) fastPod(value []byte, modRevision int64) (*framework.Pod, bo
 			f.rare.extend(start, end)
 		}
 	}
+	// The name and uid are the pod's own, in one allocation.
+	nameUID := string(append(append(make([]byte, 0, len(name)+len(uid)), name...), uid...))
 	out := &framework.Pod{
-		Name:             string(name),
-		UID:              string(uid),
+		Name:             nameUID[:len(name)],
+		UID:              nameUID[len(name):],
 		Priority:         priority,
 		PreemptionPolicy: framework.PreemptLowerPriority,
 		Revision:         modRevision,
@@ -231,7 +233,7 @@ func (in *interner) fastPod(value []byte, modRevision int64) (*framework.Pod, bo
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	out.Namespace = in.strBytesLocked(namespace, maxInternedLen)
-	out.NodeName = in.strBytesLocked(nodeName, maxInternedLen)
+	out.NodeName = in.nodeNameLocked(nodeName)
 	out.SchedulerName = in.strBytesLocked(scheduler, maxInternedLen)
 	out.PodGroup = in.strBytesLocked(group, maxInternedLen)
 	if !in.fieldsLocked(out, &f, value) {
@@ -239,11 +241,11 @@ func (in *interner) fastPod(value []byte, modRevision int64) (*framework.Pod, bo
 	}
 	if st.whole != nil {
 		statusToCore(out, st.whole)
-		out.NominatedNodeName = in.strLocked(out.NominatedNodeName, maxInternedLen)
+		out.NominatedNodeName = in.nodeNameLocked(unsafe.Slice(unsafe.StringData(out.NominatedNodeName), len(out.NominatedNodeName)))
 		out.StatusMessage = in.strLocked(out.StatusMessage, maxInternedKey)
 	} else {
 		out.Phase = podPhases[st.phase]
-		out.NominatedNodeName = in.strBytesLocked(st.nominated, maxInternedLen)
+		out.NominatedNodeName = in.nodeNameLocked(st.nominated)
 		out.StatusMessage = in.strBytesLocked(st.message, maxInternedKey)
 		out.PreemptedBy = string(st.preemptedBy)
 		if st.started {
