@@ -77,10 +77,16 @@ func StoredValueToCore(value []byte, modRevision int64, borrowed bool) (*framewo
 	return out, nil
 }
 
-// podFields are the byte ranges of a stored pod's fields that fastPod
-// converts as a whole: each is the field's every occurrence, tags
+// podFields is a stored pod as scanPod finds it: scalars read in place,
+// strings as views of the value, and the byte ranges of the fields that
+// are converted as a whole, each the field's every occurrence, tags
 // included, which a canonical encoding writes together.
 type podFields struct {
+	namespace, name, uid, nodeName, scheduler, group []byte
+	status                                           []byte
+	priority                                         int32
+	preemption                                       berthv1.PreemptionPolicy
+
 	labels, containers, initContainers, overhead, nodeSelector span
 	// rare holds tolerations through scheduling gates (13 to 16): few
 	// pods have them, and they are decoded as a Pod of those fields alone.
@@ -111,47 +117,39 @@ func isRepeated(num protowire.Number) bool {
 	return false
 }
 
-// fastPod converts value without decoding it into a berthv1.Pod, if its
-// layout is the canonical one (fields in number order, each message field
-// once, valid UTF-8); ok false sends the caller down the slow path.
-func (in *interner) fastPod(value []byte, modRevision int64) (*framework.Pod, bool) {
-	var (
-		f                                     podFields
-		status                                []byte
-		namespace, nodeName, scheduler, group []byte
-		name, uid                             []byte
-		priority                              int32
-		preemption                            berthv1.PreemptionPolicy
-	)
+// scanPod reads value's fields if its layout is the canonical one
+// (fields in number order, each message field once, valid UTF-8); ok
+// false sends the caller down the slow path.
+func scanPod(value []byte) (f podFields, ok bool) {
 	last := protowire.Number(0)
 	rest := value
 	for len(rest) > 0 {
 		num, typ, n := protowire.ConsumeTag(rest)
 		if n < 0 {
-			return nil, false
+			return f, false
 		}
 		m := protowire.ConsumeFieldValue(num, typ, rest[n:])
 		if m < 0 {
-			return nil, false
+			return f, false
 		}
 		start := len(value) - len(rest)
 		body := rest[n : n+m]
 		rest = rest[n+m:]
 		end := len(value) - len(rest)
 		if num < last || (num == last && !isRepeated(num)) {
-			return nil, false
+			return f, false
 		}
 		last = num
 		switch num {
 		case podPriorityField, podPreemptionField:
 			if typ != protowire.VarintType {
-				return nil, false
+				return f, false
 			}
 			v, _ := protowire.ConsumeVarint(body)
 			if num == podPriorityField {
-				priority = int32(v)
+				f.priority = int32(v)
 			} else {
-				preemption = berthv1.PreemptionPolicy(int32(v))
+				f.preemption = berthv1.PreemptionPolicy(int32(v))
 			}
 			continue
 		}
@@ -159,28 +157,15 @@ func (in *interner) fastPod(value []byte, modRevision int64) (*framework.Pod, bo
 			continue // unknown to this build: the decoder would keep it aside
 		}
 		if typ != protowire.BytesType {
-			return nil, false
+			return f, false
 		}
 		b, _ := protowire.ConsumeBytes(body)
 		switch num {
 		case podNamespaceField, podNameField, podUIDField, podNodeNameField, podSchedulerNameField, podGroupField:
 			if !utf8.Valid(b) {
-				return nil, false
+				return f, false
 			}
-			switch num {
-			case podNamespaceField:
-				namespace = b
-			case podNameField:
-				name = b
-			case podUIDField:
-				uid = b
-			case podNodeNameField:
-				nodeName = b
-			case podSchedulerNameField:
-				scheduler = b
-			case podGroupField:
-				group = b
-			}
+			*f.stringField(num) = b
 		case podLabelsField:
 			f.labels.extend(start, end)
 		case podContainersField:
@@ -192,29 +177,56 @@ func (in *interner) fastPod(value []byte, modRevision int64) (*framework.Pod, bo
 		case podNodeSelectorField:
 			f.nodeSelector.extend(start, end)
 		case podStatusField:
-			status = b
+			f.status = b
 		default: // 13 to 16
 			f.rare.extend(start, end)
 		}
 	}
+	return f, true
+}
+
+// stringField is where scanPod keeps the string field num.
+func (f *podFields) stringField(num protowire.Number) *[]byte {
+	switch num {
+	case podNamespaceField:
+		return &f.namespace
+	case podNameField:
+		return &f.name
+	case podUIDField:
+		return &f.uid
+	case podNodeNameField:
+		return &f.nodeName
+	case podSchedulerNameField:
+		return &f.scheduler
+	}
+	return &f.group
+}
+
+// fastPod converts value without decoding it into a berthv1.Pod, if
+// scanPod can read it; ok false sends the caller down the slow path.
+func (in *interner) fastPod(value []byte, modRevision int64) (*framework.Pod, bool) {
+	f, ok := scanPod(value)
+	if !ok {
+		return nil, false
+	}
+	name, uid := f.name, f.uid
 	// The name and uid are the pod's own, in one allocation.
 	nameUID := string(append(append(make([]byte, 0, len(name)+len(uid)), name...), uid...))
 	out := &framework.Pod{
 		Name:             nameUID[:len(name)],
 		UID:              nameUID[len(name):],
-		Priority:         priority,
+		Priority:         f.priority,
 		PreemptionPolicy: framework.PreemptLowerPriority,
 		Revision:         modRevision,
 	}
-	if preemption == berthv1.PreemptionPolicy_PREEMPTION_POLICY_NEVER {
+	if f.preemption == berthv1.PreemptionPolicy_PREEMPTION_POLICY_NEVER {
 		out.PreemptionPolicy = framework.PreemptNever
 	}
 	var st statusFields
-	if status != nil {
-		var ok bool
-		if st, ok = parseStatus(status); !ok {
+	if f.status != nil {
+		if st, ok = parseStatus(f.status); !ok {
 			whole := &berthv1.PodStatus{}
-			if proto.Unmarshal(status, whole) != nil {
+			if proto.Unmarshal(f.status, whole) != nil {
 				return nil, false
 			}
 			st = statusFields{whole: whole}
@@ -232,10 +244,10 @@ func (in *interner) fastPod(value []byte, modRevision int64) (*framework.Pod, bo
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	out.Namespace = in.strBytesLocked(namespace, maxInternedLen)
-	out.NodeName = in.nodeNameLocked(nodeName)
-	out.SchedulerName = in.strBytesLocked(scheduler, maxInternedLen)
-	out.PodGroup = in.strBytesLocked(group, maxInternedLen)
+	out.Namespace = in.strBytesLocked(f.namespace, maxInternedLen)
+	out.NodeName = in.nodeNameLocked(f.nodeName)
+	out.SchedulerName = in.strBytesLocked(f.scheduler, maxInternedLen)
+	out.PodGroup = in.strBytesLocked(f.group, maxInternedLen)
 	if !in.fieldsLocked(out, &f, value) {
 		return nil, false
 	}
