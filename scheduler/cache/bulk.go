@@ -26,7 +26,7 @@ func (c *Cache) AddPodInfos(pis []*framework.PodInfo) error {
 				continue
 			}
 		}
-		c.addPodLocked(pi, false)
+		c.addPodKeyLocked(pi, key, false)
 		if !ok || ps.nodeName != pi.Pod.NodeName {
 			c.placed.record(pi)
 		}
