@@ -210,8 +210,10 @@ func (in *interner) fastPod(value []byte, modRevision int64) (*framework.Pod, bo
 		return nil, false
 	}
 	name, uid := f.name, f.uid
-	// The name and uid are the pod's own, in one allocation.
-	nameUID := string(append(append(make([]byte, 0, len(name)+len(uid)), name...), uid...))
+	// The name and uid are the pod's own, in one allocation, which
+	// nothing writes once it is a string.
+	buf := append(append(make([]byte, 0, len(name)+len(uid)), name...), uid...)
+	nameUID := unsafe.String(unsafe.SliceData(buf), len(buf))
 	out := &framework.Pod{
 		Name:             nameUID[:len(name)],
 		UID:              nameUID[len(name):],

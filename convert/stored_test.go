@@ -124,6 +124,7 @@ func TestStoredValueToCoreSource(t *testing.T) {
 // A bound pod of a known workload costs the pod and its name and uid.
 func TestStoredValueToCoreAllocations(t *testing.T) {
 	p := basicPod("allocs")
+	p.Name = "a-name-long-enough-not-to-fit-on-the-stack"
 	p.NodeName = "n1"
 	p.Status = &berthv1.PodStatus{Phase: berthv1.PodPhase_POD_PHASE_BOUND, StartTime: timestamppb.Now()}
 	stored, err := storedPodOptions.Marshal(p)
