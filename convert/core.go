@@ -172,44 +172,56 @@ func WirePod(p *framework.Pod) (*berthv1.Pod, error) {
 // interner, so a hundred thousand pods of one workload hold one copy.
 func podToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
 	out := &framework.Pod{
-		Namespace:         p.GetNamespace(),
-		Name:              p.GetName(),
-		UID:               p.GetUid(),
-		Labels:            p.GetLabels(),
-		Priority:          p.GetPriority(),
-		Containers:        containersToCore(p.GetContainers()),
-		InitContainers:    containersToCore(p.GetInitContainers()),
-		Overhead:          framework.ResourceList(p.GetOverhead()),
-		NodeName:          p.GetNodeName(),
-		SchedulerName:     p.GetSchedulerName(),
-		Phase:             podPhases[p.GetStatus().GetPhase()],
-		NominatedNodeName: p.GetStatus().GetNominatedNodeName(),
-		NodeSelector:      p.GetNodeSelector(),
-		Affinity:          affinityToCore(p.GetAffinity()),
-		SchedulingGates:   p.GetSchedulingGates(),
-		PreemptionPolicy:  framework.PreemptLowerPriority,
-		PodGroup:          p.GetPodGroup(),
-		StatusMessage:     p.GetStatus().GetMessage(),
-		PreemptedBy:       p.GetStatus().GetPreemptedBy(),
-		Revision:          modRevision,
+		Namespace:                 p.GetNamespace(),
+		Name:                      p.GetName(),
+		UID:                       p.GetUid(),
+		Labels:                    p.GetLabels(),
+		Priority:                  p.GetPriority(),
+		Containers:                containersToCore(p.GetContainers()),
+		InitContainers:            containersToCore(p.GetInitContainers()),
+		Overhead:                  framework.ResourceList(p.GetOverhead()),
+		NodeName:                  p.GetNodeName(),
+		SchedulerName:             p.GetSchedulerName(),
+		NodeSelector:              p.GetNodeSelector(),
+		Affinity:                  affinityToCore(p.GetAffinity()),
+		SchedulingGates:           p.GetSchedulingGates(),
+		PreemptionPolicy:          framework.PreemptLowerPriority,
+		PodGroup:                  p.GetPodGroup(),
+		Tolerations:               tolerationsToCore(p.GetTolerations()),
+		TopologySpreadConstraints: spreadToCore(p.GetTopologySpreadConstraints()),
+		Revision:                  modRevision,
 	}
+	statusToCore(out, p.GetStatus())
 	pods.pod(out)
 	if out.Phase == 0 {
 		out.Phase = framework.PodPending
 	}
-	if ts := p.GetStatus().GetStartTime(); ts != nil {
+	if p.GetPreemptionPolicy() == berthv1.PreemptionPolicy_PREEMPTION_POLICY_NEVER {
+		out.PreemptionPolicy = framework.PreemptNever
+	}
+	return out
+}
+
+// statusToCore sets what out keeps of a stored status (nil: none).
+func statusToCore(out *framework.Pod, st *berthv1.PodStatus) {
+	out.Phase = podPhases[st.GetPhase()]
+	out.NominatedNodeName = st.GetNominatedNodeName()
+	out.StatusMessage = st.GetMessage()
+	out.PreemptedBy = st.GetPreemptedBy()
+	if ts := st.GetStartTime(); ts != nil {
 		out.StartTime = ts.AsTime()
 	}
-	for _, r := range p.GetStatus().GetRejections() {
+	for _, r := range st.GetRejections() {
 		if out.Rejections == nil {
 			out.Rejections = map[string]int64{}
 		}
 		out.Rejections[r.GetNodeName()] = r.GetNodeRevision() // the latest per node wins
 	}
-	if p.GetPreemptionPolicy() == berthv1.PreemptionPolicy_PREEMPTION_POLICY_NEVER {
-		out.PreemptionPolicy = framework.PreemptNever
-	}
-	for _, t := range p.GetTolerations() {
+}
+
+func tolerationsToCore(ts []*berthv1.Toleration) []framework.Toleration {
+	var out []framework.Toleration
+	for _, t := range ts {
 		tol := framework.Toleration{Key: t.GetKey(), Operator: framework.TolerationOpEqual, Value: t.GetValue(), Effect: taintEffects[t.GetEffect()]}
 		if t.GetOperator() == berthv1.TolerationOperator_TOLERATION_OPERATOR_EXISTS {
 			tol.Operator = framework.TolerationOpExists
@@ -218,9 +230,14 @@ func podToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
 			secs := t.GetTolerationSeconds()
 			tol.TolerationSeconds = &secs
 		}
-		out.Tolerations = append(out.Tolerations, tol)
+		out = append(out, tol)
 	}
-	for _, c := range p.GetTopologySpreadConstraints() {
+	return out
+}
+
+func spreadToCore(cs []*berthv1.TopologySpreadConstraint) []framework.TopologySpreadConstraint {
+	var out []framework.TopologySpreadConstraint
+	for _, c := range cs {
 		tsc := framework.TopologySpreadConstraint{
 			MaxSkew:            c.GetMaxSkew(),
 			TopologyKey:        c.GetTopologyKey(),
@@ -237,7 +254,7 @@ func podToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
 			md := c.GetMinDomains()
 			tsc.MinDomains = &md
 		}
-		out.TopologySpreadConstraints = append(out.TopologySpreadConstraints, tsc)
+		out = append(out, tsc)
 	}
 	return out
 }

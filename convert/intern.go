@@ -3,6 +3,7 @@ package convert
 import (
 	"encoding/binary"
 	"sync"
+	"unsafe"
 
 	"github.com/berth-io/berth/scheduler/framework"
 )
@@ -35,6 +36,12 @@ const (
 	// to the pods it serves.
 	maxInterned      = 1 << 14
 	maxInternedBytes = 2 << 20
+	// maxNodeNames bounds the table of node names, kept apart: a large
+	// cluster has more nodes than maxInterned, and in the shared table
+	// its names made everything else be forgotten every few thousand
+	// pods. A name costs the table a map entry (the string is the pods'),
+	// so a quarter million cost a few MB.
+	maxNodeNames = 1 << 18
 )
 
 type interner struct {
@@ -43,15 +50,22 @@ type interner struct {
 	stringMaps map[string]map[string]string
 	resources  map[string]framework.ResourceList
 	containers map[string][]framework.Container
-	entries    int
-	keyBytes   int
+	// span tables map a field's encoded bytes, tags included, to its
+	// shared value (stored.go).
+	spanMaps       map[string]map[string]string
+	spanResources  map[string]framework.ResourceList
+	spanContainers map[string][]framework.Container
+	// nodeNames shares node names (a pod's node, its nominated node).
+	nodeNames map[string]string
+	entries   int
+	keyBytes  int
 	// key is scratch for canonical keys; lookups with string(key) do not
 	// allocate.
 	key []byte
 }
 
 func newInterner() *interner {
-	in := &interner{}
+	in := &interner{nodeNames: map[string]string{}}
 	in.reset()
 	return in
 }
@@ -64,6 +78,9 @@ func (in *interner) reset() {
 	in.stringMaps = map[string]map[string]string{}
 	in.resources = map[string]framework.ResourceList{}
 	in.containers = map[string][]framework.Container{}
+	in.spanMaps = map[string]map[string]string{}
+	in.spanResources = map[string]framework.ResourceList{}
+	in.spanContainers = map[string][]framework.Container{}
 	in.entries, in.keyBytes = 0, 0
 }
 
@@ -88,6 +105,25 @@ func (in *interner) strLocked(s string, limit int) string {
 	}
 	in.strings[s] = s
 	in.added(s)
+	return s
+}
+
+// nodeNameLocked is strLocked for node names, in their own table.
+func (in *interner) nodeNameLocked(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > maxInternedLen {
+		return string(b)
+	}
+	if v, ok := in.nodeNames[string(b)]; ok {
+		return v
+	}
+	if len(in.nodeNames) >= maxNodeNames {
+		in.nodeNames = map[string]string{}
+	}
+	s := string(b)
+	in.nodeNames[s] = s
 	return s
 }
 
@@ -219,8 +255,12 @@ func (in *interner) containerListLocked(cs []framework.Container) []framework.Co
 func (in *interner) pod(p *framework.Pod) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	for _, f := range []*string{&p.Namespace, &p.NodeName, &p.SchedulerName, &p.NominatedNodeName, &p.PodGroup} {
+	for _, f := range []*string{&p.Namespace, &p.SchedulerName, &p.PodGroup} {
 		*f = in.strLocked(*f, maxInternedLen)
+	}
+	for _, f := range []*string{&p.NodeName, &p.NominatedNodeName} {
+		// Only looked up as bytes; a new name is copied by the table.
+		*f = in.nodeNameLocked(unsafe.Slice(unsafe.StringData(*f), len(*f)))
 	}
 	p.StatusMessage = in.strLocked(p.StatusMessage, maxInternedKey)
 	p.Labels = in.stringMapLocked(p.Labels)

@@ -40,6 +40,7 @@ var (
 	_ store.AssumptionHandler = (*bridge)(nil)
 	_ store.NodeLeaseHandler  = (*bridge)(nil)
 	_ store.ListedHandler     = (*bridge)(nil)
+	_ store.StoredPodHandler  = (*bridge)(nil)
 )
 
 func (s *bridge) Listed(rev int64, nodes, pods int) {
@@ -82,7 +83,8 @@ func (s *bridge) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64)
 	if s.fromSnapshot {
 		workers = max(1, workers-1) // one core is the etcd open's
 	}
-	cp := podsToCore(pods, workers)
+	// A snapshot's values are lent for this call (store.StoredPodHandler).
+	cp := s.podsToCore(pods, workers, s.fromSnapshot)
 	s.sched.Reset(cn, cp)
 	s.checkLost(cp...)
 	s.revision(rev)
@@ -105,14 +107,24 @@ func (s *bridge) markReady() {
 	}
 }
 
-// podsToCore converts a listing's pods on that many workers: at a restart
-// it is a good part of the time to the first binding.
-func podsToCore(pods []store.PodRecord, workers int) []*framework.Pod {
+// podsToCore converts a listing's pods from their stored values on that
+// many workers (at a restart it is a good part of the time to the first
+// binding), leaving out those that do not convert.
+func (s *bridge) podsToCore(pods []store.PodRecord, workers int, borrowed bool) []*framework.Pod {
 	cp := make([]*framework.Pod, len(pods))
+	errs := make([]error, len(pods))
 	framework.NewParallelizer(workers).Until(context.Background(), len(pods), func(i int) {
-		cp[i] = convert.StoredPodToCore(pods[i].Pod, pods[i].Value, pods[i].ModRevision)
+		cp[i], errs[i] = convert.StoredValueToCore(pods[i].Value, pods[i].ModRevision, borrowed)
 	})
-	return cp
+	kept := cp[:0]
+	for i, p := range cp {
+		if errs[i] != nil {
+			s.logger().Warn("skipping undecodable pod", zap.Int64("mod_revision", pods[i].ModRevision), zap.Error(errs[i]))
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return kept
 }
 
 func (s *bridge) NodePut(n *berthv1.Node, rev int64) {
@@ -126,8 +138,16 @@ func (s *bridge) NodeDeleted(name string, rev int64) {
 	s.revision(rev)
 }
 
-func (s *bridge) PodPut(p store.PodRecord, _ *berthv1.Pod) {
-	cp := convert.StoredPodToCore(p.Pod, p.Value, p.ModRevision)
+// ConvertsStoredPods implements store.StoredPodHandler: pods are read
+// from their stored values straight into the core's form.
+func (s *bridge) ConvertsStoredPods() {}
+
+func (s *bridge) PodPut(p store.PodRecord, _ store.PrevPod) {
+	cp, err := convert.StoredValueToCore(p.Value, p.ModRevision, false)
+	if err != nil {
+		s.logger().Warn("skipping undecodable pod", zap.Int64("mod_revision", p.ModRevision), zap.Error(err))
+		return
+	}
 	s.sched.UpsertPod(cp)
 	s.checkLost(cp)
 	s.revision(p.ModRevision)

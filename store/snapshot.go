@@ -12,8 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -157,11 +160,14 @@ type Snapshot struct {
 	// Member name the etcd that wrote it.
 	Revision          int64
 	ClusterID, Member uint64
-	// Keys counts the records; Nodes and Pods those decoded.
+	// Keys counts the records; Nodes the nodes decoded, Pods the pods'
+	// records (decoded by Load, which skips those that do not decode).
 	Keys, Nodes, Pods int
 
 	prefix  string       // the pods' key prefix, which names the keyspace
-	listing *syncListing // nil once loaded
+	listing *syncListing // all but the pods; nil once loaded
+	pods    []snapshotKV // the pods' records, undecoded
+	log     *zap.Logger
 	loaded  bool
 }
 
@@ -191,8 +197,8 @@ func ReadSnapshot(path, prefix string, log *zap.Logger) (*Snapshot, error) {
 	if sn.prefix != keys.pods {
 		return nil, fmt.Errorf("%w: written for keys under %q, not %q", ErrSnapshotInvalid, sn.prefix, keys.pods)
 	}
-	sn.listing = decodeSnapshot(keys, kvs, log)
-	sn.Nodes, sn.Pods = len(sn.listing.nodes), len(sn.listing.pods)
+	sn.listing, sn.pods = decodeSnapshot(keys, kvs, log)
+	sn.Nodes, sn.Pods, sn.log = len(sn.listing.nodes), len(sn.pods), log
 	return sn, nil
 }
 
@@ -269,56 +275,90 @@ func (r *snapshotReader) bytes() []byte {
 }
 
 // decodeSnapshot turns a snapshot's records into the listing a sync
-// listing would have read. Pods and nodes, nearly all of it, are decoded on
-// every core. A pending pod's value is copied out of the file, since the
-// core keeps it (convert.StoredPodToCore) and the file need not stay in
-// memory for as long as that pod does; a bound pod's value is only read,
-// so it stays a view of the file, which goes once the load is done.
-func decodeSnapshot(k keyspace, kvs []snapshotKV, log *zap.Logger) *syncListing {
+// listing would have read, but for the pods, nearly all of it, which are
+// returned undecoded: how to decode them depends on the handler (see
+// Load). Nodes are decoded on every core but one.
+func decodeSnapshot(k keyspace, kvs []snapshotKV, log *zap.Logger) (*syncListing, []snapshotKV) {
 	l := &syncListing{nodeRevs: map[string]int64{}}
-	var nodeKVs, podKVs []snapshotKV
-	skip := func(what string, kv snapshotKV, err error) {
-		log.Warn("store sync: skipping undecodable "+what+" in snapshot", zap.ByteString("key", kv.key), zap.Error(err))
-	}
-	for _, kv := range kvs {
-		key := string(kv.key)
+	var nodeKVs []snapshotKV
+	// The records are in key order, so the pods are one run of them: a
+	// subslice, not a copy of a few hundred thousand records.
+	podStart, podEnd, podsApart := 0, 0, false
+	var podKVs []snapshotKV
+	for i, kv := range kvs {
+		// Only looked at, never kept: names kept are copied below.
+		key := unsafe.String(unsafe.SliceData(kv.key), len(kv.key))
 		switch {
 		case k.isAssume(key):
 			if a, err := decodeAssumption(kv.value); err == nil {
 				l.assumptions = append(l.assumptions, a)
 			} else {
-				skip("assumption", kv, err)
+				skipSnapshotRecord(log, "assumption", kv, err)
 			}
 		case k.isBudget(key):
 			if b, err := decodeBudget(kv.value); err == nil {
 				l.budgets = append(l.budgets, b)
 			} else {
-				skip("budget", kv, err)
+				skipSnapshotRecord(log, "budget", kv, err)
 			}
 		case k.isNodeLease(key):
-			l.leased = append(l.leased, k.nodeLeaseName(key))
+			l.leased = append(l.leased, strings.Clone(k.nodeLeaseName(key)))
 		case k.isNode(key):
 			nodeKVs = append(nodeKVs, kv)
 		case k.isGroup(key):
 			if g, err := decodePodGroup(kv.value); err == nil {
 				l.groups = append(l.groups, g)
 			} else {
-				skip("pod group", kv, err)
+				skipSnapshotRecord(log, "pod group", kv, err)
 			}
 		case k.isPod(key):
-			podKVs = append(podKVs, kv)
+			switch {
+			case podEnd == 0:
+				podStart, podEnd = i, i+1
+			case podEnd == i && !podsApart:
+				podEnd++
+			default:
+				if !podsApart {
+					podKVs, podsApart = slices.Clone(kvs[podStart:podEnd]), true
+				}
+				podKVs = append(podKVs, kv)
+			}
 		}
+	}
+	if !podsApart {
+		podKVs = kvs[podStart:podEnd:podEnd]
 	}
 	nodes, nodeErrs := decodeInParallel(nodeKVs, func(kv snapshotKV) (*berthv1.Node, error) { return decodeNode(kv.value) })
 	for i, n := range nodes {
 		if nodeErrs[i] != nil {
-			skip("node", nodeKVs[i], nodeErrs[i])
+			skipSnapshotRecord(log, "node", nodeKVs[i], nodeErrs[i])
 			continue
 		}
 		l.nodes = append(l.nodes, n)
 		l.nodeRevs[n.Name] = nodeKVs[i].modRev
 	}
-	pods, podErrs := decodeInParallel(podKVs, func(kv snapshotKV) (PodRecord, error) {
+	return l, podKVs
+}
+
+func skipSnapshotRecord(log *zap.Logger, what string, kv snapshotKV, err error) {
+	log.Warn("store sync: skipping undecodable "+what+" in snapshot", zap.ByteString("key", kv.key), zap.Error(err))
+}
+
+// snapshotPods turns the pods' records into what a handler's Reset takes.
+// A StoredPodHandler gets the values as they are, views of the file lent
+// for the Reset; any other handler gets them decoded, on every core but
+// one, with the values of pending pods copied out of the file, since the
+// core keeps them (convert.StoredPodToCore) and the file need not stay in
+// memory for as long as those pods do.
+func snapshotPods(h SyncHandler, kvs []snapshotKV, log *zap.Logger) []PodRecord {
+	out := make([]PodRecord, 0, len(kvs))
+	if _, ok := h.(StoredPodHandler); ok {
+		for _, kv := range kvs {
+			out = append(out, PodRecord{ModRevision: kv.modRev, Value: kv.value})
+		}
+		return out
+	}
+	pods, errs := decodeInParallel(kvs, func(kv snapshotKV) (PodRecord, error) {
 		p, err := decodePod(kv.value)
 		if err != nil {
 			return PodRecord{}, err
@@ -329,15 +369,14 @@ func decodeSnapshot(k keyspace, kvs []snapshotKV, log *zap.Logger) *syncListing 
 		}
 		return PodRecord{Pod: p, ModRevision: kv.modRev, Value: value}, nil
 	})
-	l.pods = make([]PodRecord, 0, len(pods))
 	for i, p := range pods {
-		if podErrs[i] != nil {
-			skip("pod", podKVs[i], podErrs[i])
+		if errs[i] != nil {
+			skipSnapshotRecord(log, "pod", kvs[i], errs[i])
 			continue
 		}
-		l.pods = append(l.pods, p)
+		out = append(out, p)
 	}
-	return l
+	return out
 }
 
 // decodeInParallel decodes kvs on every core but one, left to the etcd
@@ -363,8 +402,9 @@ func decodeInParallel[T any](kvs []snapshotKV, decode func(snapshotKV) (T, error
 // it now. Call it once, before SyncFrom.
 func (sn *Snapshot) Load(h SyncHandler) {
 	sn.listing.rev = sn.Revision
+	sn.listing.pods = snapshotPods(h, sn.pods, sn.log)
 	sn.listing.reset(h)
-	sn.listing = nil
+	sn.listing, sn.pods = nil, nil
 	sn.loaded = true
 }
 

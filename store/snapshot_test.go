@@ -225,3 +225,71 @@ func TestSnapshotMismatchFallsBackToListing(t *testing.T) {
 		})
 	}
 }
+
+// storedPodRecorder is a recordingHandler that converts pods from their
+// stored values itself: it must get no decoded pod, and values that
+// decode to the pods written. In a snapshot's Reset the values are lent,
+// so it checks them during the call.
+type storedPodRecorder struct{ catchUpRecorder }
+
+func (h storedPodRecorder) ConvertsStoredPods() {}
+
+func (h storedPodRecorder) decoded(p PodRecord) PodRecord {
+	if p.Pod != nil {
+		return PodRecord{Pod: &berthv1.Pod{Namespace: "GOT-DECODED-POD"}, ModRevision: p.ModRevision, Value: p.Value}
+	}
+	pod, err := decodePod(p.Value)
+	if err != nil {
+		pod = &berthv1.Pod{Namespace: "UNDECODABLE"}
+	}
+	return PodRecord{Pod: pod, ModRevision: p.ModRevision, Value: p.Value}
+}
+
+func (h storedPodRecorder) Reset(nodes []*berthv1.Node, pods []PodRecord, rev int64) {
+	out := make([]PodRecord, len(pods))
+	for i, p := range pods {
+		out[i] = h.decoded(p)
+	}
+	h.recordingHandler.Reset(nodes, out, rev)
+}
+
+func (h storedPodRecorder) PodPut(p PodRecord, prev PrevPod) {
+	h.recordingHandler.PodPut(h.decoded(p), prev)
+}
+
+// A handler that converts stored pods itself gets their values, from a
+// snapshot, a listing and the watch alike, and the same calls otherwise.
+func TestStoredPodHandlerGetsValues(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	ctx := testCtx(t)
+	if _, err := s.PutNode(ctx, &berthv1.Node{Name: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	c := mustCreate(t, s, pendingPod("ns", "a", "ua"), pendingPod("ns", "b", "ub"))
+	path := filepath.Join(t.TempDir(), "snap")
+	w := writeSnapshot(t, s, path)
+	ra := mustUpdate(t, s, boundTo(c[0].Pod, "n1"), c[0].Revision)
+
+	sn := readSnapshot(t, s, path)
+	h := storedPodRecorder{catchUpRecorder{newRecordingHandler()}}
+	sn.Load(h)
+	want := call{Kind: "Reset", Rev: w.Revision, Names: []string{"node:n1", "pod:ns/a", "pod:ns/b"}}
+	if diff := cmp.Diff(want, h.next(t, 1)[0]); diff != "" {
+		t.Errorf("Reset from the snapshot (-want +got):\n%s", diff)
+	}
+	runSyncFrom(t, s, h, sn)
+	wantEvents := []call{
+		{Kind: "PodPut", Rev: ra, Names: []string{"ns/a"}, Prev: "ua/POD_PHASE_PENDING", State: "ua/POD_PHASE_BOUND/n1"},
+		{Kind: "CaughtUp", Rev: ra},
+	}
+	if diff := cmp.Diff(wantEvents, h.next(t, len(wantEvents))); diff != "" {
+		t.Errorf("after the snapshot (-want +got):\n%s", diff)
+	}
+
+	listed := storedPodRecorder{catchUpRecorder{newRecordingHandler()}}
+	runSync(t, s, listed)
+	reset := listed.next(t, 1)[0]
+	if diff := cmp.Diff([]string{"node:n1", "pod:ns/a", "pod:ns/b"}, reset.Names); reset.Kind != "Reset" || diff != "" {
+		t.Errorf("Reset from a listing: %+v (-want +got names):\n%s", reset, diff)
+	}
+}

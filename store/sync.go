@@ -22,12 +22,44 @@ type SyncHandler interface {
 	Reset(nodes []*berthv1.Node, pods []PodRecord, rev int64)
 	NodePut(n *berthv1.Node, rev int64)
 	NodeDeleted(name string, rev int64)
-	// PodPut reports a created or changed pod; prev is nil on creation.
-	PodPut(p PodRecord, prev *berthv1.Pod)
+	// PodPut reports a created or changed pod and its previous value
+	// (none on creation), which the handler decodes if it needs it.
+	PodPut(p PodRecord, prev PrevPod)
 	// PodDeleted reports a removed pod with its last value (or, if etcd
 	// could not supply it, only its namespace and name) and the revision of
 	// the delete.
 	PodDeleted(prev *berthv1.Pod, rev int64)
+}
+
+// PrevPod is a pod's value before a watched change, decoded only when
+// asked for: decoding it cost as much as decoding the change, and the
+// replica's handler never looks at it.
+type PrevPod struct{ value []byte }
+
+// Pod decodes the previous value: nil if there was none or it does not
+// decode.
+func (p PrevPod) Pod() *berthv1.Pod {
+	if p.value == nil {
+		return nil
+	}
+	pod, err := decodePod(p.value)
+	if err != nil {
+		return nil
+	}
+	return pod
+}
+
+// StoredPodHandler is an optional part of a SyncHandler that converts pods
+// from their stored values into a form of its own, which costs less than
+// decoding them into *berthv1.Pod first (at a restart, most of the work).
+// Sync then hands it PodRecords whose Pod is nil, in Reset and PodPut, and
+// the handler skips the values it cannot convert, as Sync skips the
+// undecodable ones for other handlers. The values are the handler's to
+// keep, except in the Reset of a Snapshot's Load: those are lent for the
+// call only, so that the file they are read from can go.
+type StoredPodHandler interface {
+	SyncHandler
+	ConvertsStoredPods()
 }
 
 // AppliedHandler is an optional part of a SyncHandler: Applied(rev) says
@@ -328,21 +360,26 @@ func (s *Store) deliverNode(h SyncHandler, ev *clientv3.Event) {
 	h.NodePut(n, rev)
 }
 
-// deliverPod passes the previous value along: handlers need it to undo
-// what the pod held (a delete's previous value, or its name alone when it
-// cannot be decoded).
+// deliverPod decodes the previous value only for a delete, where
+// handlers need it to undo what the pod held (or its name alone when it
+// cannot be decoded); a put passes it along undecoded.
 func (s *Store) deliverPod(h SyncHandler, ev *clientv3.Event) {
 	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
-	var prev *berthv1.Pod
+	var prev PrevPod
 	if ev.PrevKv != nil {
-		prev, _ = decodePod(ev.PrevKv.Value)
+		prev.value = ev.PrevKv.Value
 	}
 	if ev.Type == clientv3.EventTypeDelete {
-		if prev == nil {
+		p := prev.Pod()
+		if p == nil {
 			ns, name := s.keys.podName(key)
-			prev = &berthv1.Pod{Namespace: ns, Name: name}
+			p = &berthv1.Pod{Namespace: ns, Name: name}
 		}
-		h.PodDeleted(prev, rev)
+		h.PodDeleted(p, rev)
+		return
+	}
+	if _, ok := h.(StoredPodHandler); ok {
+		h.PodPut(PodRecord{ModRevision: rev, Value: ev.Kv.Value}, prev)
 		return
 	}
 	p, err := decodePod(ev.Kv.Value)

@@ -76,13 +76,13 @@ func (h *recordingHandler) NodeDeleted(name string, rev int64) {
 	h.calls <- call{Kind: "NodeDeleted", Rev: rev, Names: []string{name}}
 }
 
-func (h *recordingHandler) PodPut(p PodRecord, prev *berthv1.Pod) {
+func (h *recordingHandler) PodPut(p PodRecord, prev PrevPod) {
 	name := p.Pod.Namespace + "/" + p.Pod.Name
 	if !valueIsPod(p) {
 		name = "BAD-VALUE " + name
 	}
 	h.calls <- call{Kind: "PodPut", Rev: p.ModRevision, Names: []string{name},
-		Prev: podDesc(prev), State: podDesc(p.Pod) + "/" + p.Pod.NodeName}
+		Prev: podDesc(prev.Pod()), State: podDesc(p.Pod) + "/" + p.Pod.NodeName}
 }
 
 // valueIsPod tells whether a delivered record's Value is its Pod as

@@ -48,6 +48,15 @@ func (s *Store) listForSync(ctx context.Context, h SyncHandler) (*syncListing, e
 		})
 	}
 	g.Go(func() error {
+		if _, ok := h.(StoredPodHandler); ok {
+			_, err := s.rangePages(gctx, "sync list pods", s.keys.pods, clientv3.GetPrefixRangeEnd(s.keys.pods), l.rev, syncPageBytes,
+				func(kvs []*mvccpb.KeyValue) {
+					for _, kv := range kvs {
+						l.pods = append(l.pods, PodRecord{ModRevision: kv.ModRevision, Value: kv.Value})
+					}
+				})
+			return err
+		}
 		_, err := listDecoded(gctx, s, "pods", s.keys.pods, l.rev, decodePod, func(p *berthv1.Pod, kv *mvccpb.KeyValue) {
 			l.pods = append(l.pods, PodRecord{Pod: p, ModRevision: kv.ModRevision, Value: kv.Value})
 		})

@@ -9,6 +9,11 @@ import "github.com/berth-io/berth/scheduler/framework"
 func (c *Cache) AddPodInfos(pis []*framework.PodInfo) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.pods) == 0 && len(pis) > 0 {
+		// Sized once: growing to a restart's pods a doubling at a time
+		// rehashed each of them about twice.
+		c.pods = make(map[string]*podState, len(pis))
+	}
 	var firstErr error
 	for _, pi := range pis {
 		key := pi.Pod.Key()
@@ -21,7 +26,7 @@ func (c *Cache) AddPodInfos(pis []*framework.PodInfo) error {
 				continue
 			}
 		}
-		c.addPodLocked(pi, false)
+		c.addPodKeyLocked(pi, key, false)
 		if !ok || ps.nodeName != pi.Pod.NodeName {
 			c.placed.record(pi)
 		}

@@ -255,12 +255,16 @@ func (c *Cache) removeImages(ni *framework.NodeInfo) {
 
 // addPodLocked charges a pod to its node.
 func (c *Cache) addPodLocked(pi *framework.PodInfo, assumed bool) {
+	c.addPodKeyLocked(pi, pi.Pod.Key(), assumed)
+}
+
+// addPodKeyLocked is addPodLocked for a caller that has the pod's key.
+func (c *Cache) addPodKeyLocked(pi *framework.PodInfo, key string, assumed bool) {
 	name := pi.Pod.NodeName
 	it := c.item(name)
 	it.info.AddPodInfo(pi)
 	c.moveToHead(it)
 	ps := &podState{info: pi, nodeName: name, assumed: assumed}
-	key := pi.Pod.Key()
 	c.pods[key] = ps
 	if assumed {
 		c.assumed++
