@@ -24,6 +24,7 @@ test: vet promtool python-deps
 	$(GO) test -count=1 -timeout 9m ./...
 	$(GO) test -count=1 -race -timeout 5m $(CORE)
 	$(GO) test -run='^$$' -fuzz=FuzzValidateAndConvert -fuzztime=10s ./server/
+	$(GO) test -run='^$$' -fuzz=FuzzStoredValueToCore -fuzztime=10s ./convert/
 	if [ "$(CONFORMANCE)" != 0 ]; then $(MAKE) conformance-quick; fi
 
 # promtool (Debian's prometheus package) lets `go test ./deploy/` run

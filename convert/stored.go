@@ -125,7 +125,9 @@ func scanPod(value []byte) (f podFields, ok bool) {
 	rest := value
 	for len(rest) > 0 {
 		num, typ, n := protowire.ConsumeTag(rest)
-		if n < 0 {
+		// ConsumeTag lets through numbers above the largest a message may
+		// use; the decoder refuses them, so this must too.
+		if n < 0 || !num.IsValid() {
 			return f, false
 		}
 		m := protowire.ConsumeFieldValue(num, typ, rest[n:])
@@ -290,7 +292,7 @@ func parseStatus(b []byte) (statusFields, bool) {
 	last := protowire.Number(0)
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
+		if n < 0 || !num.IsValid() {
 			return st, false
 		}
 		m := protowire.ConsumeFieldValue(num, typ, b[n:])

@@ -138,3 +138,30 @@ func TestStoredValueToCoreAllocations(t *testing.T) {
 		t.Errorf("%v allocations per bound pod, want at most 2", n)
 	}
 }
+
+// FuzzStoredValueToCore: whatever the bytes, the direct read agrees with
+// decoding then converting, errors included, so a value the fast path
+// misreads cannot reach the core.
+func FuzzStoredValueToCore(f *testing.F) {
+	for _, p := range storedPods() {
+		stored, err := storedPodOptions.Marshal(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(stored)
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		want := &berthv1.Pod{}
+		wantErr := proto.Unmarshal(value, want)
+		got, err := StoredValueToCore(value, 5, true)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("error %v, want %v", err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		if diff := cmp.Diff(StoredPodToCore(want, value, 5), got); diff != "" {
+			t.Fatalf("(-decoded,+StoredValueToCore):\n%s", diff)
+		}
+	})
+}
