@@ -110,18 +110,26 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 			return nil, fmt.Errorf("store: encode pod: %w", err)
 		}
 		key := s.keys.pod(p.Namespace, p.Name)
-		uidKey := s.keys.uid(sp.Uid)
 		stored[i] = sp
-		// The uid index key is claimed in the same unit as the pod, so a
-		// uid names one pod at most; it is one more distinct key per unit,
-		// which keeps pods of one batch in one Txn.
 		u := &commitUnit{
-			cmps: []clientv3.Cmp{
-				createRevIs(key, 0),
-				createRevIs(uidKey, 0),
-			},
-			ops:        []clientv3.Op{putValue(key, val), clientv3.OpPut(uidKey, key)},
+			cmps:       []clientv3.Cmp{createRevIs(key, 0)},
+			ops:        []clientv3.Op{putValue(key, val)},
 			readValues: true, // to tell an identical resubmission from a rival
+		}
+		switch classifyUID(sp.Uid, p.Namespace, p.Name) {
+		case uidBound:
+			// Only this pod key can carry the uid, and the key's create
+			// compare lets one pod have it at a time.
+		case uidBoundElsewhere:
+			return nil, &UIDTakenError{UID: sp.Uid}
+		default:
+			// A client's own uid: its index key is claimed in the same
+			// unit as the pod, so a uid names one pod at most; it is one
+			// more distinct key per unit, which keeps pods of one batch in
+			// one Txn.
+			uidKey := s.keys.uid(sp.Uid)
+			u.cmps = append(u.cmps, createRevIs(uidKey, 0))
+			u.ops = append(u.ops, clientv3.OpPut(uidKey, key))
 		}
 		if chargesOnCreate(sp) {
 			// Declared running: its node's allocation moves, so decisions
@@ -153,14 +161,25 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 
 // UIDTakenError is the refusal of a pod whose uid another pod (Holder,
 // "namespace/name") already has. errors.Is(err, ErrAlreadyExists) holds.
+//
+// Holder is empty when the uid is in the form of the uids Berth assigns
+// (uid.go) but was not made for this pod: such a uid names its pod only by
+// a hash, so which pod that is, or whether it still exists, is not known.
 type UIDTakenError struct {
 	UID    string
 	Holder string
 }
 
 func (e *UIDTakenError) Error() string {
+	if e.Holder == "" {
+		return fmt.Sprintf("store: already exists: uid %q %s", e.UID, UIDAssignedElsewhere)
+	}
 	return fmt.Sprintf("store: already exists: uid %q is the uid of pod %s", e.UID, e.Holder)
 }
+
+// UIDAssignedElsewhere says why a uid of Berth's form is refused for a pod
+// it was not made for (a UIDTakenError with no Holder).
+const UIDAssignedElsewhere = "is a uid Berth assigned to another pod (a version-8 UUID names the one pod it was made for)"
 
 // Is makes errors.Is(err, ErrAlreadyExists) true.
 func (e *UIDTakenError) Is(target error) bool { return target == ErrAlreadyExists }
