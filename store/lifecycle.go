@@ -100,8 +100,7 @@ func Admit(p *berthv1.Pod, now time.Time) *berthv1.Pod {
 
 // withCreateDefaults returns p, or a copy with a uid (of Berth's form, bound
 // to p's namespace/name: uid.go) and the create phase filled in where
-// missing. The copy shares with p the fields it does not
-// fill in.
+// missing. The copy shares with p the fields it does not fill in.
 func withCreateDefaults(p *berthv1.Pod) *berthv1.Pod {
 	if p.Uid != "" && p.GetStatus().GetPhase() != berthv1.PodPhase_POD_PHASE_UNSPECIFIED {
 		return p

@@ -22,7 +22,8 @@ type CreateResult struct {
 	// Err is nil, ErrAlreadyExists (a different pod has the name),
 	// ErrInvalidArgument, ErrUnavailable or ErrClosed.
 	//
-	// A uid another pod has is refused with a *UIDTakenError.
+	// A uid another pod has is refused with a *UIDTakenError, and so is a
+	// uid of the form Berth assigns (uid.go) made for another pod.
 	Err error
 }
 
@@ -87,7 +88,7 @@ func validatePodKey(p *berthv1.Pod) error {
 
 // CreatePods stores new pods, all group committed together with other
 // writers'. It does not modify the pods passed in. Missing fields are filled
-// in the stored copy: a uid (random) when empty, and phase PENDING, or BOUND
+// in the stored copy: a uid (uid.go) when empty, and phase PENDING, or BOUND
 // when node_name is set, when the status has no phase.
 //
 // Per pod, in order: the pod is created (Revision is its create revision);
@@ -241,7 +242,9 @@ func (s *Store) DeletePod(ctx context.Context, namespace, name, uid string) (int
 		if uid != "" && p.Uid != uid {
 			return 0, fmt.Errorf("%w: pod %s/%s has uid %s, not %s", ErrConflict, namespace, name, p.Uid, uid)
 		}
-		// The pod's uid index key goes with it, freeing the uid.
+		// The pod's uid index key goes with it, freeing the uid. A uid
+		// Berth assigned has none (uid.go), but pods stored before it did
+		// may still carry a uid in that form with a key: always delete.
 		u := &commitUnit{
 			cmps:       []clientv3.Cmp{modRevIs(key, kv.ModRevision)},
 			ops:        []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(s.keys.uid(p.Uid))},
