@@ -100,6 +100,7 @@ func validatePodKey(p *berthv1.Pod) error {
 func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateResult {
 	out := make([]CreateResult, len(pods))
 	stored := make([]*berthv1.Pod, len(pods)) // the value written per pod
+	var elsewhere []int                       // refused: a uid Berth made for another pod
 	s.commitBatch(ctx, "create pod", len(pods), func(i int) (*commitUnit, error) {
 		p := pods[i]
 		if err := validatePodKey(p); err != nil {
@@ -122,6 +123,7 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 			// Only this pod key can carry the uid, and the key's create
 			// compare lets one pod have it at a time.
 		case uidBoundElsewhere:
+			elsewhere = append(elsewhere, i)
 			return nil, &UIDTakenError{UID: sp.Uid}
 		default:
 			// A client's own uid: its index key is claimed in the same
@@ -157,6 +159,22 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 			out[i].Err = res.err
 		}
 	})
+	for _, i := range elsewhere {
+		// A pod stored before uids were bound to names (its uid a client's
+		// version-8 UUID, claimed through the index) is still the same pod
+		// when resubmitted: idempotent, like any other.
+		kv, err := s.getKV(ctx, "create pod", s.keys.pod(pods[i].Namespace, pods[i].Name))
+		if err != nil {
+			out[i].Err = err // not known to be taken: let the client retry
+			continue
+		}
+		if kv == nil {
+			continue
+		}
+		if r := s.existingPod(pods[i], kv); r.Err == nil {
+			out[i] = r
+		}
+	}
 	return out
 }
 
@@ -243,8 +261,8 @@ func (s *Store) DeletePod(ctx context.Context, namespace, name, uid string) (int
 			return 0, fmt.Errorf("%w: pod %s/%s has uid %s, not %s", ErrConflict, namespace, name, p.Uid, uid)
 		}
 		// The pod's uid index key goes with it, freeing the uid. A uid
-		// Berth assigned has none (uid.go), but pods stored before it did
-		// may still carry a uid in that form with a key: always delete.
+		// Berth assigns has none (uid.go), but a pod stored before that
+		// has one whatever its uid's form: always delete it.
 		u := &commitUnit{
 			cmps:       []clientv3.Cmp{modRevIs(key, kv.ModRevision)},
 			ops:        []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(s.keys.uid(p.Uid))},

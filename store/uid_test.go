@@ -195,6 +195,45 @@ func TestDeletePodOfOldDataDeletesItsUIDKey(t *testing.T) {
 	mustCreate(t, s, pendingPod("ns", "rival", old.Uid))
 }
 
+// A client that chose a version-8 uid before such uids were Berth's has
+// its pod stored with an index key: resubmitting that pod is still
+// idempotent, and no other pod gets the uid.
+func TestCreatePodsOldVersion8ClientUID(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	ctx := testCtx(t)
+	clientUID := uuid.NewSHA1(uuid.NameSpaceURL, []byte("x")).String() // some scheme's own
+	u := uuid.MustParse(clientUID)
+	u[6] = 0x80 | u[6]&0x0f // made version 8
+	clientUID = u.String()
+	if classifyUID(clientUID, "ns", "old") != uidBoundElsewhere {
+		t.Fatalf("%s is not refused to ns/old: test needs another uid", clientUID)
+	}
+	old := pendingPod("ns", "old", clientUID)
+	val, err := marshalOpts.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := s.keys.pod("ns", "old")
+	resp, err := s.Client().Txn(ctx).Then(clientv3.OpPut(key, string(val)), clientv3.OpPut(s.keys.uid(clientUID), key)).Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := clonePod(old)
+	changed.Priority = 7
+	res := s.CreatePods(ctx, []*berthv1.Pod{old, pendingPod("ns", "rival", clientUID), changed})
+	if res[0].Err != nil || res[0].Revision != resp.Header.Revision || res[0].Pod.Uid != clientUID {
+		t.Errorf("resubmission: rev %d err %v, want the stored pod at rev %d", res[0].Revision, res[0].Err, resp.Header.Revision)
+	}
+	for i := 1; i < 3; i++ {
+		if !errors.As(res[i].Err, new(*UIDTakenError)) {
+			t.Errorf("pod %d: %v, want the uid refused", i, res[i].Err)
+		}
+	}
+	if _, _, err := s.GetPod(ctx, "ns", "rival"); errIs(err, ErrNotFound) != "" {
+		t.Errorf("the rival was stored: %v", err)
+	}
+}
+
 // With one key per pod, a batch of 1,000 pods with assigned uids fits one
 // Txn under etcd's 1,024 ops; with the client's uids it takes two.
 func TestCreatePodsAssignedUIDsFillATxn(t *testing.T) {
