@@ -33,7 +33,8 @@ const ErrorReasonFellBehind = "WATCH_FELL_BEHIND"
 
 // ErrorReasonUIDInUse is the errdetails.ErrorInfo reason of a pod refused
 // because another pod already has its uid; metadata "field" is "pod.uid" and
-// "holder" names that pod ("namespace/name").
+// "holder" names that pod ("namespace/name"), absent when the uid is one
+// Berth assigned to another pod (which pod is not known).
 const ErrorReasonUIDInUse = "UID_IN_USE"
 
 // toStatus maps store and context errors to gRPC statuses. Anything not
@@ -68,10 +69,15 @@ func toStatus(err error, what string) error {
 		}
 		return st.Err()
 	case errors.As(err, &uidTaken):
-		st := status.New(codes.AlreadyExists, fmt.Sprintf("%s: pod.uid %q is already the uid of pod %s", what, uidTaken.UID, uidTaken.Holder))
+		msg := fmt.Sprintf("%s: pod.uid %q is already the uid of pod %s", what, uidTaken.UID, uidTaken.Holder)
+		meta := map[string]string{"field": "pod.uid", "holder": uidTaken.Holder}
+		if uidTaken.Holder == "" {
+			msg = fmt.Sprintf("%s: pod.uid %q %s", what, uidTaken.UID, store.UIDAssignedElsewhere)
+			delete(meta, "holder") // not known: the uid names its pod by a hash
+		}
+		st := status.New(codes.AlreadyExists, msg)
 		if d, derr := st.WithDetails(&errdetails.ErrorInfo{
-			Reason: ErrorReasonUIDInUse, Domain: "berth.v1",
-			Metadata: map[string]string{"field": "pod.uid", "holder": uidTaken.Holder},
+			Reason: ErrorReasonUIDInUse, Domain: "berth.v1", Metadata: meta,
 		}); derr == nil {
 			st = d
 		}

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -77,5 +78,34 @@ func TestSentRevisionsResumeBeforeASplitRevision(t *testing.T) {
 	}
 	if got := s.resume(5); got != 5 {
 		t.Errorf("resume %d past the store's 5", got)
+	}
+}
+
+// A uid refused for naming another pod keeps its ErrorInfo; the holder is
+// given when the uid index knows it, and left out when the uid is one Berth
+// assigned (it names its pod only by a hash).
+func TestToStatusUIDTaken(t *testing.T) {
+	for _, tt := range []struct {
+		holder     string
+		wantInMsg  string
+		wantHolder bool
+	}{
+		{holder: "ns/first", wantInMsg: "is already the uid of pod ns/first", wantHolder: true},
+		{holder: "", wantInMsg: store.UIDAssignedElsewhere},
+	} {
+		st := status.Convert(toStatus(&store.UIDTakenError{UID: "u1", Holder: tt.holder}, "pod ns/rival"))
+		if st.Code() != codes.AlreadyExists || !strings.Contains(st.Message(), tt.wantInMsg) {
+			t.Errorf("holder %q: %v %q, want AlreadyExists saying %q", tt.holder, st.Code(), st.Message(), tt.wantInMsg)
+		}
+		var info *errdetails.ErrorInfo
+		for _, d := range st.Details() {
+			if i, ok := d.(*errdetails.ErrorInfo); ok {
+				info = i
+			}
+		}
+		holder, hasHolder := info.GetMetadata()["holder"]
+		if info.GetReason() != ErrorReasonUIDInUse || info.GetMetadata()["field"] != "pod.uid" || hasHolder != tt.wantHolder || holder != tt.holder {
+			t.Errorf("holder %q: ErrorInfo %v, want reason %s, field pod.uid, holder given: %v", tt.holder, info, ErrorReasonUIDInUse, tt.wantHolder)
+		}
 	}
 }

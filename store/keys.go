@@ -35,8 +35,9 @@ type keyspace struct {
 	// nodeLeases sorts between budgets/ and nodes/, inside cachedRange:
 	// see leases.go.
 	nodeLeases string // "{prefix}/v1/nodeleases/"
-	// uids indexes pods by uid (value: the pod's key) so that a uid names
-	// one pod only; it sorts after pods/, outside cachedRange.
+	// uids indexes pods by uid (value: the pod's key) so that a uid a
+	// client chose names one pod only; uids Berth assigns have no key here
+	// (uid.go). It sorts after pods/, outside cachedRange.
 	uids string // "{prefix}/v1/uids/"
 }
 

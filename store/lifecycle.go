@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -99,16 +98,16 @@ func Admit(p *berthv1.Pod, now time.Time) *berthv1.Pod {
 	return p
 }
 
-// withCreateDefaults returns p, or a copy with a uid and the create phase
-// filled in where missing. The copy shares with p the fields it does not
-// fill in.
+// withCreateDefaults returns p, or a copy with a uid (of Berth's form, bound
+// to p's namespace/name: uid.go) and the create phase filled in where
+// missing. The copy shares with p the fields it does not fill in.
 func withCreateDefaults(p *berthv1.Pod) *berthv1.Pod {
 	if p.Uid != "" && p.GetStatus().GetPhase() != berthv1.PodPhase_POD_PHASE_UNSPECIFIED {
 		return p
 	}
 	c := shallowCopy(p)
 	if c.Uid == "" {
-		c.Uid = uuid.NewString()
+		c.Uid = assignUID(c.Namespace, c.Name)
 	}
 	if c.Status == nil {
 		c.Status = &berthv1.PodStatus{}

@@ -22,7 +22,8 @@ type CreateResult struct {
 	// Err is nil, ErrAlreadyExists (a different pod has the name),
 	// ErrInvalidArgument, ErrUnavailable or ErrClosed.
 	//
-	// A uid another pod has is refused with a *UIDTakenError.
+	// A uid another pod has is refused with a *UIDTakenError, and so is a
+	// uid of the form Berth assigns (uid.go) made for another pod.
 	Err error
 }
 
@@ -87,7 +88,7 @@ func validatePodKey(p *berthv1.Pod) error {
 
 // CreatePods stores new pods, all group committed together with other
 // writers'. It does not modify the pods passed in. Missing fields are filled
-// in the stored copy: a uid (random) when empty, and phase PENDING, or BOUND
+// in the stored copy: a uid (uid.go) when empty, and phase PENDING, or BOUND
 // when node_name is set, when the status has no phase.
 //
 // Per pod, in order: the pod is created (Revision is its create revision);
@@ -99,6 +100,7 @@ func validatePodKey(p *berthv1.Pod) error {
 func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateResult {
 	out := make([]CreateResult, len(pods))
 	stored := make([]*berthv1.Pod, len(pods)) // the value written per pod
+	var elsewhere []int                       // refused: a uid Berth made for another pod
 	s.commitBatch(ctx, "create pod", len(pods), func(i int) (*commitUnit, error) {
 		p := pods[i]
 		if err := validatePodKey(p); err != nil {
@@ -110,18 +112,27 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 			return nil, fmt.Errorf("store: encode pod: %w", err)
 		}
 		key := s.keys.pod(p.Namespace, p.Name)
-		uidKey := s.keys.uid(sp.Uid)
 		stored[i] = sp
-		// The uid index key is claimed in the same unit as the pod, so a
-		// uid names one pod at most; it is one more distinct key per unit,
-		// which keeps pods of one batch in one Txn.
 		u := &commitUnit{
-			cmps: []clientv3.Cmp{
-				createRevIs(key, 0),
-				createRevIs(uidKey, 0),
-			},
-			ops:        []clientv3.Op{putValue(key, val), clientv3.OpPut(uidKey, key)},
+			cmps:       []clientv3.Cmp{createRevIs(key, 0)},
+			ops:        []clientv3.Op{putValue(key, val)},
 			readValues: true, // to tell an identical resubmission from a rival
+		}
+		switch classifyUID(sp.Uid, p.Namespace, p.Name) {
+		case uidBound:
+			// Only this pod key can carry the uid, and the key's create
+			// compare lets one pod have it at a time.
+		case uidBoundElsewhere:
+			elsewhere = append(elsewhere, i)
+			return nil, &UIDTakenError{UID: sp.Uid}
+		default:
+			// A client's own uid: its index key is claimed in the same
+			// unit as the pod, so a uid names one pod at most; it is one
+			// more distinct key per unit, which keeps pods of one batch in
+			// one Txn.
+			uidKey := s.keys.uid(sp.Uid)
+			u.cmps = append(u.cmps, createRevIs(uidKey, 0))
+			u.ops = append(u.ops, clientv3.OpPut(uidKey, key))
 		}
 		if chargesOnCreate(sp) {
 			// Declared running: its node's allocation moves, so decisions
@@ -148,19 +159,46 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 			out[i].Err = res.err
 		}
 	})
+	for _, i := range elsewhere {
+		// A pod stored before uids were bound to names (its uid a client's
+		// version-8 UUID, claimed through the index) is still the same pod
+		// when resubmitted: idempotent, like any other.
+		kv, err := s.getKV(ctx, "create pod", s.keys.pod(pods[i].Namespace, pods[i].Name))
+		if err != nil {
+			out[i].Err = err // not known to be taken: let the client retry
+			continue
+		}
+		if kv == nil {
+			continue
+		}
+		if r := s.existingPod(pods[i], kv); r.Err == nil {
+			out[i] = r
+		}
+	}
 	return out
 }
 
 // UIDTakenError is the refusal of a pod whose uid another pod (Holder,
 // "namespace/name") already has. errors.Is(err, ErrAlreadyExists) holds.
+//
+// Holder is empty when the uid is in the form of the uids Berth assigns
+// (uid.go) but was not made for this pod: such a uid names its pod only by
+// a hash, so which pod that is, or whether it still exists, is not known.
 type UIDTakenError struct {
 	UID    string
 	Holder string
 }
 
 func (e *UIDTakenError) Error() string {
+	if e.Holder == "" {
+		return fmt.Sprintf("store: already exists: uid %q %s", e.UID, UIDAssignedElsewhere)
+	}
 	return fmt.Sprintf("store: already exists: uid %q is the uid of pod %s", e.UID, e.Holder)
 }
+
+// UIDAssignedElsewhere says why a uid of Berth's form is refused for a pod
+// it was not made for (a UIDTakenError with no Holder).
+const UIDAssignedElsewhere = "is a uid Berth assigned to another pod (a version-8 UUID names the one pod it was made for)"
 
 // Is makes errors.Is(err, ErrAlreadyExists) true.
 func (e *UIDTakenError) Is(target error) bool { return target == ErrAlreadyExists }
@@ -222,7 +260,9 @@ func (s *Store) DeletePod(ctx context.Context, namespace, name, uid string) (int
 		if uid != "" && p.Uid != uid {
 			return 0, fmt.Errorf("%w: pod %s/%s has uid %s, not %s", ErrConflict, namespace, name, p.Uid, uid)
 		}
-		// The pod's uid index key goes with it, freeing the uid.
+		// The pod's uid index key goes with it, freeing the uid. A uid
+		// Berth assigns has none (uid.go), but a pod stored before that
+		// has one whatever its uid's form: always delete it.
 		u := &commitUnit{
 			cmps:       []clientv3.Cmp{modRevIs(key, kv.ModRevision)},
 			ops:        []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(s.keys.uid(p.Uid))},

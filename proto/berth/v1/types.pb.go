@@ -850,6 +850,13 @@ type Pod struct {
 	// Unique identity of this incarnation; assigned by Berth when empty. At
 	// most 128 characters. No two pods have the same uid: a second pod with
 	// one already used is refused with ALREADY_EXISTS.
+	//
+	// A uid Berth assigns is a version-8 UUID (RFC 9562) made for this pod's
+	// namespace/name: resubmitting the pod with it is fine, and any other pod
+	// is refused it (ErrorInfo UID_IN_USE without "holder"). Berth treats
+	// every version-8 UUID (36-character form, either case) as one of its
+	// own, so a client's version-8 uid is almost surely refused: clients that
+	// choose uids should use other versions (4 or 7) or other text.
 	Uid string `protobuf:"bytes,3,opt,name=uid,proto3" json:"uid,omitempty"`
 	// Labels matched by affinity, spreading and disruption budgets.
 	Labels map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
