@@ -482,7 +482,8 @@ func TestBatchingMatchesUnbatched(t *testing.T) {
 			if reused < pods/2 {
 				t.Errorf("only %d of %d pods had a signature: the test exercises little", reused, pods)
 			}
-			t.Logf("%d of %d pods signed; memo used in %d cycles, %d filter results reused", reused, pods, batched.placer.memoCycles, batched.placer.memoHits)
+			t.Logf("%d of %d pods signed; memo used in %d cycles, %d filter results reused, %d cycles ranked", reused, pods, batched.placer.memoCycles,
+				batched.placer.memoHits, batched.placer.rankedCycles)
 			if batched.placer.memoHits < pods*10 {
 				t.Errorf("the memo supplied only %d filter results: the test exercises little", batched.placer.memoHits)
 			}

@@ -78,6 +78,9 @@ type signatureResults struct {
 	// verdict and raw scores were made under; nil while no cycle of the
 	// signature had stamping plugins running.
 	filterStamps, scoreStamps []framework.Stamps
+
+	// ranked ranks the slots for cycles that need not walk (ranked.go).
+	ranked ranked
 }
 
 // stampCycle is one cycle's means of computing stamps (it lives for the
@@ -120,6 +123,9 @@ type signatureMemo struct {
 	clock uint64
 	// spare is an evicted signature's storage, for reuse.
 	spare *signatureResults
+	// positions maps the list's NodeInfos to their positions, for the
+	// ranked nodes' updates from the change log.
+	positions framework.NodePositions
 }
 
 // reset forgets everything remembered.
@@ -181,6 +187,7 @@ func (m *signatureMemo) lookup(key memoKey) *signatureResults {
 	} else {
 		r.slots = r.slots[:m.size]
 		clear(r.slots)
+		r.ranked.forget()
 	}
 	r.numScores = -1
 	r.lastUse = m.clock
