@@ -490,3 +490,61 @@ func TestBatchingMatchesUnbatched(t *testing.T) {
 		})
 	}
 }
+
+// TestRankedMatchesWalk is TestBatchingMatchesUnbatched at a size where
+// the window is a fraction of the nodes (1,200 nodes, windows of 492) and
+// rotates many times, with the pods whose cycles the ranked nodes decide
+// (no inter-pod affinity, no nominations): each signature's tree is built,
+// updated from the change log as pods land and nodes change, and rebuilt
+// when normalizers' highest scores move, and every decision, draw and
+// count must be the walk's.
+func TestRankedMatchesWalk(t *testing.T) {
+	const nodes, pods = 1200, 800
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			nom := &versionedNominator{}
+			c := &cluster{rng: rand.New(rand.NewPCG(seed, 7)), nodes: map[string]*framework.Node{}}
+			batched, alone := newWorld(t, nom, seed, true), newWorld(t, nom, seed, false)
+			c.worlds = []*world{batched, alone}
+			for range nodes {
+				c.addNode()
+			}
+			kinds := shapes()
+			for i := range pods {
+				switch r := c.rng.IntN(100); {
+				case r < 2:
+					c.addNode()
+				case r < 8:
+					c.relabel()
+				case r < 9:
+					c.removeNode()
+				case r < 15:
+					c.deletePod(t)
+				}
+				c.serial++
+				p := &framework.Pod{Name: fmt.Sprint("p-", c.serial), Namespace: "ns", UID: fmt.Sprint("uid-", c.serial)}
+				// Mostly two shapes, so signatures come back often.
+				kind := kinds[c.rng.IntN(2)]
+				if c.rng.IntN(4) == 0 {
+					kind = kinds[c.rng.IntN(len(kinds))]
+				}
+				kind(p)
+				for framework.HasAffinity(p) {
+					*p = framework.Pod{Name: p.Name, Namespace: p.Namespace, UID: p.UID}
+					kinds[c.rng.IntN(len(kinds))](p)
+				}
+				got, want := batched.schedule(t, p), alone.schedule(t, p)
+				if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("pod %d (%s): outcome differs (-walk,+ranked):\n%s", i, p.Name, diff)
+				}
+				if got.Host != "" {
+					c.bind(t, p, got.Host)
+				}
+			}
+			t.Logf("%d cycles ranked of %d", batched.placer.rankedCycles, pods)
+			if batched.placer.rankedCycles < pods/3 {
+				t.Errorf("only %d of %d cycles were ranked: the test exercises little", batched.placer.rankedCycles, pods)
+			}
+		})
+	}
+}
