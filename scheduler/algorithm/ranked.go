@@ -57,12 +57,26 @@ type ranked struct {
 	// filtered and scored most nodes by then, backing off further when
 	// the signature turned out not to fit.
 	waited, backoff int
+	// runs counts the cycles that reached the totals since the last
+	// check, remakes those that made every total again (see
+	// maxRemakes).
+	runs, remakes int
 }
+
+// Every total is made again when a normalizer's highest raw score in the
+// window moves, at O(nodes) (a few walks' worth). A signature whose
+// windows keep moving it (a handful of tainted nodes the window passes
+// over, say) costs less walking: after maxRemakes of remakeCheck cycles,
+// it walks for a while.
+const (
+	remakeCheck = 32
+	maxRemakes  = 4
+)
 
 // forget drops the tree's contents, keeping its memory.
 func (rk *ranked) forget() {
 	rk.built, rk.full, rk.pending, rk.kept = false, false, rk.pending[:0], framework.KeptAt{}
-	rk.waited, rk.backoff = 0, 0
+	rk.waited, rk.backoff, rk.runs, rk.remakes = 0, 0, 0, 0
 }
 
 // unfit drops the tree after a cycle that could not use it for a reason
@@ -102,7 +116,8 @@ const (
 func (s *Placer) placeRanked(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo,
 	nodes []*framework.NodeInfo) (Result, rankedOutcome, error) {
 	r, n := s.cur, len(nodes)
-	if r.cycle.filter || !fwk.HasFilterPlugins() || !fwk.HasScorePlugins() || fwk.PreScoreUsesNodes(pod) {
+	// A cancelled cycle's walk stops part way: leave it to the walk.
+	if ctx.Err() != nil || r.cycle.filter || !fwk.HasFilterPlugins() || !fwk.HasScorePlugins() || fwk.PreScoreUsesNodes(pod) {
 		return Result{}, rankedWalk, nil
 	}
 	log, ok := framework.ChangeLogFor(fwk.SnapshotSharedLister(), nodes)
@@ -179,6 +194,12 @@ func (s *Placer) placeRanked(ctx context.Context, fwk *runtime.Framework, state 
 	}
 	pos := w.pos(s.selectRanked(w))
 	s.advanceRanked(length)
+	if rk.runs++; rk.runs == remakeCheck {
+		if rk.remakes > maxRemakes {
+			rk.unfit()
+		}
+		rk.runs, rk.remakes = 0, 0
+	}
 	return Result{SuggestedHost: nodes[pos].Node().Name, EvaluatedNodes: length, FeasibleNodes: found}, rankedDone, nil
 }
 
@@ -405,6 +426,7 @@ func (s *Placer) settleTotals(ctx context.Context, fwk *runtime.Framework, state
 	if !changed {
 		return true
 	}
+	rk.remakes++
 	clear(rk.bad)
 	rk.numBad = 0
 	for pos := range nodes {
