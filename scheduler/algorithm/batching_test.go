@@ -283,6 +283,9 @@ type cluster struct {
 	names  []string
 	bound  []*framework.Pod
 	serial int
+	// rareTaints leaves PreferNoSchedule taints on one node in 400 only,
+	// so that windows differ in their highest TaintToleration score.
+	rareTaints bool
 }
 
 func (c *cluster) node(name string) *framework.Node {
@@ -298,6 +301,12 @@ func (c *cluster) node(name string) *framework.Node {
 		n.Taints = []framework.Taint{{Key: "dedicated", Value: "db", Effect: framework.TaintEffectNoSchedule}}
 	case 5:
 		n.Taints = []framework.Taint{{Key: "spot", Effect: framework.TaintEffectPreferNoSchedule}}
+	}
+	if c.rareTaints && i%9 == 5 {
+		n.Taints = nil
+		if i%400 == 5 {
+			n.Taints = []framework.Taint{{Key: "spot", Effect: framework.TaintEffectPreferNoSchedule}}
+		}
 	}
 	if i%7 == 0 {
 		n.Images = []framework.ContainerImage{{Names: []string{"img-a:latest"}, SizeBytes: 300 << 20}}
@@ -497,13 +506,14 @@ func TestBatchingMatchesUnbatched(t *testing.T) {
 // (no inter-pod affinity, no nominations): each signature's tree is built,
 // updated from the change log as pods land and nodes change, and rebuilt
 // when normalizers' highest scores move, and every decision, draw and
-// count must be the walk's.
+// count must be the walk's. The last seed has few tainted nodes, so the
+// windows' highest TaintToleration scores differ.
 func TestRankedMatchesWalk(t *testing.T) {
-	const nodes, pods = 1200, 800
-	for seed := range uint64(3) {
+	const nodes, pods, numSeeds = 1200, 800, 3
+	for seed := range uint64(numSeeds) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			nom := &versionedNominator{}
-			c := &cluster{rng: rand.New(rand.NewPCG(seed, 7)), nodes: map[string]*framework.Node{}}
+			c := &cluster{rng: rand.New(rand.NewPCG(seed, 7)), nodes: map[string]*framework.Node{}, rareTaints: seed == numSeeds-1}
 			batched, alone := newWorld(t, nom, seed, true), newWorld(t, nom, seed, false)
 			c.worlds = []*world{batched, alone}
 			for range nodes {
