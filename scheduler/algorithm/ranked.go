@@ -164,12 +164,17 @@ func (s *Placer) placeRanked(ctx context.Context, fwk *runtime.Framework, state 
 		return Result{}, rankedWalkScored, nil
 	}
 	skip := state.SkipScorePlugins()
-	if r.numScores != len(sc.weights) || r.scoreSkip != skip || rk.skip != skip {
-		// Raw scores kept under another mask are about to be dropped.
-		rk.full = true
+	if r.numScores != len(sc.weights) || r.scoreSkip != skip {
+		// The memo's raw scores were kept under another mask and are
+		// dropped: the walk learns them again more cheaply than scoring
+		// every node here.
+		rk.forget()
+		return Result{}, rankedWalkScored, nil
 	}
 	r.prepareScores(skip, len(sc.weights))
-	rk.skip = skip
+	if rk.skip != skip {
+		rk.skip, rk.full = skip, true
+	}
 	sc.normOf = sc.normOf[:0]
 	numNorms := 0
 	for _, nm := range sc.norms {
@@ -186,7 +191,10 @@ func (s *Placer) placeRanked(ctx context.Context, fwk *runtime.Framework, state 
 	if !rk.full && !s.flushRanked(ctx, fwk, state, pod, nodes) {
 		return Result{}, rankedWalkScored, nil
 	}
-	if !s.settleTotals(ctx, fwk, state, pod, nodes, w, numNorms) {
+	if !s.settleTotals(ctx, fwk, state, pod, nodes, w, numNorms, numToFind) {
+		// Some totals may be made under other highest scores than the
+		// others: build again later.
+		rk.forget()
 		return Result{}, rankedWalkScored, nil
 	}
 	if rk.numBad > 0 {
@@ -248,12 +256,10 @@ func (s *Placer) syncRanked(ctx context.Context, fwk *runtime.Framework, state *
 		return false
 	}
 	rk.waited = 0
-	// Building filters what the memo does not know: worth it only when
-	// that is a fraction of a window.
 	r, unknown := s.cur, 0
 	for pos, ni := range nodes {
 		if sl := &r.slots[pos]; !sl.filtered || sl.gen != ni.Generation {
-			if unknown++; unknown > max(numToFind/4, maxSerialMisses) {
+			if unknown++; unknown > maxUnknown(numToFind) {
 				rk.built = false
 				return false
 			}
@@ -276,6 +282,10 @@ func (s *Placer) syncRanked(ctx context.Context, fwk *runtime.Framework, state *
 	rk.kept.Mark(log, nodes, log.Generation())
 	return true
 }
+
+// maxUnknown is how many nodes whose verdict or raw scores the memo lacks
+// a build filters or scores itself: a fraction of a window.
+func maxUnknown(numToFind int) int { return max(numToFind/4, maxSerialMisses) }
 
 // syncLeaf sets pos's verdict in the tree, from the memo or by filtering
 // it, and leaves it pending if feasible; fix says to fix the subtrees
@@ -384,22 +394,30 @@ func (s *Placer) flushRanked(ctx context.Context, fwk *runtime.Framework, state 
 
 // settleTotals makes every total again if the window's highest raw
 // scores differ from those the totals were made under (or rk.full says
-// so). False on a Score error.
+// so). False on a Score error, or when the memo lacks the raw scores of
+// more nodes than are worth scoring here.
 func (s *Placer) settleTotals(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo,
-	nodes []*framework.NodeInfo, w window, numNorms int) bool {
+	nodes []*framework.NodeInfo, w window, numNorms, numToFind int) bool {
 	rk, t := &s.cur.ranked, &s.cur.ranked.tree
 	if rk.full {
-		// Raw scores first: the window's highest come from them.
-		t.reset(len(nodes), numNorms)
-		sc := &s.rankedScratch
+		unscored := 0
 		for pos, ni := range nodes {
 			sl := &s.cur.slots[pos]
 			if !sl.filtered || sl.gen != ni.Generation {
 				// syncRanked left every verdict known.
-				rk.forget()
 				return false
 			}
-			if sl.status != nil {
+			if sl.status == nil && !sl.scored {
+				if unscored++; unscored > maxUnknown(numToFind) {
+					return false
+				}
+			}
+		}
+		// Raw scores first: the window's highest come from them.
+		t.reset(len(nodes), numNorms)
+		sc := &s.rankedScratch
+		for pos := range nodes {
+			if s.cur.slots[pos].status != nil {
 				continue
 			}
 			raw, ok := s.rawScores(ctx, fwk, state, pod, nodes, pos)
