@@ -36,7 +36,9 @@ import (
 // Filter and Score stamps when stamping plugins run (spread and affinity
 // pods), so at most ~32 MB per placer (~48 MB with stamps), whatever the
 // cluster size; at 5,000 nodes that is maxSignatures signatures, at
-// 100,000 nodes five.
+// 100,000 nodes five. A signature whose cycles are ranked (ranked.go)
+// holds its rankTree besides, about 40 bytes per node (48 per normalizing
+// Score plugin more), pointer-free.
 const memoBudget = 1 << 19
 
 // maxSignatures bounds the signatures remembered at small cluster sizes.
