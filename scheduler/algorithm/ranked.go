@@ -224,11 +224,10 @@ func (s *Placer) advanceRanked(length int) {
 func (s *Placer) kthFeasibleFrom(start, k int) int {
 	t := &s.cur.ranked.tree
 	before := t.feasibleBefore(start)
-	if after := t.numFeasible() - before; k <= after {
-		return t.kthFeasible(before + k)
-	} else {
+	if after := t.numFeasible() - before; k > after {
 		return t.kthFeasible(k - after)
 	}
+	return t.kthFeasible(before + k)
 }
 
 // syncRanked brings the tree's verdicts up to date: from the change log
