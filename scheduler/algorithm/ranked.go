@@ -156,37 +156,9 @@ func (s *Placer) placeRanked(ctx context.Context, fwk *runtime.Framework, state 
 		s.advanceRanked(length)
 		return Result{}, rankedDone, st.AsError()
 	}
-	sc := &s.rankedScratch
-	var fits bool
-	sc.weights, sc.norms, fits = fwk.ActiveScorers(state, sc.weights[:0], sc.norms[:0])
-	if !fits || fwk.ScoreStamped(state) {
-		rk.unfit()
+	numNorms, fit := s.prepareRankedScores(fwk, state)
+	if !fit {
 		return Result{}, rankedWalkScored, nil
-	}
-	skip := state.SkipScorePlugins()
-	if r.numScores != len(sc.weights) || r.scoreSkip != skip {
-		// The memo's raw scores were kept under another mask and are
-		// dropped: the walk learns them again more cheaply than scoring
-		// every node here.
-		rk.forget()
-		return Result{}, rankedWalkScored, nil
-	}
-	r.prepareScores(skip, len(sc.weights))
-	if rk.skip != skip {
-		rk.skip, rk.full = skip, true
-	}
-	sc.normOf = sc.normOf[:0]
-	numNorms := 0
-	for _, nm := range sc.norms {
-		j := -1
-		if nm != nil {
-			j, numNorms = numNorms, numNorms+1
-		}
-		sc.normOf = append(sc.normOf, j)
-	}
-	sc.raw = resize(sc.raw, numNorms)
-	if numNorms != t.norms || len(rk.highest) != numNorms {
-		rk.full = true
 	}
 	if !rk.full && !s.flushRanked(ctx, fwk, state, pod, nodes) {
 		return Result{}, rankedWalkScored, nil
@@ -209,6 +181,44 @@ func (s *Placer) placeRanked(ctx context.Context, fwk *runtime.Framework, state 
 		rk.runs, rk.remakes = 0, 0
 	}
 	return Result{SuggestedHost: nodes[pos].Node().Name, EvaluatedNodes: length, FeasibleNodes: found}, rankedDone, nil
+}
+
+// prepareRankedScores takes the cycle's Score plugins after PreScore:
+// their weights and normalizers into s.rankedScratch, and the memo's raw
+// scores ready for them. It returns the number of normalizers; false when
+// the cycle must walk, the tree having been dropped.
+func (s *Placer) prepareRankedScores(fwk *runtime.Framework, state *framework.CycleState) (numNorms int, fit bool) {
+	r, rk, sc := s.cur, &s.cur.ranked, &s.rankedScratch
+	sc.weights, sc.norms, fit = fwk.ActiveScorers(state, sc.weights[:0], sc.norms[:0])
+	if !fit || fwk.ScoreStamped(state) {
+		rk.unfit()
+		return 0, false
+	}
+	skip := state.SkipScorePlugins()
+	if r.numScores != len(sc.weights) || r.scoreSkip != skip {
+		// The memo's raw scores were kept under another mask and are
+		// dropped: the walk learns them again more cheaply than scoring
+		// every node here.
+		rk.forget()
+		return 0, false
+	}
+	r.prepareScores(skip, len(sc.weights))
+	if rk.skip != skip {
+		rk.skip, rk.full = skip, true
+	}
+	sc.normOf = sc.normOf[:0]
+	for _, nm := range sc.norms {
+		j := -1
+		if nm != nil {
+			j, numNorms = numNorms, numNorms+1
+		}
+		sc.normOf = append(sc.normOf, j)
+	}
+	sc.raw = resize(sc.raw, numNorms)
+	if numNorms != rk.tree.norms || len(rk.highest) != numNorms {
+		rk.full = true
+	}
+	return numNorms, true
 }
 
 // advanceRanked moves the window start past a window of length nodes, as
