@@ -283,6 +283,9 @@ type cluster struct {
 	names  []string
 	bound  []*framework.Pod
 	serial int
+	// rareTaints leaves PreferNoSchedule taints on one node in 400 only,
+	// so that windows differ in their highest TaintToleration score.
+	rareTaints bool
 }
 
 func (c *cluster) node(name string) *framework.Node {
@@ -298,6 +301,12 @@ func (c *cluster) node(name string) *framework.Node {
 		n.Taints = []framework.Taint{{Key: "dedicated", Value: "db", Effect: framework.TaintEffectNoSchedule}}
 	case 5:
 		n.Taints = []framework.Taint{{Key: "spot", Effect: framework.TaintEffectPreferNoSchedule}}
+	}
+	if c.rareTaints && i%9 == 5 {
+		n.Taints = nil
+		if i%400 == 5 {
+			n.Taints = []framework.Taint{{Key: "spot", Effect: framework.TaintEffectPreferNoSchedule}}
+		}
 	}
 	if i%7 == 0 {
 		n.Images = []framework.ContainerImage{{Names: []string{"img-a:latest"}, SizeBytes: 300 << 20}}
@@ -482,9 +491,69 @@ func TestBatchingMatchesUnbatched(t *testing.T) {
 			if reused < pods/2 {
 				t.Errorf("only %d of %d pods had a signature: the test exercises little", reused, pods)
 			}
-			t.Logf("%d of %d pods signed; memo used in %d cycles, %d filter results reused", reused, pods, batched.placer.memoCycles, batched.placer.memoHits)
+			t.Logf("%d of %d pods signed; memo used in %d cycles, %d filter results reused, %d cycles ranked", reused, pods, batched.placer.memoCycles,
+				batched.placer.memoHits, batched.placer.rankedCycles)
 			if batched.placer.memoHits < pods*10 {
 				t.Errorf("the memo supplied only %d filter results: the test exercises little", batched.placer.memoHits)
+			}
+		})
+	}
+}
+
+// TestRankedMatchesWalk is TestBatchingMatchesUnbatched at a size where
+// the window is a fraction of the nodes (1,200 nodes, windows of 492) and
+// rotates many times, with the pods whose cycles the ranked nodes decide
+// (no inter-pod affinity, no nominations): each signature's tree is built,
+// updated from the change log as pods land and nodes change, and rebuilt
+// when normalizers' highest scores move, and every decision, draw and
+// count must be the walk's. The last seed has few tainted nodes, so the
+// windows' highest TaintToleration scores differ.
+func TestRankedMatchesWalk(t *testing.T) {
+	const nodes, pods, numSeeds = 1200, 800, 3
+	for seed := range uint64(numSeeds) {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			nom := &versionedNominator{}
+			c := &cluster{rng: rand.New(rand.NewPCG(seed, 7)), nodes: map[string]*framework.Node{}, rareTaints: seed == numSeeds-1}
+			batched, alone := newWorld(t, nom, seed, true), newWorld(t, nom, seed, false)
+			c.worlds = []*world{batched, alone}
+			for range nodes {
+				c.addNode()
+			}
+			kinds := shapes()
+			for i := range pods {
+				switch r := c.rng.IntN(100); {
+				case r < 2:
+					c.addNode()
+				case r < 8:
+					c.relabel()
+				case r < 9:
+					c.removeNode()
+				case r < 15:
+					c.deletePod(t)
+				}
+				c.serial++
+				p := &framework.Pod{Name: fmt.Sprint("p-", c.serial), Namespace: "ns", UID: fmt.Sprint("uid-", c.serial)}
+				// Mostly two shapes, so signatures come back often.
+				kind := kinds[c.rng.IntN(2)]
+				if c.rng.IntN(4) == 0 {
+					kind = kinds[c.rng.IntN(len(kinds))]
+				}
+				kind(p)
+				for framework.HasAffinity(p) {
+					*p = framework.Pod{Name: p.Name, Namespace: p.Namespace, UID: p.UID}
+					kinds[c.rng.IntN(len(kinds))](p)
+				}
+				got, want := batched.schedule(t, p), alone.schedule(t, p)
+				if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("pod %d (%s): outcome differs (-walk,+ranked):\n%s", i, p.Name, diff)
+				}
+				if got.Host != "" {
+					c.bind(t, p, got.Host)
+				}
+			}
+			t.Logf("%d cycles ranked of %d", batched.placer.rankedCycles, pods)
+			if batched.placer.rankedCycles < pods/3 {
+				t.Errorf("only %d of %d cycles were ranked: the test exercises little", batched.placer.rankedCycles, pods)
 			}
 		})
 	}

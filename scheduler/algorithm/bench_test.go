@@ -183,6 +183,7 @@ func benchPlace(b *testing.B, c *cache.Cache, kind string, batching bool) {
 		assumed = append(assumed, pi.Pod)
 	}
 	b.ReportMetric(float64(s.memoHits)/float64(max(len(assumed), 1)), "reused/op")
+	b.ReportMetric(float64(s.rankedCycles)/float64(max(len(assumed), 1)), "ranked/op")
 }
 
 // BenchmarkExplain is a dry run over all 5,000 nodes.

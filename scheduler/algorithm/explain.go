@@ -155,7 +155,7 @@ func (s *Placer) explainFilters(ctx context.Context, fwk *runtime.Framework, sta
 func (s *Placer) explainScores(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo,
 	feasibleNodes []*framework.NodeInfo, ex *Explanation) error {
 	var scores framework.NodeScores
-	totals, err := s.prioritize(ctx, fwk, state, pod, feasibleNodes, &scores, nil)
+	totals, err := s.prioritize(ctx, fwk, state, pod, feasibleNodes, &scores, nil, false)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,9 @@ import (
 // Filter and Score stamps when stamping plugins run (spread and affinity
 // pods), so at most ~32 MB per placer (~48 MB with stamps), whatever the
 // cluster size; at 5,000 nodes that is maxSignatures signatures, at
-// 100,000 nodes five.
+// 100,000 nodes five. A signature whose cycles are ranked (ranked.go)
+// holds its rankTree besides, about 40 bytes per node (48 per normalizing
+// Score plugin more), pointer-free.
 const memoBudget = 1 << 19
 
 // maxSignatures bounds the signatures remembered at small cluster sizes.
@@ -78,6 +80,9 @@ type signatureResults struct {
 	// verdict and raw scores were made under; nil while no cycle of the
 	// signature had stamping plugins running.
 	filterStamps, scoreStamps []framework.Stamps
+
+	// ranked ranks the slots for cycles that need not walk (ranked.go).
+	ranked ranked
 }
 
 // stampCycle is one cycle's means of computing stamps (it lives for the
@@ -120,6 +125,9 @@ type signatureMemo struct {
 	clock uint64
 	// spare is an evicted signature's storage, for reuse.
 	spare *signatureResults
+	// positions maps the list's NodeInfos to their positions, for the
+	// ranked nodes' updates from the change log.
+	positions framework.NodePositions
 }
 
 // reset forgets everything remembered.
@@ -181,6 +189,7 @@ func (m *signatureMemo) lookup(key memoKey) *signatureResults {
 	} else {
 		r.slots = r.slots[:m.size]
 		clear(r.slots)
+		r.ranked.forget()
 	}
 	r.numScores = -1
 	r.lastUse = m.clock

@@ -77,9 +77,13 @@ type Placer struct {
 	// scoreMemo is the cycle's view of cur for scoring, kept here so
 	// that handing it to the runtime allocates nothing.
 	scoreMemo scoreMemo
+	// rankedScratch is placeRanked's, reused.
+	rankedScratch rankedScratch
 	// memoCycles counts cycles that used the memo, memoHits the filter
 	// results in their windows it supplied: for tests and benchmarks.
 	memoCycles, memoHits int
+	// rankedCycles counts cycles placeRanked decided, for tests.
+	rankedCycles int
 }
 
 // Option configures New.
@@ -130,7 +134,10 @@ func (s *Placer) Schedule(ctx context.Context, fwk *runtime.Framework, state *fr
 	if !batched {
 		sig = ""
 	}
-	feasibleNodes, diag, err := s.findNodesThatFitPod(ctx, fwk, state, pod, nodes, batched, sig)
+	feasibleNodes, diag, ranked, err := s.findNodesThatFitPod(ctx, fwk, state, pod, nodes, batched, sig)
+	if ranked.outcome == rankedDone {
+		return ranked.result, err
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -146,7 +153,7 @@ func (s *Placer) Schedule(ctx context.Context, fwk *runtime.Framework, state *fr
 		s.scoreMemo = scoreMemo{r: s.cur, pos: s.feasiblePos, nodes: feasibleNodes}
 		memo = &s.scoreMemo
 	}
-	totals, err := s.prioritize(ctx, fwk, state, pod, feasibleNodes, &s.scores, memo)
+	totals, err := s.prioritize(ctx, fwk, state, pod, feasibleNodes, &s.scores, memo, ranked.outcome == rankedWalkScored)
 	if err != nil {
 		return Result{}, err
 	}
@@ -164,11 +171,19 @@ func (s *Placer) signature(fwk *runtime.Framework, pod *framework.PodInfo) (stri
 	return fwk.PodSignature(pod)
 }
 
+// rankedCycle is how a cycle's try of placeRanked ended, and its result
+// if it placed the pod.
+type rankedCycle struct {
+	outcome rankedOutcome
+	result  Result
+}
+
 // findNodesThatFitPod runs PreFilter, tries the nominated node, then
 // filters a window of the (possibly narrowed) nodes. With batched, the
-// memo's results for sig are used when the nodes are not narrowed.
+// memo's results for sig are used when the nodes are not narrowed, and
+// the signature's ranked nodes may decide the cycle (see ranked.go).
 func (s *Placer) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, all []*framework.NodeInfo,
-	batched bool, sig string) ([]*framework.NodeInfo, framework.Diagnosis, error) {
+	batched bool, sig string) (_ []*framework.NodeInfo, _ framework.Diagnosis, ranked rankedCycle, _ error) {
 	if s.statuses == nil {
 		s.statuses = framework.NewNodeToStatus()
 	}
@@ -178,13 +193,13 @@ func (s *Placer) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework
 	diag.UnschedulablePlugins = withNodes
 	if !st.IsSuccess() {
 		if !st.IsRejected() {
-			return nil, diag, st.AsError()
+			return nil, diag, ranked, st.AsError()
 		}
 		// Every node gets the same status, for preemption.
 		diag.NodeToStatus.SetAbsentNodesStatus(st)
 		diag.PreFilterMsg = st.Message()
 		diag.AddPluginStatus(st)
-		return nil, diag, nil
+		return nil, diag, ranked, nil
 	}
 
 	// A node nominated by an earlier preemption is likely the only one with
@@ -195,7 +210,7 @@ func (s *Placer) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework
 		if ni, err := fwk.SnapshotSharedLister().NodeInfos().Get(name); err == nil {
 			st := fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
 			if st.IsSuccess() {
-				return []*framework.NodeInfo{ni}, diag, nil
+				return []*framework.NodeInfo{ni}, diag, ranked, nil
 			}
 			if st.IsRejected() {
 				nominated, nominatedStatus = ni, st
@@ -210,6 +225,13 @@ func (s *Placer) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework
 		if s.cur = s.memo.lookup(memoKey{fwk: fwk, sig: sig, skipFilter: state.SkipFilterPlugins()}); s.cur != nil {
 			s.cur.beginCycle(ctx, fwk, state, pod)
 			s.memoCycles++
+			if nominated == nil {
+				var err error
+				ranked.result, ranked.outcome, err = s.placeRanked(ctx, fwk, state, pod, all)
+				if ranked.outcome == rankedDone {
+					return nil, diag, ranked, err
+				}
+			}
 		}
 	}
 	diag.NodeToStatus.Grow(len(candidates))
@@ -223,9 +245,9 @@ func (s *Placer) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework
 	processed := len(found) + diag.NodeToStatus.Len()
 	s.nextStartNodeIndex = (s.nextStartNodeIndex + processed) % len(all)
 	if err != nil {
-		return nil, diag, err
+		return nil, diag, ranked, err
 	}
-	return found, diag, nil
+	return found, diag, ranked, nil
 }
 
 // narrow applies a PreFilterResult: only the named nodes that exist, in
@@ -452,7 +474,7 @@ func (s *Placer) keepWindowPrefix(results []nodeResult, nodes []*framework.NodeI
 // the order of nodes. Without Score plugins every node scores 1. A memo
 // (nil: none) supplies and keeps raw scores.
 func (s *Placer) prioritize(ctx context.Context, fwk *runtime.Framework, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo, out *framework.NodeScores,
-	memo runtime.RawScoreMemo) ([]int64, error) {
+	memo runtime.RawScoreMemo, preScored bool) ([]int64, error) {
 	if !fwk.HasScorePlugins() {
 		out.Reset(0, nodes)
 		for i := range out.Totals {
@@ -460,8 +482,12 @@ func (s *Placer) prioritize(ctx context.Context, fwk *runtime.Framework, state *
 		}
 		return out.Totals, nil
 	}
-	if st := fwk.RunPreScorePlugins(ctx, state, pod, nodes); !st.IsSuccess() {
-		return nil, st.AsError()
+	// With preScored, placeRanked ran PreScore already, for a pod whose
+	// PreScore plugins do not read the nodes.
+	if !preScored {
+		if st := fwk.RunPreScorePlugins(ctx, state, pod, nodes); !st.IsSuccess() {
+			return nil, st.AsError()
+		}
 	}
 	if m, ok := memo.(*scoreMemo); ok {
 		m.r.prepareScores(state.SkipScorePlugins(), fwk.NumActiveScorePlugins(state))

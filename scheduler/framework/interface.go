@@ -175,6 +175,22 @@ type ScoreExtensions interface {
 	NormalizeScore(ctx context.Context, state *CycleState, pod *PodInfo, scores NodeScoreList) *Status
 }
 
+// PreScoreNodesUser is a PreScorePlugin that says whether its PreScore
+// reads the feasible nodes it is given for pod. A placer that can rank
+// nodes without listing the feasible ones (see MaxNormalizer) lists them
+// for a plugin that does, or that does not say.
+type PreScoreNodesUser interface {
+	PreScoreUsesNodes(pod *PodInfo) bool
+}
+
+// MaxNormalizer is a ScoreExtensions whose NormalizeScore gives every node
+// a score that depends only on its raw score and on the highest raw score
+// in the list, as DefaultNormalizeScore does. A placer may then normalize
+// one node at a time, knowing only the highest raw score of its window.
+type MaxNormalizer interface {
+	NormalizeScoreOf(raw, highest int64) int64
+}
+
 // ScorePlugin ranks feasible nodes. It runs concurrently for different
 // nodes.
 type ScorePlugin interface {

@@ -214,3 +214,56 @@ func (f *Framework) ScoreStamps(ctx context.Context, state *framework.CycleState
 	}
 	return out
 }
+
+// PreScoreUsesNodes reports whether a PreScore plugin may read the
+// feasible nodes it is given for pod (see framework.PreScoreNodesUser).
+// When none does, a placer may run PreScore without listing them.
+func (f *Framework) PreScoreUsesNodes(pod *framework.PodInfo) bool {
+	for _, pl := range f.preScore {
+		u, ok := pl.(framework.PreScoreNodesUser)
+		if !ok || u.PreScoreUsesNodes(pod) {
+			return true
+		}
+	}
+	return false
+}
+
+// ActiveScorers appends to weights and norms, for each Score plugin
+// state's cycle runs (the order of a RawScoreMemo's slots), its weight and
+// its MaxNormalizer, nil for a plugin without NormalizeScore. ok is false
+// when a plugin normalizes in a way a MaxNormalizer cannot stand for.
+func (f *Framework) ActiveScorers(state *framework.CycleState, weights []int64, norms []framework.MaxNormalizer) (_ []int64, _ []framework.MaxNormalizer, ok bool) {
+	skip := state.SkipScorePlugins()
+	for i, pl := range f.score {
+		if skip&f.scoreBit[i] != 0 {
+			continue
+		}
+		var norm framework.MaxNormalizer
+		if ext := pl.ScoreExtensions(); ext != nil {
+			if norm, ok = ext.(framework.MaxNormalizer); !ok {
+				return weights, norms, false
+			}
+		}
+		weights = append(weights, f.scoreWeight[i])
+		norms = append(norms, norm)
+	}
+	return weights, norms, true
+}
+
+// ScoreNodeRaw scores ni with every Score plugin state's cycle runs, raw
+// scores into raw (one slot per plugin, in ActiveScorers' order).
+func (f *Framework) ScoreNodeRaw(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, ni *framework.NodeInfo, raw []int64) *framework.Status {
+	skip, p := state.SkipScorePlugins(), 0
+	for i, pl := range f.score {
+		if skip&f.scoreBit[i] != 0 {
+			continue
+		}
+		s, st := pl.Score(ctx, state, pod, ni)
+		if !st.IsSuccess() {
+			return st
+		}
+		raw[p] = s
+		p++
+	}
+	return nil
+}

@@ -162,6 +162,9 @@ func balancedScore(fractions []float64) int64 {
 // ScoreExtensions implements framework.ScorePlugin: scores are final.
 func (*BalancedAllocation) ScoreExtensions() framework.ScoreExtensions { return nil }
 
+// PreScoreUsesNodes implements framework.PreScoreNodesUser.
+func (*BalancedAllocation) PreScoreUsesNodes(*framework.PodInfo) bool { return false }
+
 var _ framework.SignPlugin = (*BalancedAllocation)(nil)
 
 // AppendSignature implements framework.SignPlugin: the pod's requests,
@@ -170,3 +173,7 @@ func (*BalancedAllocation) AppendSignature(sig []byte, pod *framework.PodInfo) (
 	sig = framework.AppendSigResource(sig, &pod.Requests)
 	return framework.AppendSigResource(sig, &pod.NonZeroRequests), true
 }
+
+var (
+	_ framework.PreScoreNodesUser = (*BalancedAllocation)(nil)
+)

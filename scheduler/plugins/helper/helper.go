@@ -9,26 +9,32 @@ import "github.com/berth-io/berth/scheduler/framework"
 // - score). If every score is 0 they stay 0, or all become maxPriority
 // with reverse. Kube: pkg/scheduler/framework/plugins/helper/normalize_score.go.
 func DefaultNormalizeScore(maxPriority int64, reverse bool, scores framework.NodeScoreList) *framework.Status {
-	var maxCount int64
+	var highest int64
 	for i := range scores {
-		maxCount = max(maxCount, scores[i].Score)
-	}
-	if maxCount == 0 {
-		if reverse {
-			for i := range scores {
-				scores[i].Score = maxPriority
-			}
-		}
-		return nil
+		highest = max(highest, scores[i].Score)
 	}
 	for i := range scores {
-		s := maxPriority * scores[i].Score / maxCount
-		if reverse {
-			s = maxPriority - s
-		}
-		scores[i].Score = s
+		scores[i].Score = NormalizedScore(maxPriority, reverse, scores[i].Score, highest)
 	}
 	return nil
+}
+
+// NormalizedScore is what DefaultNormalizeScore makes of raw in a list
+// whose highest score is highest: one node at a time, for placers that
+// keep scores across cycles.
+func NormalizedScore(maxPriority int64, reverse bool, raw, highest int64) int64 {
+	highest = max(highest, 0)
+	if highest == 0 {
+		if reverse {
+			return maxPriority
+		}
+		return raw
+	}
+	s := maxPriority * raw / highest
+	if reverse {
+		s = maxPriority - s
+	}
+	return s
 }
 
 // FunctionShapePoint is one corner of a broken linear function.

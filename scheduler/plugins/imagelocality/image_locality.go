@@ -102,6 +102,10 @@ func (*ImageLocality) Score(_ context.Context, state *framework.CycleState, _ *f
 // ScoreExtensions implements framework.ScorePlugin: scores are final.
 func (*ImageLocality) ScoreExtensions() framework.ScoreExtensions { return nil }
 
+// PreScoreUsesNodes implements framework.PreScoreNodesUser: PreScore
+// counts every node of the snapshot, not the feasible ones.
+func (*ImageLocality) PreScoreUsesNodes(*framework.PodInfo) bool { return false }
+
 // calculatePriority clamps sum to [minThreshold, maxContainerThreshold *
 // numContainers] and maps that range linearly (truncating) onto
 // [0, MaxNodeScore].
@@ -159,3 +163,7 @@ func (*ImageLocality) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byt
 	}
 	return sig, true
 }
+
+var (
+	_ framework.PreScoreNodesUser = (*ImageLocality)(nil)
+)

@@ -180,6 +180,10 @@ func (*InterPodAffinity) Score(_ context.Context, state *framework.CycleState, _
 // ScoreExtensions implements framework.ScorePlugin.
 func (pl *InterPodAffinity) ScoreExtensions() framework.ScoreExtensions { return pl }
 
+// PreScoreUsesNodes implements framework.PreScoreNodesUser: PreScore
+// reads the snapshot's lists, not the feasible nodes.
+func (*InterPodAffinity) PreScoreUsesNodes(*framework.PodInfo) bool { return false }
+
 // NormalizeScore implements framework.ScoreExtensions with kube's min-max
 // scaling: MaxNodeScore * (score-min)/(max-min) computed in float64 and
 // truncated, so 29/100 of the range gives 28 (0.29 is just below 29/100
@@ -208,3 +212,7 @@ func (*InterPodAffinity) NormalizeScore(_ context.Context, state *framework.Cycl
 	}
 	return nil
 }
+
+var (
+	_ framework.PreScoreNodesUser = (*InterPodAffinity)(nil)
+)

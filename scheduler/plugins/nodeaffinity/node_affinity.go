@@ -241,6 +241,14 @@ func (*NodeAffinity) NormalizeScore(_ context.Context, _ *framework.CycleState, 
 	return helper.DefaultNormalizeScore(framework.MaxNodeScore, false, scores)
 }
 
+// NormalizeScoreOf implements framework.MaxNormalizer.
+func (*NodeAffinity) NormalizeScoreOf(raw, highest int64) int64 {
+	return helper.NormalizedScore(framework.MaxNodeScore, false, raw, highest)
+}
+
+// PreScoreUsesNodes implements framework.PreScoreNodesUser.
+func (*NodeAffinity) PreScoreUsesNodes(*framework.PodInfo) bool { return false }
+
 // EventsToRegister implements framework.EnqueueExtensions: only a node
 // added or relabelled can start matching.
 func (pl *NodeAffinity) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
@@ -335,3 +343,8 @@ func appendSigRequirements(sig []byte, reqs []framework.NodeSelectorRequirement)
 	}
 	return sig
 }
+
+var (
+	_ framework.PreScoreNodesUser = (*NodeAffinity)(nil)
+	_ framework.MaxNormalizer     = (*NodeAffinity)(nil)
+)

@@ -308,6 +308,9 @@ func (f *Fit) Score(_ context.Context, state *framework.CycleState, pod *framewo
 // ScoreExtensions implements framework.ScorePlugin: scores are final.
 func (*Fit) ScoreExtensions() framework.ScoreExtensions { return nil }
 
+// PreScoreUsesNodes implements framework.PreScoreNodesUser.
+func (*Fit) PreScoreUsesNodes(*framework.PodInfo) bool { return false }
+
 // EventsToRegister implements framework.EnqueueExtensions: room appears
 // when an assigned pod goes away or a node is added or grows.
 func (f *Fit) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
@@ -374,3 +377,7 @@ func (*Fit) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
 	sig = framework.AppendSigResource(sig, &pod.Requests)
 	return framework.AppendSigResource(sig, &pod.NonZeroRequests), true
 }
+
+var (
+	_ framework.PreScoreNodesUser = (*Fit)(nil)
+)

@@ -232,6 +232,14 @@ func (pl *PodTopologySpread) Score(_ context.Context, state *framework.CycleStat
 // ScoreExtensions implements framework.ScorePlugin.
 func (pl *PodTopologySpread) ScoreExtensions() framework.ScoreExtensions { return pl }
 
+// PreScoreUsesNodes implements framework.PreScoreNodesUser: the domains
+// scored are those of the feasible nodes, for pods with soft constraints
+// (their own or the defaults).
+func (pl *PodTopologySpread) PreScoreUsesNodes(pod *framework.PodInfo) bool {
+	cs, err := pl.constraints(pod.Pod, framework.ScheduleAnyway)
+	return err != nil || len(cs) > 0
+}
+
 // NormalizeScore implements framework.ScoreExtensions with kube's integer
 // formula: MaxNodeScore * (max + min - score) / max, so the emptiest node
 // gets MaxNodeScore; ignored nodes get 0, and all get MaxNodeScore when
@@ -272,3 +280,7 @@ func topologyNormalizingWeight(size int) float64 { return math.Log(float64(size 
 func scoreForCount(cnt int64, maxSkew int32, weight float64) float64 {
 	return float64(cnt)*weight + float64(maxSkew-1)
 }
+
+var (
+	_ framework.PreScoreNodesUser = (*PodTopologySpread)(nil)
+)

@@ -102,6 +102,14 @@ func (*TaintToleration) NormalizeScore(_ context.Context, _ *framework.CycleStat
 	return helper.DefaultNormalizeScore(framework.MaxNodeScore, true, scores)
 }
 
+// NormalizeScoreOf implements framework.MaxNormalizer.
+func (*TaintToleration) NormalizeScoreOf(raw, highest int64) int64 {
+	return helper.NormalizedScore(framework.MaxNodeScore, true, raw, highest)
+}
+
+// PreScoreUsesNodes implements framework.PreScoreNodesUser.
+func (*TaintToleration) PreScoreUsesNodes(*framework.PodInfo) bool { return false }
+
 // EventsToRegister implements framework.EnqueueExtensions: a node added or
 // with changed taints may now be tolerated.
 func (*TaintToleration) EventsToRegister(context.Context) ([]framework.ClusterEventWithHint, error) {
@@ -136,3 +144,8 @@ var _ framework.SignPlugin = (*TaintToleration)(nil)
 func (*TaintToleration) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
 	return framework.AppendSigTolerations(sig, pod.Pod.Tolerations), true
 }
+
+var (
+	_ framework.PreScoreNodesUser = (*TaintToleration)(nil)
+	_ framework.MaxNormalizer     = (*TaintToleration)(nil)
+)
