@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
-
-	"github.com/berth-io/berth/scheduler/cache"
 )
 
 // BenchmarkPlaceDuringGC is BenchmarkPlace's basic pods at 100,000 nodes
@@ -13,17 +11,7 @@ import (
 // server holding a million pods: every pointer the cycle stores then
 // pays a write barrier, and the collector competes for the cores.
 func BenchmarkPlaceDuringGC(b *testing.B) {
-	c := cache.New()
-	for _, ni := range benchCluster(100000, 2) {
-		c.AddNode(ni.Node())
-		for _, pi := range ni.Pods {
-			p := *pi.Pod
-			p.NodeName = ni.Node().Name
-			if err := c.AddPod(&p); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	c := benchCache(b, 100000, 2)
 	// A live heap of small linked objects, slow to mark.
 	type link struct {
 		next *link

@@ -121,17 +121,7 @@ func benchPod(kind string, i int) *framework.Pod {
 func BenchmarkPlace(b *testing.B) {
 	for _, size := range []struct{ nodes, podsPerNode int }{{5000, 10}, {100000, 2}} {
 		b.Run(fmt.Sprintf("nodes=%d", size.nodes), func(b *testing.B) {
-			c := cache.New()
-			for _, ni := range benchCluster(size.nodes, size.podsPerNode) {
-				c.AddNode(ni.Node())
-				for _, pi := range ni.Pods {
-					p := *pi.Pod
-					p.NodeName = ni.Node().Name
-					if err := c.AddPod(&p); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
+			c := benchCache(b, size.nodes, size.podsPerNode)
 			for _, kind := range []string{"basic", "unique", "spread", "antiaffinity"} {
 				for _, batching := range []bool{true, false} {
 					b.Run(fmt.Sprintf("%s/batching=%v", kind, batching), func(b *testing.B) {
@@ -141,6 +131,22 @@ func BenchmarkPlace(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchCache is a cache holding benchCluster's nodes and their pods.
+func benchCache(b *testing.B, nodes, podsPerNode int) *cache.Cache {
+	c := cache.New()
+	for _, ni := range benchCluster(nodes, podsPerNode) {
+		c.AddNode(ni.Node())
+		for _, pi := range ni.Pods {
+			p := *pi.Pod
+			p.NodeName = ni.Node().Name
+			if err := c.AddPod(&p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return c
 }
 
 // benchPlace runs the cycles, then forgets the pods it assumed so that
