@@ -110,6 +110,39 @@ func TestRetriedSubmitIsIdempotent(t *testing.T) {
 	}
 }
 
+// The fake refuses a uid another pod has, as the real server does, so a
+// caller's handling of UID_IN_USE can be tested against it.
+func TestFakeRefusesAUIDInUse(t *testing.T) {
+	srv := berthtest.Start(t)
+	c := dialTest(t, srv)
+	ctr := []*berthv1.Container{{Name: "main"}}
+	first, _, err := c.SubmitPod(t.Context(), &berthv1.Pod{Namespace: "ns", Name: "a", Containers: ctr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.SubmitPod(t.Context(), &berthv1.Pod{Namespace: "other", Name: "b", Uid: first.GetUid(), Containers: ctr})
+	st := status.Convert(err)
+	if st.Code() != codes.AlreadyExists {
+		t.Fatalf("second pod with uid %q: %v, want AlreadyExists", first.GetUid(), err)
+	}
+	var info *errdetails.ErrorInfo
+	for _, d := range st.Details() {
+		if i, ok := d.(*errdetails.ErrorInfo); ok {
+			info = i
+		}
+	}
+	if info.GetReason() != "UID_IN_USE" || info.GetDomain() != "berth.v1" || info.GetMetadata()["holder"] != "ns/a" {
+		t.Errorf("error info %v, want UID_IN_USE in berth.v1 with holder ns/a", info)
+	}
+	if _, err := c.GetPod(t.Context(), "other", "b"); status.Code(err) != codes.NotFound {
+		t.Errorf("the refused pod: GetPod gave %v, want NotFound", err)
+	}
+	// Resubmitting the first pod with its own uid is still idempotent.
+	if _, _, err := c.SubmitPod(t.Context(), &berthv1.Pod{Namespace: "ns", Name: "a", Uid: first.GetUid(), Containers: ctr}); err != nil {
+		t.Errorf("resubmission with its own uid: %v", err)
+	}
+}
+
 func TestAllNodesPages(t *testing.T) {
 	srv := berthtest.Start(t)
 	srv.SetMaxPageSize(2)

@@ -247,7 +247,7 @@ func CompactedError(oldest int64) error {
 		fmt.Sprintf("revision compacted; oldest available revision is %d", oldest))
 	st, err := st.WithDetails(&errdetails.ErrorInfo{
 		Reason:   "REVISION_COMPACTED",
-		Domain:   "berth.io",
+		Domain:   errorDomain,
 		Metadata: map[string]string{"compact_revision": fmt.Sprint(oldest)},
 	})
 	if err != nil {
@@ -264,7 +264,7 @@ func FellBehindError(resume int64) error {
 		fmt.Sprintf("watch bindings: watch fell behind; resume from revision %d", resume))
 	st, err := st.WithDetails(&errdetails.ErrorInfo{
 		Reason:   "WATCH_FELL_BEHIND",
-		Domain:   "berth.io",
+		Domain:   errorDomain,
 		Metadata: map[string]string{"resume_revision": fmt.Sprint(resume)},
 	})
 	if err != nil {
@@ -418,6 +418,9 @@ func (s *Server) submitLocked(pod *berthv1.Pod) (*berthv1.Pod, int64, error) {
 		}
 		return nil, 0, status.Errorf(codes.AlreadyExists, "pod %s exists with a different spec", key)
 	}
+	if holder := s.uidHolderLocked(pod.GetUid()); holder != "" {
+		return nil, 0, uidInUse(pod.GetUid(), holder)
+	}
 	stored := proto.CloneOf(pod)
 	if stored.Uid == "" {
 		s.nextUID++
@@ -432,6 +435,40 @@ func (s *Server) submitLocked(pod *berthv1.Pod) (*berthv1.Pod, int64, error) {
 	s.pods[key] = stored
 	s.podRevs[key] = s.revision
 	return proto.CloneOf(stored), s.revision, nil
+}
+
+// uidHolderLocked names the pod (namespace/name) that has uid, or "". A
+// scan: the fake holds few pods, and an index would need keeping on every
+// path that removes one.
+func (s *Server) uidHolderLocked(uid string) string {
+	if uid == "" {
+		return ""
+	}
+	for key, p := range s.pods {
+		if p.GetUid() == uid {
+			return key
+		}
+	}
+	return ""
+}
+
+// errorDomain is the ErrorInfo domain of the real server's errors.
+const errorDomain = "berth.v1"
+
+// uidInUse is the real server's refusal of a pod whose uid another pod
+// has: AlreadyExists with an ErrorInfo UID_IN_USE naming the field and
+// the holder.
+func uidInUse(uid, holder string) error {
+	st := status.New(codes.AlreadyExists, fmt.Sprintf("submit pod: pod.uid %q is already the uid of pod %s", uid, holder))
+	st, err := st.WithDetails(&errdetails.ErrorInfo{
+		Reason:   "UID_IN_USE",
+		Domain:   errorDomain,
+		Metadata: map[string]string{"field": "pod.uid", "holder": holder},
+	})
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	return st.Err()
 }
 
 func sameSpec(stored, submitted *berthv1.Pod) bool {
