@@ -21,44 +21,14 @@ func BenchmarkCreatePods(b *testing.B) {
 	for _, bc := range []struct{ writers, workers int }{
 		{1, defaultWorkers}, {64, 1}, {64, 2}, {64, defaultWorkers}, {64, 8}, {256, defaultWorkers},
 	} {
-		writers := bc.writers
-		b.Run(fmt.Sprintf("writers=%d/workers=%d", writers, bc.workers), func(b *testing.B) {
+		b.Run(fmt.Sprintf("writers=%d/workers=%d", bc.writers, bc.workers), func(b *testing.B) {
 			s := openStore(b, sharedEtcd(b), func(c *Config) { c.CommitWorkers = bc.workers })
 			ns := fmt.Sprintf("bench-%d", benchRun.Add(1))
-			var idx atomic.Int64
-			var failures atomic.Int64
-			txns0, units0 := s.groupCommit.txns.Load(), s.groupCommit.unitsSent.Load()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			for range writers {
-				wg.Go(func() {
-					for {
-						i := idx.Add(1)
-						if i > int64(b.N) {
-							return
-						}
-						p := pendingPod(ns, fmt.Sprintf("p-%d", i), "")
-						if r := s.CreatePods(ctx, []*berthv1.Pod{p})[0]; r.Err != nil {
-							failures.Add(1)
-						}
-					}
-				})
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			if n := failures.Load(); n > 0 {
-				b.Fatalf("%d creates failed", n)
-			}
-			txns := s.groupCommit.txns.Load() - txns0
-			units := s.groupCommit.unitsSent.Load() - units0
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "pods/s")
-			if txns > 0 {
-				b.ReportMetric(float64(units)/float64(txns), "units/txn")
-			}
+			run := runCreates(b, s, bc.writers, func(i int64) []*berthv1.Pod {
+				return []*berthv1.Pod{pendingPod(ns, fmt.Sprintf("p-%d", i), "")}
+			})
+			b.ReportMetric(float64(b.N)/run.elapsed.Seconds(), "pods/s")
+			run.reportUnitsPerTxn(b)
 		})
 	}
 }
@@ -73,52 +43,73 @@ func BenchmarkCreatePodsBatched(b *testing.B) {
 	for _, uids := range []string{"assigned", "client"} {
 		b.Run("uids="+uids, func(b *testing.B) {
 			s := openStore(b, ownEtcd(b, b.TempDir(), ""))
-			var idx atomic.Int64
-			var failures atomic.Int64
-			txns0, units0 := s.groupCommit.txns.Load(), s.groupCommit.unitsSent.Load()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			b.ResetTimer()
-			cpu0, start := processCPU(), time.Now()
-			var wg sync.WaitGroup
-			for range inFlight {
-				wg.Go(func() {
-					for {
-						call := idx.Add(1)
-						if call > int64(b.N) {
-							return
-						}
-						pods := make([]*berthv1.Pod, perCall)
-						for i := range pods {
-							name := fmt.Sprintf("p-%d-%d", call, i)
-							uid := ""
-							if uids == "client" {
-								uid = "u-" + name
-							}
-							pods[i] = pendingPod("ns", name, uid)
-						}
-						for _, r := range s.CreatePods(ctx, pods) {
-							if r.Err != nil {
-								failures.Add(1)
-							}
-						}
+			run := runCreates(b, s, inFlight, func(call int64) []*berthv1.Pod {
+				pods := make([]*berthv1.Pod, perCall)
+				for i := range pods {
+					name := fmt.Sprintf("p-%d-%d", call, i)
+					uid := ""
+					if uids == "client" {
+						uid = "u-" + name
 					}
-				})
-			}
-			wg.Wait()
-			elapsed, cpu := time.Since(start), processCPU()-cpu0
-			b.StopTimer()
-			if n := failures.Load(); n > 0 {
-				b.Fatalf("%d creates failed", n)
-			}
+					pods[i] = pendingPod("ns", name, uid)
+				}
+				return pods
+			})
 			pods := float64(b.N * perCall)
-			b.ReportMetric(pods/elapsed.Seconds(), "pods/s")
-			b.ReportMetric(float64(cpu.Microseconds())/pods, "cpu-µs/pod")
-			if txns := s.groupCommit.txns.Load() - txns0; txns > 0 {
-				b.ReportMetric(float64(s.groupCommit.unitsSent.Load()-units0)/float64(txns), "units/txn")
+			b.ReportMetric(pods/run.elapsed.Seconds(), "pods/s")
+			b.ReportMetric(float64(run.cpu.Microseconds())/pods, "cpu-µs/pod")
+			run.reportUnitsPerTxn(b)
+		})
+	}
+}
+
+// createRun is what runCreates measured.
+type createRun struct {
+	elapsed, cpu time.Duration // wall time, and the process's CPU (etcd's included)
+	txns, units  int64         // group commits sent, and the units they carried
+}
+
+func (r createRun) reportUnitsPerTxn(b *testing.B) {
+	if r.txns > 0 {
+		b.ReportMetric(float64(r.units)/float64(r.txns), "units/txn")
+	}
+}
+
+// runCreates makes b.N CreatePods calls from `callers` goroutines, call i
+// creating the pods batch(i) returns, timed from after the timer reset;
+// any pod not created fails the benchmark.
+func runCreates(b *testing.B, s *Store, callers int, batch func(i int64) []*berthv1.Pod) createRun {
+	var idx, failures atomic.Int64
+	txns0, units0 := s.groupCommit.txns.Load(), s.groupCommit.unitsSent.Load()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	b.ResetTimer()
+	cpu0, start := processCPU(), time.Now()
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for {
+				i := idx.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				for _, r := range s.CreatePods(ctx, batch(i)) {
+					if r.Err != nil {
+						failures.Add(1)
+					}
+				}
 			}
 		})
 	}
+	wg.Wait()
+	run := createRun{elapsed: time.Since(start), cpu: processCPU() - cpu0}
+	b.StopTimer()
+	if n := failures.Load(); n > 0 {
+		b.Fatalf("%d creates failed", n)
+	}
+	run.txns = s.groupCommit.txns.Load() - txns0
+	run.units = s.groupCommit.unitsSent.Load() - units0
+	return run
 }
 
 // processCPU is the user and system time this process has used.
