@@ -1,8 +1,6 @@
 package scheduler
 
 import (
-	"hash/fnv"
-
 	"github.com/berth-io/berth/scheduler/framework"
 )
 
@@ -12,15 +10,34 @@ import (
 const DefaultLogicalShards = 64
 
 // ShardOf is the logical shard of a pod. Members of a pod group share one,
-// so one replica and one loop see the whole gang.
+// so one replica and one loop see the whole gang. The hash is 32-bit
+// FNV-1a of "namespace/name" (or "namespace/group/group"), which every
+// replica must agree on; it is computed over the parts in place because
+// the core asks several times per pod and the joined key and hash.Hash
+// allocated each time.
 func ShardOf(p *framework.Pod, shards int) int {
-	key := p.Key()
+	h := fnv1a(fnvOffset32, p.Namespace)
+	h = fnv1a(h, "/")
 	if p.PodGroup != "" {
-		key = p.Namespace + "/" + p.PodGroup + "/group"
+		h = fnv1a(fnv1a(h, p.PodGroup), "/group")
+	} else {
+		h = fnv1a(h, p.Name)
 	}
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(shards))
+	return int(h % uint32(shards))
+}
+
+// The 32-bit FNV-1a parameters.
+const (
+	fnvOffset32 uint32 = 2166136261
+	fnvPrime32  uint32 = 16777619
+)
+
+func fnv1a(h uint32, s string) uint32 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= fnvPrime32
+	}
+	return h
 }
 
 // ShardOf is the logical shard of p in this scheduler.

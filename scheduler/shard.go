@@ -146,10 +146,10 @@ func (sh *shard) frameworkFor(p *framework.Pod) *fwruntime.Framework {
 	return sh.frameworks[name]
 }
 
-// upsertPending records the latest state of an unbound pod and queues it,
-// unless it is being scheduled right now: then the attempt's end decides.
-func (sh *shard) upsertPending(p *framework.Pod) {
-	key := p.Key()
+// upsertPending records the latest state of an unbound pod, whose key is
+// key, and queues it, unless it is being scheduled right now: then the
+// attempt's end decides.
+func (sh *shard) upsertPending(key string, p *framework.Pod) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	old := sh.pending[key]
@@ -167,9 +167,8 @@ func (sh *shard) upsertPending(p *framework.Pod) {
 	sh.queue.Update(old, p)
 }
 
-// forgetPending drops a pod that was deleted or bound.
-func (sh *shard) forgetPending(p *framework.Pod) {
-	key := p.Key()
+// forgetPending drops a pod, whose key is key, that was deleted or bound.
+func (sh *shard) forgetPending(key string) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	old, ok := sh.pending[key]
@@ -201,14 +200,13 @@ func (sh *shard) run(ctx context.Context) {
 // found, starts its binding cycle without waiting for the commit: the loop
 // moves on while many commits share storage writes.
 func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) {
-	shardID, epoch, ok := sh.claim(qpi)
+	key, shardID, epoch, ok := sh.claim(qpi)
 	if !ok {
 		return
 	}
 	ctx, end := sh.s.startCycle(ctx, qpi.Pod)
 	defer end()
 	pod := qpi.Pod
-	key := pod.Key()
 	start := time.Now()
 	fwk := sh.frameworkFor(pod)
 	if fwk == nil {
@@ -248,20 +246,20 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 		sh.retryLater(qpi)
 		return
 	}
-	sh.assumeAndBind(ctx, fwk, state, placedBefore, start, qpi, result.SuggestedHost, shardID, epoch)
+	sh.assumeAndBind(ctx, fwk, state, placedBefore, start, qpi, key, result.SuggestedHost, shardID, epoch)
 }
 
-// claim marks qpi's pod in flight, as its latest stored copy. It is false,
-// and the attempt over, if the pod was deleted or replaced while queued,
-// or its shard moved away meanwhile.
-func (sh *shard) claim(qpi *framework.QueuedPodInfo) (shardID int, epoch int64, ok bool) {
+// claim marks qpi's pod in flight, as its latest stored copy, and returns
+// its key. It is false, and the attempt over, if the pod was deleted or
+// replaced while queued, or its shard moved away meanwhile.
+func (sh *shard) claim(qpi *framework.QueuedPodInfo) (key string, shardID int, epoch int64, ok bool) {
 	pod := qpi.Pod
-	key := pod.Key()
+	key = pod.Key()
 	sh.mu.Lock()
 	if latest, ok := sh.pending[key]; !ok || latest.UID != pod.UID {
 		sh.mu.Unlock()
 		sh.queue.Done(key)
-		return 0, 0, false
+		return "", 0, 0, false
 	} else if latest != pod {
 		qpi.PodInfo = withPod(qpi.PodInfo, latest)
 		pod = latest
@@ -271,18 +269,18 @@ func (sh *shard) claim(qpi *framework.QueuedPodInfo) (shardID int, epoch int64, 
 	if !owned {
 		sh.mu.Unlock()
 		sh.queue.Done(key)
-		return 0, 0, false
+		return "", 0, 0, false
 	}
 	sh.inFlight[key] = pod
 	sh.mu.Unlock()
-	return shardID, epoch, true
+	return key, shardID, epoch, true
 }
 
-// assumeAndBind charges the pod to node, runs Reserve and Permit, and
-// starts the binding cycle without waiting for it.
+// assumeAndBind charges the pod, whose key is key, to node, runs Reserve
+// and Permit, and starts the binding cycle without waiting for it.
 func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, placedBefore int64,
-	start time.Time, qpi *framework.QueuedPodInfo, node string, shardID int, epoch int64) {
-	pod, key := qpi.Pod, qpi.Pod.Key()
+	start time.Time, qpi *framework.QueuedPodInfo, key, node string, shardID int, epoch int64) {
+	pod := qpi.Pod
 	assumed := *pod
 	assumed.NodeName = node
 	assumed.Shard, assumed.ShardEpoch = shardID, epoch
@@ -320,7 +318,7 @@ func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, st
 	sh.s.binding.Add(1)
 	go func() {
 		defer sh.s.binding.Done()
-		sh.bind(bindCtx, fwk, state, qpi, &assumed)
+		sh.bind(bindCtx, fwk, state, qpi, key, &assumed)
 	}()
 }
 

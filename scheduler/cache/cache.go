@@ -253,12 +253,7 @@ func (c *Cache) removeImages(ni *framework.NodeInfo) {
 	ni.ImageStates = map[string]*framework.ImageStateSummary{}
 }
 
-// addPodLocked charges a pod to its node.
-func (c *Cache) addPodLocked(pi *framework.PodInfo, assumed bool) {
-	c.addPodKeyLocked(pi, pi.Pod.Key(), assumed)
-}
-
-// addPodKeyLocked is addPodLocked for a caller that has the pod's key.
+// addPodKeyLocked charges a pod, whose key the caller has, to its node.
 func (c *Cache) addPodKeyLocked(pi *framework.PodInfo, key string, assumed bool) {
 	name := pi.Pod.NodeName
 	it := c.item(name)
@@ -301,10 +296,16 @@ func (c *Cache) AddPod(p *framework.Pod) error {
 		return fmt.Errorf("cache: pod %s has no node", p.Key())
 	}
 	key := p.Key()
+	var pi *framework.PodInfo
+	if !p.Phase.Terminal() {
+		// Built before the lock: every binding's confirmation comes
+		// here, and the shard loops' assumptions wait for the lock.
+		pi = framework.NewPodInfo(p)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ps, ok := c.pods[key]
-	if p.Phase.Terminal() {
+	if pi == nil {
 		if ok {
 			return c.removePodLocked(key, ps)
 		}
@@ -315,8 +316,7 @@ func (c *Cache) AddPod(p *framework.Pod) error {
 			return err
 		}
 	}
-	pi := framework.NewPodInfo(p)
-	c.addPodLocked(pi, false)
+	c.addPodKeyLocked(pi, key, false)
 	if !ok || ps.nodeName != p.NodeName {
 		c.placed.record(pi)
 	}
@@ -381,7 +381,7 @@ func (c *Cache) AssumePod(pi *framework.PodInfo) error {
 	if reason := c.misfit(pi, it.info); reason != "" {
 		return fmt.Errorf("%w: pod %s on node %s: %s", ErrNodeChanged, key, p.NodeName, reason)
 	}
-	c.addPodLocked(pi, true)
+	c.addPodKeyLocked(pi, key, true)
 	c.placed.record(pi)
 	return nil
 }
@@ -428,6 +428,18 @@ func (c *Cache) IsAssumed(key string) bool {
 	defer c.mu.RUnlock()
 	ps, ok := c.pods[key]
 	return ok && ps.assumed
+}
+
+// LookupPod returns the cached pod (bound or assumed) and whether it is
+// assumed, as GetPod and IsAssumed would, under one read lock.
+func (c *Cache) LookupPod(key string) (p *framework.Pod, assumed, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	ps, ok := c.pods[key]
+	if !ok {
+		return nil, false, false
+	}
+	return ps.info.Pod, ps.assumed, true
 }
 
 // GetPod returns the cached pod (bound or assumed).
