@@ -167,10 +167,12 @@ func (r *Resource) ToList() ResourceList {
 func PodRequests(p *Pod, nonZero bool) Resource {
 	var sum Resource
 	for i := range p.Containers {
-		sum.AddResource(containerRequests(&p.Containers[i], nonZero))
+		r := containerRequests(&p.Containers[i], nonZero)
+		sum.AddResource(&r)
 	}
 	for i := range p.InitContainers {
-		sum.setMax(containerRequests(&p.InitContainers[i], nonZero))
+		r := containerRequests(&p.InitContainers[i], nonZero)
+		sum.setMax(&r)
 	}
 	sum.Add(p.Overhead)
 	// "pods" is a node capacity, never a pod request.
@@ -178,7 +180,9 @@ func PodRequests(p *Pod, nonZero bool) Resource {
 	return sum
 }
 
-func containerRequests(c *Container, nonZero bool) *Resource {
+// containerRequests returns a value: as a pointer it was moved to the heap,
+// two allocations for every PodInfo made.
+func containerRequests(c *Container, nonZero bool) Resource {
 	r := NewResource(c.Requests)
 	if nonZero {
 		if _, ok := c.Requests[ResourceCPU]; !ok {
@@ -188,7 +192,7 @@ func containerRequests(c *Container, nonZero bool) *Resource {
 			r.Memory = DefaultMemoryRequest
 		}
 	}
-	return &r
+	return r
 }
 
 // PodInfo is a pod with what every cycle needs of it computed once.
