@@ -267,6 +267,27 @@ func (c *Cache) addPodKeyLocked(pi *framework.PodInfo, key string, assumed bool)
 	}
 }
 
+// replaceOnNodeLocked makes pi, bound, the version of the cached pod ps
+// charged to the same node, keeping its entry in pods: every binding's
+// confirmation lands here, under the write lock the shard loops' snapshot
+// updates and assumptions wait for, and a delete and insert in a map of
+// every pod were most of it. False, with nothing changed, if the node does
+// not hold the pod: the caller then removes and adds as for any move.
+func (c *Cache) replaceOnNodeLocked(key string, ps *podState, pi *framework.PodInfo) bool {
+	it, ok := c.nodes[ps.nodeName]
+	if !ok || it.info.RemovePod(ps.info.Pod) != nil {
+		return false
+	}
+	if ps.assumed {
+		c.assumed--
+		c.assumedPods.Delete(key)
+	}
+	it.info.AddPodInfo(pi)
+	c.moveToHead(it)
+	ps.info, ps.assumed = pi, false
+	return true
+}
+
 // removePodLocked releases a cached pod from the node it is charged to.
 func (c *Cache) removePodLocked(key string, ps *podState) error {
 	c.pods = framework.DeleteShrinking(c.pods, key, &c.podsPeak)
@@ -309,6 +330,9 @@ func (c *Cache) AddPod(p *framework.Pod) error {
 		if ok {
 			return c.removePodLocked(key, ps)
 		}
+		return nil
+	}
+	if ok && ps.nodeName == p.NodeName && c.replaceOnNodeLocked(key, ps, pi) {
 		return nil
 	}
 	if ok {
