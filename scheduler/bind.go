@@ -15,7 +15,7 @@ import (
 // bind runs the binding cycle. Its context is its own, from
 // Scheduler.bindContext: a shutdown must not abandon a commit halfway, and
 // Run waits for these to end.
-func (sh *shard) bind(base context.Context, fwk *fwruntime.Framework, state *framework.CycleState, qpi *framework.QueuedPodInfo, key string, assumed *framework.Pod) {
+func (sh *shard) bind(base context.Context, fwk *fwruntime.Framework, state *framework.CycleState, qpi *framework.QueuedPodInfo, key string, assumed *framework.Pod, assumption cache.Assumption) {
 	ctx, cancel := context.WithTimeout(base, sh.s.cfg.BindTimeout)
 	defer cancel()
 	start := time.Now()
@@ -45,10 +45,8 @@ func (sh *shard) bind(base context.Context, fwk *fwruntime.Framework, state *fra
 		sh.retryLater(qpi)
 		return
 	}
-	// The watch may already have confirmed the binding: not an error.
-	if err := sh.s.cache.FinishBinding(assumed); err != nil && !errors.Is(err, cache.ErrNotAssumed) {
-		sh.s.logger.Warn("finish binding", zap.String("pod", key), zap.Error(err))
-	}
+	// The watch may already have confirmed the binding: that is fine.
+	assumption.FinishBinding()
 	fwk.RunPostBindPlugins(ctx, state, assumed, node)
 	e2e := time.Since(qpi.Timestamp)
 	if qpi.InitialAttemptTimestamp != nil {

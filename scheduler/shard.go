@@ -285,7 +285,8 @@ func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, st
 	assumed.NodeName = node
 	assumed.Shard, assumed.ShardEpoch = shardID, epoch
 	assumedInfo := withPod(qpi.PodInfo, &assumed)
-	if err := sh.assume(ctx, fwk, state, placedBefore, qpi.PodInfo, assumedInfo); err != nil {
+	assumption, err := sh.assume(ctx, fwk, state, placedBefore, qpi.PodInfo, assumedInfo)
+	if err != nil {
 		// Another shard filled the node after our snapshot: try again now,
 		// against a fresher snapshot, with no backoff.
 		sh.s.metrics.conflict()
@@ -318,7 +319,7 @@ func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, st
 	sh.s.binding.Add(1)
 	go func() {
 		defer sh.s.binding.Done()
-		sh.bind(bindCtx, fwk, state, qpi, key, &assumed)
+		sh.bind(bindCtx, fwk, state, qpi, key, &assumed, assumption)
 	}()
 }
 

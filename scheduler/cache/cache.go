@@ -77,9 +77,6 @@ type Cache struct {
 	podsPeak int
 	// assumed counts the pods in state Assumed.
 	assumed int
-	// assumedPods holds the podState of every pod in state Assumed, by key,
-	// beside pods: written under mu, read by FinishBinding without it.
-	assumedPods sync.Map
 	// images maps an image name to its size and how many known nodes hold
 	// it. NodeInfos in the cache point at these shared entries; clones copy
 	// them, freezing NumNodes at clone time as Kubernetes does.
@@ -99,7 +96,7 @@ type podState struct {
 	assumed  bool
 	// bindingFinished is set by FinishBinding; it is informational only
 	// (shown by Dump): nothing expires because of it. It is atomic so
-	// FinishBinding needs no lock: see there.
+	// Assumption.FinishBinding needs no lock: see there.
 	bindingFinished atomic.Bool
 }
 
@@ -254,7 +251,7 @@ func (c *Cache) removeImages(ni *framework.NodeInfo) {
 }
 
 // addPodKeyLocked charges a pod, whose key the caller has, to its node.
-func (c *Cache) addPodKeyLocked(pi *framework.PodInfo, key string, assumed bool) {
+func (c *Cache) addPodKeyLocked(pi *framework.PodInfo, key string, assumed bool) *podState {
 	name := pi.Pod.NodeName
 	it := c.item(name)
 	it.info.AddPodInfo(pi)
@@ -263,8 +260,8 @@ func (c *Cache) addPodKeyLocked(pi *framework.PodInfo, key string, assumed bool)
 	c.pods[key] = ps
 	if assumed {
 		c.assumed++
-		c.assumedPods.Store(key, ps)
 	}
+	return ps
 }
 
 // replaceOnNodeLocked makes pi, bound, the version of the cached pod ps
@@ -280,7 +277,6 @@ func (c *Cache) replaceOnNodeLocked(key string, ps *podState, pi *framework.PodI
 	}
 	if ps.assumed {
 		c.assumed--
-		c.assumedPods.Delete(key)
 	}
 	it.info.AddPodInfo(pi)
 	c.moveToHead(it)
@@ -293,7 +289,6 @@ func (c *Cache) removePodLocked(key string, ps *podState) error {
 	c.pods = framework.DeleteShrinking(c.pods, key, &c.podsPeak)
 	if ps.assumed {
 		c.assumed--
-		c.assumedPods.Delete(key)
 	}
 	it, ok := c.nodes[ps.nodeName]
 	if !ok {
@@ -388,42 +383,67 @@ func (c *Cache) RemovePod(p *framework.Pod) error {
 // wrapping ErrNodeChanged and changes nothing. The cache keeps pi; the caller
 // must not modify it afterwards.
 func (c *Cache) AssumePod(pi *framework.PodInfo) error {
+	_, err := c.Assume(pi)
+	return err
+}
+
+// Assumption is a pod AssumePod charged, for its binding cycle to report
+// back on. The zero Assumption stands for none.
+type Assumption struct{ ps *podState }
+
+// Assume is AssumePod, returning the assumption.
+func (c *Cache) Assume(pi *framework.PodInfo) (Assumption, error) {
 	p := pi.Pod
 	if p.NodeName == "" {
-		return fmt.Errorf("cache: pod %s has no node", p.Key())
+		return Assumption{}, fmt.Errorf("cache: pod %s has no node", p.Key())
 	}
 	key := p.Key()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.pods[key]; ok {
-		return fmt.Errorf("%w: %s", ErrPodExists, key)
+		return Assumption{}, fmt.Errorf("%w: %s", ErrPodExists, key)
 	}
 	it, ok := c.nodes[p.NodeName]
 	if !ok || it.info.Node() == nil {
-		return fmt.Errorf("%w: node %s is gone", ErrNodeChanged, p.NodeName)
+		return Assumption{}, fmt.Errorf("%w: node %s is gone", ErrNodeChanged, p.NodeName)
 	}
 	if reason := c.misfit(pi, it.info); reason != "" {
-		return fmt.Errorf("%w: pod %s on node %s: %s", ErrNodeChanged, key, p.NodeName, reason)
+		return Assumption{}, fmt.Errorf("%w: pod %s on node %s: %s", ErrNodeChanged, key, p.NodeName, reason)
 	}
-	c.addPodKeyLocked(pi, key, true)
+	ps := c.addPodKeyLocked(pi, key, true)
 	c.placed.record(pi)
-	return nil
+	return Assumption{ps: ps}, nil
 }
 
-// FinishBinding records that the pod's binding was committed. The pod stays
-// assumed until its bound record arrives through AddPod; nothing expires.
+// FinishBinding records that the assumed pod's binding was committed. The
+// pod stays assumed until its bound record arrives through AddPod; nothing
+// expires. Once the pod is confirmed or gone this changes nothing anyone
+// reads.
 //
 // It changes no room, so it takes no lock: a group commit finishes
 // hundreds of bindings at once, and as writers they queued ahead of every
 // shard's snapshot update and assumption; as readers, an assumption still
 // waited for all of them, and a reader waiting for a core held it up.
+// Holding the assumption, rather than finding it by key in a concurrent
+// map, also spares every assumption and confirmation an update of that
+// map under the cache's write lock.
+func (a Assumption) FinishBinding() {
+	if a.ps != nil {
+		a.ps.bindingFinished.Store(true)
+	}
+}
+
+// FinishBinding is Assumption.FinishBinding for a caller holding only the
+// pod; it looks the pod up under the read lock.
 func (c *Cache) FinishBinding(p *framework.Pod) error {
 	key := p.Key()
-	ps, ok := c.assumedPods.Load(key)
-	if !ok {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	ps, ok := c.pods[key]
+	if !ok || !ps.assumed {
 		return fmt.Errorf("%w: %s", ErrNotAssumed, key)
 	}
-	ps.(*podState).bindingFinished.Store(true)
+	ps.bindingFinished.Store(true)
 	return nil
 }
 
