@@ -603,14 +603,24 @@ func (n *NodeInfo) Clone() *NodeInfo {
 // allocating dst: a snapshot refreshes its NodeInfos in place, once per
 // changed node per shard for every pod placed. dst's UsedPorts is nil
 // when n uses no port (an empty map was an allocation per copy).
+//
+// dst's pod list is refilled in place when it has room: a fresh copy of
+// it was the largest allocation of a scheduling cycle, twice per pod
+// placed (assumed, then confirmed) for every shard's snapshot. So a
+// caller must not keep dst.Pods past the next CloneInto into dst; the
+// snapshot's users keep NodeInfos, which change in place anyway.
 func (n *NodeInfo) CloneInto(dst *NodeInfo) {
 	var ports HostPortInfo
 	if len(n.UsedPorts) > 0 {
 		ports = n.UsedPorts.Clone()
 	}
+	pods := dst.Pods
+	if len(n.Pods) < len(pods) {
+		clear(pods[len(n.Pods):]) // drop the references the copy leaves behind
+	}
 	*dst = NodeInfo{
 		node:             n.node,
-		Pods:             append([]*PodInfo(nil), n.Pods...),
+		Pods:             append(pods[:0], n.Pods...),
 		UsedPorts:        ports,
 		Requested:        n.Requested.Clone(),
 		NonZeroRequested: n.NonZeroRequested.Clone(),
