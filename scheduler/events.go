@@ -195,8 +195,8 @@ func (s *Scheduler) podPending(p *framework.Pod) {
 // a scheduling cycle: it enters the queue through backoffQ, charged with
 // attempts failed attempts.
 func (sh *shard) upsertPendingAfterBackoff(p *framework.Pod, attempts int) {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	sh.lock()
+	defer sh.unlock()
 	sh.pending[p.Key()] = p
 	if _, busy := sh.inFlight[p.Key()]; busy || !sh.s.OwnsPod(p) {
 		return

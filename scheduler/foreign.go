@@ -136,9 +136,9 @@ func (s *Scheduler) assumedElsewhere(p *framework.Pod) bool {
 // looked at.
 func (s *Scheduler) pendingRecord(key string) *framework.Pod {
 	for _, sh := range s.shards {
-		sh.mu.Lock()
+		sh.lock()
 		p := sh.pending[key]
-		sh.mu.Unlock()
+		sh.unlock()
 		if p != nil {
 			return p
 		}

@@ -125,8 +125,8 @@ func (s *Scheduler) OwnedShards() int {
 }
 
 func (sh *shard) queueShard(shard int) {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	sh.lock()
+	defer sh.unlock()
 	for key, p := range sh.pending {
 		if _, busy := sh.inFlight[key]; !busy && sh.s.ShardOf(p) == shard {
 			sh.queue.Add(p)
@@ -135,8 +135,8 @@ func (sh *shard) queueShard(shard int) {
 }
 
 func (sh *shard) dropShard(shard int) {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	sh.lock()
+	defer sh.unlock()
 	for key, p := range sh.pending {
 		if sh.s.ShardOf(p) != shard {
 			continue
