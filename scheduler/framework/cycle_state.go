@@ -62,8 +62,9 @@ func NewCycleState() *CycleState { return &CycleState{} }
 
 // Read returns the data under key, or ErrNotFound.
 func (c *CycleState) Read(key StateKey) (StateData, error) {
-	for _, e := range c.load() {
-		if e.key == key {
+	es := c.load()
+	for i := range es {
+		if e := &es[i]; e.key == key {
 			return e.data, nil
 		}
 	}
