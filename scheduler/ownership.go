@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"maps"
+
 	"github.com/berth-io/berth/scheduler/framework"
 )
 
@@ -100,9 +102,7 @@ func (s *Scheduler) OwnsPod(p *framework.Pod) bool {
 // AcquireShard makes this replica schedule a logical shard: its pending
 // pods are queued, and commits for them carry epoch as their fence.
 func (s *Scheduler) AcquireShard(shard int, epoch int64) {
-	s.ownMu.Lock()
-	s.owned[shard] = epoch
-	s.ownMu.Unlock()
+	s.changeOwned(func(owned map[int]int64) { owned[shard] = epoch })
 	s.shards[shard%len(s.shards)].queueShard(shard)
 }
 
@@ -110,18 +110,23 @@ func (s *Scheduler) AcquireShard(shard int, epoch int64) {
 // queue, and attempts under way are dropped when they end (their commits
 // fail the fence). The pods stay known, for a later AcquireShard.
 func (s *Scheduler) ReleaseShard(shard int) {
-	s.ownMu.Lock()
-	delete(s.owned, shard)
-	s.ownMu.Unlock()
+	s.changeOwned(func(owned map[int]int64) { delete(owned, shard) })
 	s.shards[shard%len(s.shards)].dropShard(shard)
 	s.releaseWaiting("shard moved", func(p *framework.Pod) bool { return s.ShardOf(p) == shard })
 }
 
 // OwnedShards counts the logical shards this replica owns.
 func (s *Scheduler) OwnedShards() int {
-	s.ownMu.RLock()
-	defer s.ownMu.RUnlock()
-	return len(s.owned)
+	return len(*s.owned.Load())
+}
+
+// changeOwned publishes a changed copy of the owned shards.
+func (s *Scheduler) changeOwned(change func(map[int]int64)) {
+	s.ownMu.Lock()
+	defer s.ownMu.Unlock()
+	next := maps.Clone(*s.owned.Load())
+	change(next)
+	s.owned.Store(&next)
 }
 
 func (sh *shard) queueShard(shard int) {
