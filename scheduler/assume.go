@@ -27,7 +27,7 @@ import (
 // required anti-affinity, and a pod carrying one takes the lock
 // exclusively), so the shard loops assume them side by side instead of
 // queueing on one lock every cycle.
-func (sh *shard) assume(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, placedBefore int64, pi, assumedInfo *framework.PodInfo) error {
+func (sh *shard) assume(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, placedBefore int64, pi, assumedInfo *framework.PodInfo) (cache.Assumption, error) {
 	if hasCrossPodTerms(pi.Pod) {
 		sh.s.placeMu.Lock()
 		defer sh.s.placeMu.Unlock()
@@ -50,13 +50,13 @@ func (sh *shard) assume(ctx context.Context, fwk *fwruntime.Framework, state *fr
 			err = sh.recheck(ctx, fwk, nil, nil, false, pi, assumedInfo.Pod.NodeName)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: %v", cache.ErrNodeChanged, err)
+			return cache.Assumption{}, fmt.Errorf("%w: %v", cache.ErrNodeChanged, err)
 		}
 	}
 	// Read before the cache's check: everything up to this revision is in
 	// the NodeInfo it checks against, so the commit may fence on it.
 	assumedInfo.Pod.ViewRevision = sh.s.view.Load()
-	return sh.s.cache.AssumePod(assumedInfo)
+	return sh.s.cache.Assume(assumedInfo)
 }
 
 // recheck filters node again for pi. With a state and the complete list of

@@ -33,7 +33,8 @@ func TestAssumeSharesThePlacementLock(t *testing.T) {
 			pi := framework.NewPodInfo(p)
 			assumed := *p
 			assumed.NodeName = "n1"
-			done <- sh.assume(ctx, fwk, framework.NewCycleState(), placedBefore, pi, withPod(pi, &assumed))
+			_, err := sh.assume(ctx, fwk, framework.NewCycleState(), placedBefore, pi, withPod(pi, &assumed))
+			done <- err
 		}()
 		return done
 	}

@@ -76,7 +76,7 @@ func TestAssumeRechecksPodsPlacedSinceSnapshot(t *testing.T) {
 			}
 			assumed := *tc.pod
 			assumed.NodeName = "n1"
-			err = sh.assume(ctx, fwk, state, placedBefore, pi, withPod(pi, &assumed))
+			_, err = sh.assume(ctx, fwk, state, placedBefore, pi, withPod(pi, &assumed))
 			if refused := errors.Is(err, cache.ErrNodeChanged); refused != tc.wantRefused {
 				t.Fatalf("assume = %v; refused %v, want %v", err, refused, tc.wantRefused)
 			}

@@ -15,7 +15,7 @@ import (
 // bind runs the binding cycle. Its context is its own, from
 // Scheduler.bindContext: a shutdown must not abandon a commit halfway, and
 // Run waits for these to end.
-func (sh *shard) bind(base context.Context, fwk *fwruntime.Framework, state *framework.CycleState, qpi *framework.QueuedPodInfo, assumed *framework.Pod) {
+func (sh *shard) bind(base context.Context, fwk *fwruntime.Framework, state *framework.CycleState, qpi *framework.QueuedPodInfo, key string, assumed *framework.Pod, assumption cache.Assumption) {
 	ctx, cancel := context.WithTimeout(base, sh.s.cfg.BindTimeout)
 	defer cancel()
 	start := time.Now()
@@ -37,25 +37,23 @@ func (sh *shard) bind(base context.Context, fwk *fwruntime.Framework, state *fra
 			if stale := (*NodeChargedError)(nil); errors.As(st.AsError(), &stale) {
 				retry = func() { sh.s.afterView(stale.Revision, func() { sh.queue.Requeue(qpi) }) }
 			}
-			sh.settle(assumed.Key(), retry)
+			sh.settle(key, retry)
 			return
 		}
 		sh.s.metrics.bindError("error")
-		sh.s.logger.Warn("binding failed", zap.String("pod", assumed.Key()), zap.String("node", node), zap.Error(st.AsError()))
+		sh.s.logger.Warn("binding failed", zap.String("pod", key), zap.String("node", node), zap.Error(st.AsError()))
 		sh.retryLater(qpi)
 		return
 	}
-	// The watch may already have confirmed the binding: not an error.
-	if err := sh.s.cache.FinishBinding(assumed); err != nil && !errors.Is(err, cache.ErrNotAssumed) {
-		sh.s.logger.Warn("finish binding", zap.String("pod", assumed.Key()), zap.Error(err))
-	}
+	// The watch may already have confirmed the binding: that is fine.
+	assumption.FinishBinding()
 	fwk.RunPostBindPlugins(ctx, state, assumed, node)
 	e2e := time.Since(qpi.Timestamp)
 	if qpi.InitialAttemptTimestamp != nil {
 		e2e = time.Since(*qpi.InitialAttemptTimestamp)
 	}
 	sh.s.metrics.bound(time.Since(start).Seconds(), e2e.Seconds())
-	sh.settle(assumed.Key(), nil)
+	sh.settle(key, nil)
 }
 
 func (sh *shard) forget(assumed *framework.Pod) {

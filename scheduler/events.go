@@ -79,10 +79,11 @@ func (s *Scheduler) UpsertPod(p *framework.Pod) {
 // podBound records a pod placed on a node: confirms our own assumption or
 // charges a pod bound elsewhere (another replica, or declared running).
 func (s *Scheduler) podBound(p *framework.Pod) {
+	key := p.Key()
 	s.forgetForeign(p) // its charge, if any, becomes the binding below
-	s.shardFor(p).forgetPending(p)
+	s.shardFor(p).forgetPending(key)
 	s.nominator.forget(p)
-	if old, ok := s.cache.GetPod(p.Key()); ok && !s.cache.IsAssumed(p.Key()) {
+	if old, assumed, ok := s.cache.LookupPod(key); ok && !assumed {
 		if err := s.cache.UpdatePod(old, p); err != nil {
 			s.logger.Warn("cache update of bound pod failed", zap.String("pod", p.Key()), zap.Error(err))
 		}
@@ -103,10 +104,11 @@ func (s *Scheduler) podBound(p *framework.Pod) {
 // pods its room may help.
 func (s *Scheduler) DeletePod(p *framework.Pod) {
 	s.forgetForeign(p) // its charge, if any, is removed below
+	key := p.Key()
 	s.groups.forget(p)
-	s.shardFor(p).forgetPending(p)
+	s.shardFor(p).forgetPending(key)
 	s.nominator.forget(p)
-	cached, ok := s.cache.GetPod(p.Key())
+	cached, ok := s.cache.GetPod(key)
 	if !ok || (p.UID != "" && cached.UID != p.UID) {
 		return
 	}
@@ -169,9 +171,10 @@ func (s *Scheduler) podPending(p *framework.Pod) {
 	if !s.OwnsPod(p) {
 		s.nominatedElsewhere(p)
 	}
-	cached, ok := s.cache.GetPod(p.Key())
-	if !ok || s.cache.IsAssumed(p.Key()) || s.assumedElsewhere(p) {
-		sh.upsertPending(p)
+	key := p.Key()
+	cached, assumed, ok := s.cache.LookupPod(key)
+	if !ok || assumed || s.assumedElsewhere(p) {
+		sh.upsertPending(key, p)
 		return
 	}
 	if err := s.cache.RemovePod(cached); err != nil {
@@ -182,7 +185,7 @@ func (s *Scheduler) podPending(p *framework.Pod) {
 		s.broadcast(ev, cached, nil)
 	}
 	if cached.UID != p.UID {
-		sh.upsertPending(p) // a new incarnation: nothing to back off from
+		sh.upsertPending(key, p) // a new incarnation: nothing to back off from
 		return
 	}
 	sh.upsertPendingAfterBackoff(p, len(p.Rejections))
@@ -192,8 +195,8 @@ func (s *Scheduler) podPending(p *framework.Pod) {
 // a scheduling cycle: it enters the queue through backoffQ, charged with
 // attempts failed attempts.
 func (sh *shard) upsertPendingAfterBackoff(p *framework.Pod, attempts int) {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	sh.lock()
+	defer sh.unlock()
 	sh.pending[p.Key()] = p
 	if _, busy := sh.inFlight[p.Key()]; busy || !sh.s.OwnsPod(p) {
 		return

@@ -115,7 +115,9 @@ func (s *Scheduler) dropForeignLocked(key string, c foreignCharge) {
 func (s *Scheduler) forgetForeign(p *framework.Pod) {
 	f := &s.foreign
 	f.mu.Lock()
-	delete(f.pods, p.Key())
+	if len(f.pods) > 0 { // usually none: spares the key on every binding
+		delete(f.pods, p.Key())
+	}
 	f.mu.Unlock()
 }
 
@@ -134,9 +136,9 @@ func (s *Scheduler) assumedElsewhere(p *framework.Pod) bool {
 // looked at.
 func (s *Scheduler) pendingRecord(key string) *framework.Pod {
 	for _, sh := range s.shards {
-		sh.mu.Lock()
+		sh.lock()
 		p := sh.pending[key]
-		sh.mu.Unlock()
+		sh.unlock()
 		if p != nil {
 			return p
 		}

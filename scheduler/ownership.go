@@ -1,7 +1,7 @@
 package scheduler
 
 import (
-	"hash/fnv"
+	"maps"
 
 	"github.com/berth-io/berth/scheduler/framework"
 )
@@ -12,15 +12,34 @@ import (
 const DefaultLogicalShards = 64
 
 // ShardOf is the logical shard of a pod. Members of a pod group share one,
-// so one replica and one loop see the whole gang.
+// so one replica and one loop see the whole gang. The hash is 32-bit
+// FNV-1a of "namespace/name" (or "namespace/group/group"), which every
+// replica must agree on; it is computed over the parts in place because
+// the core asks several times per pod and the joined key and hash.Hash
+// allocated each time.
 func ShardOf(p *framework.Pod, shards int) int {
-	key := p.Key()
+	h := fnv1a(fnvOffset32, p.Namespace)
+	h = fnv1a(h, "/")
 	if p.PodGroup != "" {
-		key = p.Namespace + "/" + p.PodGroup + "/group"
+		h = fnv1a(fnv1a(h, p.PodGroup), "/group")
+	} else {
+		h = fnv1a(h, p.Name)
 	}
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(shards))
+	return int(h % uint32(shards))
+}
+
+// The 32-bit FNV-1a parameters.
+const (
+	fnvOffset32 uint32 = 2166136261
+	fnvPrime32  uint32 = 16777619
+)
+
+func fnv1a(h uint32, s string) uint32 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= fnvPrime32
+	}
+	return h
 }
 
 // ShardOf is the logical shard of p in this scheduler.
@@ -83,9 +102,7 @@ func (s *Scheduler) OwnsPod(p *framework.Pod) bool {
 // AcquireShard makes this replica schedule a logical shard: its pending
 // pods are queued, and commits for them carry epoch as their fence.
 func (s *Scheduler) AcquireShard(shard int, epoch int64) {
-	s.ownMu.Lock()
-	s.owned[shard] = epoch
-	s.ownMu.Unlock()
+	s.changeOwned(func(owned map[int]int64) { owned[shard] = epoch })
 	s.shards[shard%len(s.shards)].queueShard(shard)
 }
 
@@ -93,23 +110,28 @@ func (s *Scheduler) AcquireShard(shard int, epoch int64) {
 // queue, and attempts under way are dropped when they end (their commits
 // fail the fence). The pods stay known, for a later AcquireShard.
 func (s *Scheduler) ReleaseShard(shard int) {
-	s.ownMu.Lock()
-	delete(s.owned, shard)
-	s.ownMu.Unlock()
+	s.changeOwned(func(owned map[int]int64) { delete(owned, shard) })
 	s.shards[shard%len(s.shards)].dropShard(shard)
 	s.releaseWaiting("shard moved", func(p *framework.Pod) bool { return s.ShardOf(p) == shard })
 }
 
 // OwnedShards counts the logical shards this replica owns.
 func (s *Scheduler) OwnedShards() int {
-	s.ownMu.RLock()
-	defer s.ownMu.RUnlock()
-	return len(s.owned)
+	return len(*s.owned.Load())
+}
+
+// changeOwned publishes a changed copy of the owned shards.
+func (s *Scheduler) changeOwned(change func(map[int]int64)) {
+	s.ownMu.Lock()
+	defer s.ownMu.Unlock()
+	next := maps.Clone(*s.owned.Load())
+	change(next)
+	s.owned.Store(&next)
 }
 
 func (sh *shard) queueShard(shard int) {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	sh.lock()
+	defer sh.unlock()
 	for key, p := range sh.pending {
 		if _, busy := sh.inFlight[key]; !busy && sh.s.ShardOf(p) == shard {
 			sh.queue.Add(p)
@@ -118,8 +140,8 @@ func (sh *shard) queueShard(shard int) {
 }
 
 func (sh *shard) dropShard(shard int) {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	sh.lock()
+	defer sh.unlock()
 	for key, p := range sh.pending {
 		if sh.s.ShardOf(p) != shard {
 			continue

@@ -91,9 +91,13 @@ type Scheduler struct {
 	// revision.
 	viewMu      sync.Mutex
 	viewWaiters []viewWaiter
-	// ownMu guards owned: logical shard -> the epoch it was acquired at.
-	ownMu sync.RWMutex
-	owned map[int]int64
+	// owned maps each logical shard this replica owns to the epoch it was
+	// acquired at. Every pod event and attempt asks it, from every loop,
+	// binding and watch goroutine, and shards move rarely: so it is
+	// replaced whole (under ownMu) and read with one atomic load, where
+	// the readers of an RWMutex shared one contended counter.
+	ownMu sync.Mutex
+	owned atomic.Pointer[map[int]int64]
 }
 
 // New builds a Scheduler; Run starts it.
@@ -129,13 +133,14 @@ func New(ctx context.Context, cfg Config, committer Committer) (*Scheduler, erro
 		cache:     cache.New(),
 		nodes:     map[string]*framework.Node{},
 		nominator: newNominator(),
-		owned:     map[int]int64{},
 	}
+	owned := map[int]int64{}
 	if !cfg.OwnNone {
 		for i := 0; i < cfg.LogicalShards; i++ {
-			s.owned[i] = 0
+			owned[i] = 0
 		}
 	}
+	s.owned.Store(&owned)
 	s.groups = newGroupSet(s)
 	for i := 0; i < cfg.Shards; i++ {
 		sh, err := newShard(ctx, s, i)
@@ -161,6 +166,12 @@ func (s *Scheduler) Run(ctx context.Context) {
 	wg.Wait()
 	s.releaseWaiting("scheduler stopping", func(*framework.Pod) bool { return true })
 	s.binding.Wait()
+	for _, sh := range s.shards {
+		// Settles left under a lock that did not pass them on (reset.go
+		// takes mu directly) end here at the latest.
+		sh.lock()
+		sh.unlock()
+	}
 }
 
 // shardFor maps a pod to the loop that serves its logical shard.
@@ -169,9 +180,7 @@ func (s *Scheduler) shardFor(p *framework.Pod) *shard {
 }
 
 func (s *Scheduler) epochOf(shard int) (int64, bool) {
-	s.ownMu.RLock()
-	defer s.ownMu.RUnlock()
-	e, ok := s.owned[shard]
+	e, ok := (*s.owned.Load())[shard]
 	return e, ok
 }
 

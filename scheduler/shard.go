@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -32,7 +33,9 @@ type shard struct {
 	// share the snapshot, the algorithm's rotating window and its random
 	// source. Lock order: cycleMu, then mu.
 	cycleMu sync.Mutex
-	// mu guards pending and inFlight. Lock order: mu, then the queue's lock.
+	// mu guards pending and inFlight; take it with lock and unlock, which
+	// settle what settle left (reset.go's bulk load, into an empty
+	// scheduler, has none to settle). Lock order: mu, then the queue's lock.
 	mu sync.Mutex
 	// pending holds the latest stored record of every unbound pod of this
 	// shard: the truth the queue is derived from.
@@ -42,6 +45,9 @@ type shard struct {
 	// pendingPeak and inFlightPeak let the maps shrink after a backlog
 	// (framework.DeleteShrinking).
 	pendingPeak, inFlightPeak int
+	// leftSettled holds the successful attempts settle left for the
+	// holder of mu; lock and unlock settle them (see settle).
+	leftSettled atomic.Pointer[leftSettle]
 }
 
 func newShard(ctx context.Context, s *Scheduler, id int) (*shard, error) {
@@ -146,12 +152,12 @@ func (sh *shard) frameworkFor(p *framework.Pod) *fwruntime.Framework {
 	return sh.frameworks[name]
 }
 
-// upsertPending records the latest state of an unbound pod and queues it,
-// unless it is being scheduled right now: then the attempt's end decides.
-func (sh *shard) upsertPending(p *framework.Pod) {
-	key := p.Key()
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+// upsertPending records the latest state of an unbound pod, whose key is
+// key, and queues it, unless it is being scheduled right now: then the
+// attempt's end decides.
+func (sh *shard) upsertPending(key string, p *framework.Pod) {
+	sh.lock()
+	defer sh.unlock()
 	old := sh.pending[key]
 	sh.pending[key] = p
 	if _, busy := sh.inFlight[key]; busy {
@@ -167,11 +173,10 @@ func (sh *shard) upsertPending(p *framework.Pod) {
 	sh.queue.Update(old, p)
 }
 
-// forgetPending drops a pod that was deleted or bound.
-func (sh *shard) forgetPending(p *framework.Pod) {
-	key := p.Key()
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+// forgetPending drops a pod, whose key is key, that was deleted or bound.
+func (sh *shard) forgetPending(key string) {
+	sh.lock()
+	defer sh.unlock()
 	old, ok := sh.pending[key]
 	if !ok {
 		return
@@ -201,14 +206,13 @@ func (sh *shard) run(ctx context.Context) {
 // found, starts its binding cycle without waiting for the commit: the loop
 // moves on while many commits share storage writes.
 func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) {
-	shardID, epoch, ok := sh.claim(qpi)
+	key, shardID, epoch, ok := sh.claim(qpi)
 	if !ok {
 		return
 	}
 	ctx, end := sh.s.startCycle(ctx, qpi.Pod)
 	defer end()
 	pod := qpi.Pod
-	key := pod.Key()
 	start := time.Now()
 	fwk := sh.frameworkFor(pod)
 	if fwk == nil {
@@ -248,20 +252,20 @@ func (sh *shard) scheduleOne(ctx context.Context, qpi *framework.QueuedPodInfo) 
 		sh.retryLater(qpi)
 		return
 	}
-	sh.assumeAndBind(ctx, fwk, state, placedBefore, start, qpi, result.SuggestedHost, shardID, epoch)
+	sh.assumeAndBind(ctx, fwk, state, placedBefore, start, qpi, key, result.SuggestedHost, shardID, epoch)
 }
 
-// claim marks qpi's pod in flight, as its latest stored copy. It is false,
-// and the attempt over, if the pod was deleted or replaced while queued,
-// or its shard moved away meanwhile.
-func (sh *shard) claim(qpi *framework.QueuedPodInfo) (shardID int, epoch int64, ok bool) {
+// claim marks qpi's pod in flight, as its latest stored copy, and returns
+// its key. It is false, and the attempt over, if the pod was deleted or
+// replaced while queued, or its shard moved away meanwhile.
+func (sh *shard) claim(qpi *framework.QueuedPodInfo) (key string, shardID int, epoch int64, ok bool) {
 	pod := qpi.Pod
-	key := pod.Key()
-	sh.mu.Lock()
+	key = pod.Key()
+	sh.lock()
 	if latest, ok := sh.pending[key]; !ok || latest.UID != pod.UID {
-		sh.mu.Unlock()
+		sh.unlock()
 		sh.queue.Done(key)
-		return 0, 0, false
+		return "", 0, 0, false
 	} else if latest != pod {
 		qpi.PodInfo = withPod(qpi.PodInfo, latest)
 		pod = latest
@@ -269,25 +273,26 @@ func (sh *shard) claim(qpi *framework.QueuedPodInfo) (shardID int, epoch int64, 
 	shardID = sh.s.ShardOf(pod)
 	epoch, owned := sh.s.epochOf(shardID)
 	if !owned {
-		sh.mu.Unlock()
+		sh.unlock()
 		sh.queue.Done(key)
-		return 0, 0, false
+		return "", 0, 0, false
 	}
 	sh.inFlight[key] = pod
-	sh.mu.Unlock()
-	return shardID, epoch, true
+	sh.unlock()
+	return key, shardID, epoch, true
 }
 
-// assumeAndBind charges the pod to node, runs Reserve and Permit, and
-// starts the binding cycle without waiting for it.
+// assumeAndBind charges the pod, whose key is key, to node, runs Reserve
+// and Permit, and starts the binding cycle without waiting for it.
 func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, placedBefore int64,
-	start time.Time, qpi *framework.QueuedPodInfo, node string, shardID int, epoch int64) {
-	pod, key := qpi.Pod, qpi.Pod.Key()
+	start time.Time, qpi *framework.QueuedPodInfo, key, node string, shardID int, epoch int64) {
+	pod := qpi.Pod
 	assumed := *pod
 	assumed.NodeName = node
 	assumed.Shard, assumed.ShardEpoch = shardID, epoch
 	assumedInfo := withPod(qpi.PodInfo, &assumed)
-	if err := sh.assume(ctx, fwk, state, placedBefore, qpi.PodInfo, assumedInfo); err != nil {
+	assumption, err := sh.assume(ctx, fwk, state, placedBefore, qpi.PodInfo, assumedInfo)
+	if err != nil {
 		// Another shard filled the node after our snapshot: try again now,
 		// against a fresher snapshot, with no backoff.
 		sh.s.metrics.conflict()
@@ -320,7 +325,7 @@ func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, st
 	sh.s.binding.Add(1)
 	go func() {
 		defer sh.s.binding.Done()
-		sh.bind(bindCtx, fwk, state, qpi, &assumed)
+		sh.bind(bindCtx, fwk, state, qpi, key, &assumed, assumption)
 	}()
 }
 
@@ -338,8 +343,40 @@ func (sh *shard) retryLater(qpi *framework.QueuedPodInfo) {
 // settle ends a pod's attempt. If the stored pod changed meanwhile (deleted,
 // replaced, or a newer record), that newer truth wins over requeue; a pod
 // neither pending nor bound any more is simply dropped.
+//
+// A successful binding (requeue nil) does not wait for mu: a group commit
+// ends hundreds of attempts at once, and they queued on mu ahead of the
+// loop's next claim. When mu is busy the key is left for its holder, who
+// settles it before unlocking (see unlock), so every holder of mu still
+// finds the attempts that ended before it locked settled.
 func (sh *shard) settle(key string, requeue func()) {
-	sh.mu.Lock()
+	switch {
+	case requeue != nil:
+		sh.lock()
+	case sh.mu.TryLock():
+		sh.settleLeftLocked()
+	default:
+		n := &leftSettle{key: key}
+		for {
+			n.next = sh.leftSettled.Load()
+			if sh.leftSettled.CompareAndSwap(n.next, n) {
+				break
+			}
+		}
+		// The holder may have unlocked before the push: then no one
+		// else is bound to see it.
+		if sh.mu.TryLock() {
+			sh.unlock()
+		}
+		return
+	}
+	sh.settleLocked(key, requeue)
+	sh.unlock()
+}
+
+// settleLocked is settle's work, under mu. The queue's Done does not wait
+// for its lock, so it may run under mu.
+func (sh *shard) settleLocked(key string, requeue func()) {
 	attempted := sh.inFlight[key]
 	sh.inFlight = framework.DeleteShrinking(sh.inFlight, key, &sh.inFlightPeak)
 	latest, pending := sh.pending[key]
@@ -361,8 +398,42 @@ func (sh *shard) settle(key string, requeue func()) {
 		// A bind conflict whose cause the watch already delivered.
 		sh.queue.Add(latest)
 	}
-	sh.mu.Unlock()
 	sh.queue.Done(key)
+}
+
+// leftSettle is a key settle left for the holder of mu, in a list pushed
+// and taken whole without a lock.
+type leftSettle struct {
+	key  string
+	next *leftSettle
+}
+
+// lock takes mu and settles the attempts left meanwhile.
+func (sh *shard) lock() {
+	sh.mu.Lock()
+	sh.settleLeftLocked()
+}
+
+// unlock settles what was left while mu was held, then releases it, and
+// takes it back for anything left in between: a settle that found mu
+// busy returns at once, so someone must apply it.
+func (sh *shard) unlock() {
+	for {
+		sh.settleLeftLocked()
+		sh.mu.Unlock()
+		if sh.leftSettled.Load() == nil || !sh.mu.TryLock() {
+			return
+		}
+	}
+}
+
+func (sh *shard) settleLeftLocked() {
+	if sh.leftSettled.Load() == nil {
+		return
+	}
+	for n := sh.leftSettled.Swap(nil); n != nil; n = n.next {
+		sh.settleLocked(n.key, nil)
+	}
 }
 
 // withPod returns a copy of pi describing p, keeping the precomputed parts:

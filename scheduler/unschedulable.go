@@ -67,11 +67,11 @@ func (sh *shard) failed(qpi *framework.QueuedPodInfo, fitErr *framework.FitError
 // such yet.
 func (sh *shard) newDiagnosis(pod *framework.Pod, msg string) bool {
 	recorded := pod
-	sh.mu.Lock()
+	sh.lock()
 	if latest, ok := sh.pending[pod.Key()]; ok {
 		recorded = latest
 	}
-	sh.mu.Unlock()
+	sh.unlock()
 	return msg != recorded.StatusMessage || recorded.Phase != framework.PodUnschedulable ||
 		pod.NominatedNodeName != recorded.NominatedNodeName
 }

@@ -2,7 +2,6 @@ package algorithm
 
 import (
 	"context"
-	"math/rand/v2"
 
 	"github.com/berth-io/berth/scheduler/framework"
 	"github.com/berth-io/berth/scheduler/framework/runtime"
@@ -170,7 +169,7 @@ func (s *Placer) explainScores(ctx context.Context, fwk *runtime.Framework, stat
 		}
 	}
 	pcg := *s.pcg
-	best := selectHost(totals, rand.New(&pcg))
+	best := selectHost(totals, tieBreaker{&pcg})
 	ex.Chosen = feasibleNodes[best].Node().Name
 	for i, t := range totals {
 		if t == totals[best] {

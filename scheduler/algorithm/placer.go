@@ -57,7 +57,7 @@ type Placer struct {
 	// successive cycles every node gets examined.
 	nextStartNodeIndex int
 	pcg                *rand.PCG
-	rng                *rand.Rand
+	ties               tieBreaker // over pcg
 
 	results  []nodeResult
 	feasible []*framework.NodeInfo
@@ -109,7 +109,7 @@ func New(percentageOfNodesToScore int32, opts ...Option) *Placer {
 	for _, o := range opts {
 		o(s)
 	}
-	s.rng = rand.New(s.pcg)
+	s.ties = tieBreaker{s.pcg}
 	return s
 }
 
@@ -157,7 +157,7 @@ func (s *Placer) Schedule(ctx context.Context, fwk *runtime.Framework, state *fr
 	if err != nil {
 		return Result{}, err
 	}
-	best := selectHost(totals, s.rng)
+	best := selectHost(totals, s.ties)
 	return Result{SuggestedHost: feasibleNodes[best].Node().Name, EvaluatedNodes: evaluated, FeasibleNodes: len(feasibleNodes)}, nil
 }
 
@@ -500,15 +500,15 @@ func (s *Placer) prioritize(ctx context.Context, fwk *runtime.Framework, state *
 
 // selectHost returns the index of the highest total; ties are broken
 // uniformly at random by reservoir sampling, one draw per tie met.
-func selectHost(totals []int64, rng *rand.Rand) int {
-	best, ties := 0, 1
+func selectHost(totals []int64, ties tieBreaker) int {
+	best, tied := 0, 1
 	for i := 1; i < len(totals); i++ {
 		switch {
 		case totals[i] > totals[best]:
-			best, ties = i, 1
+			best, tied = i, 1
 		case totals[i] == totals[best]:
-			ties++
-			if rng.IntN(ties) == 0 {
+			tied++
+			if ties.oneIn(tied) {
 				best = i
 			}
 		}

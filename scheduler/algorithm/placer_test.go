@@ -224,15 +224,15 @@ func TestTieBreakIsUniformAndSeeded(t *testing.T) {
 
 func TestSelectHost(t *testing.T) {
 	s := New(0, WithRandSeed(3, 4))
-	if got := selectHost([]int64{5, 9, 2, 8}, s.rng); got != 1 {
+	if got := selectHost([]int64{5, 9, 2, 8}, s.ties); got != 1 {
 		t.Errorf("selectHost = %d, want 1", got)
 	}
-	if got := selectHost([]int64{7}, s.rng); got != 0 {
+	if got := selectHost([]int64{7}, s.ties); got != 0 {
 		t.Errorf("single = %d", got)
 	}
 	hits := map[int]int{}
 	for range 3000 {
-		hits[selectHost([]int64{1, 5, 5, 0, 5}, s.rng)]++
+		hits[selectHost([]int64{1, 5, 5, 0, 5}, s.ties)]++
 	}
 	if hits[0] != 0 || hits[3] != 0 || len(hits) != 3 {
 		t.Errorf("ties picked outside the best: %v", hits)

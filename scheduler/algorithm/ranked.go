@@ -486,7 +486,7 @@ func (s *Placer) selectRanked(w window) int {
 		chosen := 0
 		for j := range w.countAt(cur+1, end, m) {
 			ties++
-			if s.rng.IntN(ties) == 0 {
+			if s.ties.oneIn(ties) {
 				chosen = j + 1
 			}
 		}

@@ -141,12 +141,12 @@ func TestSelectRankedDrawsAsSelectHost(t *testing.T) {
 		}
 		seed := uint64(round)
 		walk, ranked := New(0, WithRandSeed(seed, 1)), New(0, WithRandSeed(seed, 1))
-		want := positions[selectHost(inWindow, walk.rng)]
+		want := positions[selectHost(inWindow, walk.ties)]
 		got := w.pos(ranked.selectRanked(w))
 		if got != want {
 			t.Fatalf("round %d: selectRanked chose %d, selectHost %d (totals %v)", round, got, want, inWindow)
 		}
-		if a, b := walk.rng.Uint64(), ranked.rng.Uint64(); a != b {
+		if a, b := walk.pcg.Uint64(), ranked.pcg.Uint64(); a != b {
 			t.Fatalf("round %d: the random source moved differently", round)
 		}
 	}

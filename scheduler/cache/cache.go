@@ -77,9 +77,6 @@ type Cache struct {
 	podsPeak int
 	// assumed counts the pods in state Assumed.
 	assumed int
-	// assumedPods holds the podState of every pod in state Assumed, by key,
-	// beside pods: written under mu, read by FinishBinding without it.
-	assumedPods sync.Map
 	// images maps an image name to its size and how many known nodes hold
 	// it. NodeInfos in the cache point at these shared entries; clones copy
 	// them, freezing NumNodes at clone time as Kubernetes does.
@@ -99,7 +96,7 @@ type podState struct {
 	assumed  bool
 	// bindingFinished is set by FinishBinding; it is informational only
 	// (shown by Dump): nothing expires because of it. It is atomic so
-	// FinishBinding needs no lock: see there.
+	// Assumption.FinishBinding needs no lock: see there.
 	bindingFinished atomic.Bool
 }
 
@@ -253,13 +250,8 @@ func (c *Cache) removeImages(ni *framework.NodeInfo) {
 	ni.ImageStates = map[string]*framework.ImageStateSummary{}
 }
 
-// addPodLocked charges a pod to its node.
-func (c *Cache) addPodLocked(pi *framework.PodInfo, assumed bool) {
-	c.addPodKeyLocked(pi, pi.Pod.Key(), assumed)
-}
-
-// addPodKeyLocked is addPodLocked for a caller that has the pod's key.
-func (c *Cache) addPodKeyLocked(pi *framework.PodInfo, key string, assumed bool) {
+// addPodKeyLocked charges a pod, whose key the caller has, to its node.
+func (c *Cache) addPodKeyLocked(pi *framework.PodInfo, key string, assumed bool) *podState {
 	name := pi.Pod.NodeName
 	it := c.item(name)
 	it.info.AddPodInfo(pi)
@@ -268,8 +260,28 @@ func (c *Cache) addPodKeyLocked(pi *framework.PodInfo, key string, assumed bool)
 	c.pods[key] = ps
 	if assumed {
 		c.assumed++
-		c.assumedPods.Store(key, ps)
 	}
+	return ps
+}
+
+// replaceOnNodeLocked makes pi, bound, the version of the cached pod ps
+// charged to the same node, keeping its entry in pods: every binding's
+// confirmation lands here, under the write lock the shard loops' snapshot
+// updates and assumptions wait for, and a delete and insert in a map of
+// every pod were most of it. False, with nothing changed, if the node does
+// not hold the pod: the caller then removes and adds as for any move.
+func (c *Cache) replaceOnNodeLocked(key string, ps *podState, pi *framework.PodInfo) bool {
+	it, ok := c.nodes[ps.nodeName]
+	if !ok || it.info.RemovePod(ps.info.Pod) != nil {
+		return false
+	}
+	if ps.assumed {
+		c.assumed--
+	}
+	it.info.AddPodInfo(pi)
+	c.moveToHead(it)
+	ps.info, ps.assumed = pi, false
+	return true
 }
 
 // removePodLocked releases a cached pod from the node it is charged to.
@@ -277,7 +289,6 @@ func (c *Cache) removePodLocked(key string, ps *podState) error {
 	c.pods = framework.DeleteShrinking(c.pods, key, &c.podsPeak)
 	if ps.assumed {
 		c.assumed--
-		c.assumedPods.Delete(key)
 	}
 	it, ok := c.nodes[ps.nodeName]
 	if !ok {
@@ -301,13 +312,22 @@ func (c *Cache) AddPod(p *framework.Pod) error {
 		return fmt.Errorf("cache: pod %s has no node", p.Key())
 	}
 	key := p.Key()
+	var pi *framework.PodInfo
+	if !p.Phase.Terminal() {
+		// Built before the lock: every binding's confirmation comes
+		// here, and the shard loops' assumptions wait for the lock.
+		pi = framework.NewPodInfo(p)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ps, ok := c.pods[key]
-	if p.Phase.Terminal() {
+	if pi == nil {
 		if ok {
 			return c.removePodLocked(key, ps)
 		}
+		return nil
+	}
+	if ok && ps.nodeName == p.NodeName && c.replaceOnNodeLocked(key, ps, pi) {
 		return nil
 	}
 	if ok {
@@ -315,8 +335,7 @@ func (c *Cache) AddPod(p *framework.Pod) error {
 			return err
 		}
 	}
-	pi := framework.NewPodInfo(p)
-	c.addPodLocked(pi, false)
+	c.addPodKeyLocked(pi, key, false)
 	if !ok || ps.nodeName != p.NodeName {
 		c.placed.record(pi)
 	}
@@ -364,42 +383,67 @@ func (c *Cache) RemovePod(p *framework.Pod) error {
 // wrapping ErrNodeChanged and changes nothing. The cache keeps pi; the caller
 // must not modify it afterwards.
 func (c *Cache) AssumePod(pi *framework.PodInfo) error {
+	_, err := c.Assume(pi)
+	return err
+}
+
+// Assumption is a pod AssumePod charged, for its binding cycle to report
+// back on. The zero Assumption stands for none.
+type Assumption struct{ ps *podState }
+
+// Assume is AssumePod, returning the assumption.
+func (c *Cache) Assume(pi *framework.PodInfo) (Assumption, error) {
 	p := pi.Pod
 	if p.NodeName == "" {
-		return fmt.Errorf("cache: pod %s has no node", p.Key())
+		return Assumption{}, fmt.Errorf("cache: pod %s has no node", p.Key())
 	}
 	key := p.Key()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.pods[key]; ok {
-		return fmt.Errorf("%w: %s", ErrPodExists, key)
+		return Assumption{}, fmt.Errorf("%w: %s", ErrPodExists, key)
 	}
 	it, ok := c.nodes[p.NodeName]
 	if !ok || it.info.Node() == nil {
-		return fmt.Errorf("%w: node %s is gone", ErrNodeChanged, p.NodeName)
+		return Assumption{}, fmt.Errorf("%w: node %s is gone", ErrNodeChanged, p.NodeName)
 	}
 	if reason := c.misfit(pi, it.info); reason != "" {
-		return fmt.Errorf("%w: pod %s on node %s: %s", ErrNodeChanged, key, p.NodeName, reason)
+		return Assumption{}, fmt.Errorf("%w: pod %s on node %s: %s", ErrNodeChanged, key, p.NodeName, reason)
 	}
-	c.addPodLocked(pi, true)
+	ps := c.addPodKeyLocked(pi, key, true)
 	c.placed.record(pi)
-	return nil
+	return Assumption{ps: ps}, nil
 }
 
-// FinishBinding records that the pod's binding was committed. The pod stays
-// assumed until its bound record arrives through AddPod; nothing expires.
+// FinishBinding records that the assumed pod's binding was committed. The
+// pod stays assumed until its bound record arrives through AddPod; nothing
+// expires. Once the pod is confirmed or gone this changes nothing anyone
+// reads.
 //
 // It changes no room, so it takes no lock: a group commit finishes
 // hundreds of bindings at once, and as writers they queued ahead of every
 // shard's snapshot update and assumption; as readers, an assumption still
 // waited for all of them, and a reader waiting for a core held it up.
+// Holding the assumption, rather than finding it by key in a concurrent
+// map, also spares every assumption and confirmation an update of that
+// map under the cache's write lock.
+func (a Assumption) FinishBinding() {
+	if a.ps != nil {
+		a.ps.bindingFinished.Store(true)
+	}
+}
+
+// FinishBinding is Assumption.FinishBinding for a caller holding only the
+// pod; it looks the pod up under the read lock.
 func (c *Cache) FinishBinding(p *framework.Pod) error {
 	key := p.Key()
-	ps, ok := c.assumedPods.Load(key)
-	if !ok {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	ps, ok := c.pods[key]
+	if !ok || !ps.assumed {
 		return fmt.Errorf("%w: %s", ErrNotAssumed, key)
 	}
-	ps.(*podState).bindingFinished.Store(true)
+	ps.bindingFinished.Store(true)
 	return nil
 }
 
@@ -428,6 +472,18 @@ func (c *Cache) IsAssumed(key string) bool {
 	defer c.mu.RUnlock()
 	ps, ok := c.pods[key]
 	return ok && ps.assumed
+}
+
+// LookupPod returns the cached pod (bound or assumed) and whether it is
+// assumed, as GetPod and IsAssumed would, under one read lock.
+func (c *Cache) LookupPod(key string) (p *framework.Pod, assumed, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	ps, ok := c.pods[key]
+	if !ok {
+		return nil, false, false
+	}
+	return ps.info.Pod, ps.assumed, true
 }
 
 // GetPod returns the cached pod (bound or assumed).

@@ -521,3 +521,40 @@ func TestConcurrentAssumeNeverOvercommits(t *testing.T) {
 		t.Errorf("assumed %d, conflicts %d, requested %d; want 10 pods filling 1000m", ok, conflicts, ni.Requested.MilliCPU)
 	}
 }
+
+// TestAssumptionFinishBinding: the binding cycle reports through the
+// assumption it holds, and a confirmation on the same node replaces the
+// pod in place (LookupPod, counts and the node's pods follow).
+func TestAssumptionFinishBinding(t *testing.T) {
+	c := New()
+	c.AddNode(stdNode("a"))
+	p := pod("p", "a", 100)
+	a, err := c.Assume(framework.NewPodInfo(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Dump(); d.AssumedPods["ns/p"] {
+		t.Fatal("binding finished before FinishBinding")
+	}
+	a.FinishBinding()
+	if d := c.Dump(); !d.AssumedPods["ns/p"] {
+		t.Fatalf("AssumedPods = %v, want ns/p finished", d.AssumedPods)
+	}
+	bound := withNode(p, "a")
+	if err := c.AddPod(bound); err != nil {
+		t.Fatal(err)
+	}
+	got, assumed, ok := c.LookupPod("ns/p")
+	if !ok || assumed || got != bound {
+		t.Fatalf("LookupPod = %p, %v, %v; want %p, false, true", got, assumed, ok, bound)
+	}
+	want := cacheState{Nodes: map[string]nodeState{"a": {CPU: 100, Pods: []string{"ns/p"}}}, Pods: 1}
+	if diff := cmp.Diff(want, stateOf(c)); diff != "" {
+		t.Errorf("after confirm (-want,+got):\n%s", diff)
+	}
+	a.FinishBinding() // late: changes nothing anyone reads
+	Assumption{}.FinishBinding()
+	if n := c.AssumedPodCount(); n != 0 {
+		t.Errorf("AssumedPodCount = %d after confirm", n)
+	}
+}

@@ -25,18 +25,32 @@ type StateData interface {
 // CycleState is the scratchpad of one scheduling cycle: plugins write what
 // they computed once (in PreFilter, PreScore) and read it on every node.
 // It is safe for concurrent use. Reads dominate (one per plugin per node,
-// from several goroutines) and a cycle holds only a handful of keys, so
-// entries live in a small copy-on-write slice: a read is an atomic load
-// and a short scan, with no lock and no hashing.
+// from several goroutines) and a cycle holds only a handful of keys, so a
+// read is an atomic load and a short scan, with no lock and no hashing.
+//
+// A cycle writes each key once, so entries are appended to an array inside
+// the state and published by count: a write allocates nothing, where a
+// copy-on-write slice allocated a new, longer copy for every key (a dozen
+// allocations and 3 KB per pod in the shard loop). An entry once published
+// never changes. Overwriting or deleting a key, or more keys than the array
+// holds, moves the state to a copy-on-write slice (spill) for good.
 type CycleState struct {
-	entries atomic.Pointer[[]stateEntry]
-	mu      sync.Mutex // serializes writers
+	inline [inlineStateEntries]stateEntry
+	// n counts the published entries of inline.
+	n atomic.Int32
+	// spill, once set, holds every entry and inline is no longer read.
+	spill atomic.Pointer[[]stateEntry]
+	mu    sync.Mutex // serializes writers
 	// Skip sets are bit masks over the positions of plugins at one
 	// extension point of the framework that runs the cycle; set by
 	// RunPreFilterPlugins and RunPreScorePlugins, read per node.
 	skipFilter uint64
 	skipScore  uint64
 }
+
+// inlineStateEntries covers the keys a cycle of a plain pod writes under
+// the default profile (five); more spill, at the cost of a copy each.
+const inlineStateEntries = 8
 
 type stateEntry struct {
 	key  StateKey
@@ -48,11 +62,10 @@ func NewCycleState() *CycleState { return &CycleState{} }
 
 // Read returns the data under key, or ErrNotFound.
 func (c *CycleState) Read(key StateKey) (StateData, error) {
-	if es := c.entries.Load(); es != nil {
-		for i := range *es {
-			if e := &(*es)[i]; e.key == key {
-				return e.data, nil
-			}
+	es := c.load()
+	for i := range es {
+		if e := &es[i]; e.key == key {
+			return e.data, nil
 		}
 	}
 	return nil, ErrNotFound
@@ -62,6 +75,20 @@ func (c *CycleState) Read(key StateKey) (StateData, error) {
 func (c *CycleState) Write(key StateKey, data StateData) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.spill.Load() == nil {
+		n := int(c.n.Load())
+		fresh := true
+		for i := range c.inline[:n] {
+			fresh = fresh && c.inline[i].key != key
+		}
+		if fresh && n < len(c.inline) {
+			// Unpublished until n moves past it, so no reader sees it
+			// half written.
+			c.inline[n] = stateEntry{key: key, data: data}
+			c.n.Store(int32(n + 1))
+			return
+		}
+	}
 	old := c.load()
 	next := make([]stateEntry, 0, len(old)+1)
 	for _, e := range old {
@@ -70,7 +97,7 @@ func (c *CycleState) Write(key StateKey, data StateData) {
 		}
 	}
 	next = append(next, stateEntry{key: key, data: data})
-	c.entries.Store(&next)
+	c.spill.Store(&next)
 }
 
 // Delete removes the data under key.
@@ -84,14 +111,15 @@ func (c *CycleState) Delete(key StateKey) {
 			next = append(next, e)
 		}
 	}
-	c.entries.Store(&next)
+	c.spill.Store(&next)
 }
 
+// load returns the published entries; the slice must not be changed.
 func (c *CycleState) load() []stateEntry {
-	if es := c.entries.Load(); es != nil {
+	if es := c.spill.Load(); es != nil {
 		return *es
 	}
-	return nil
+	return c.inline[:c.n.Load()]
 }
 
 // Clone returns a deep copy made with each entry's Clone; nil for nil.
@@ -101,11 +129,18 @@ func (c *CycleState) Clone() *CycleState {
 	}
 	out := &CycleState{skipFilter: c.skipFilter, skipScore: c.skipScore}
 	old := c.load()
+	if len(old) <= len(out.inline) {
+		for i, e := range old {
+			out.inline[i] = stateEntry{key: e.key, data: e.data.Clone()}
+		}
+		out.n.Store(int32(len(old)))
+		return out
+	}
 	next := make([]stateEntry, len(old))
 	for i, e := range old {
 		next[i] = stateEntry{key: e.key, data: e.data.Clone()}
 	}
-	out.entries.Store(&next)
+	out.spill.Store(&next)
 	return out
 }
 

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -50,5 +51,32 @@ func TestCycleState(t *testing.T) {
 	}
 	if (*CycleState)(nil).Clone() != nil {
 		t.Error("nil Clone")
+	}
+}
+
+// TestCycleStateOverwriteAndSpill covers the paths that leave the inline
+// entries: a key written twice, and more keys than they hold.
+func TestCycleStateOverwriteAndSpill(t *testing.T) {
+	cs := NewCycleState()
+	cs.Write("a", &intState{v: 1})
+	cs.Write("b", &intState{v: 2})
+	cs.Write("a", &intState{v: 3})
+	if got, _ := ReadState[*intState](cs, "a"); got == nil || got.v != 3 {
+		t.Fatalf("overwritten a = %v", got)
+	}
+	if got, _ := ReadState[*intState](cs, "b"); got == nil || got.v != 2 {
+		t.Fatalf("b after overwrite = %v", got)
+	}
+	many := NewCycleState()
+	for i := range 2 * inlineStateEntries {
+		many.Write(StateKey(strconv.Itoa(i)), &intState{v: i})
+	}
+	clone := many.Clone()
+	for i := range 2 * inlineStateEntries {
+		for _, s := range []*CycleState{many, clone} {
+			if got, err := ReadState[*intState](s, StateKey(strconv.Itoa(i))); err != nil || got.v != i {
+				t.Fatalf("key %d = %v, %v", i, got, err)
+			}
+		}
 	}
 }

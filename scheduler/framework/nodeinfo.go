@@ -167,10 +167,12 @@ func (r *Resource) ToList() ResourceList {
 func PodRequests(p *Pod, nonZero bool) Resource {
 	var sum Resource
 	for i := range p.Containers {
-		sum.AddResource(containerRequests(&p.Containers[i], nonZero))
+		r := containerRequests(&p.Containers[i], nonZero)
+		sum.AddResource(&r)
 	}
 	for i := range p.InitContainers {
-		sum.setMax(containerRequests(&p.InitContainers[i], nonZero))
+		r := containerRequests(&p.InitContainers[i], nonZero)
+		sum.setMax(&r)
 	}
 	sum.Add(p.Overhead)
 	// "pods" is a node capacity, never a pod request.
@@ -178,7 +180,9 @@ func PodRequests(p *Pod, nonZero bool) Resource {
 	return sum
 }
 
-func containerRequests(c *Container, nonZero bool) *Resource {
+// containerRequests returns a value: as a pointer it was moved to the heap,
+// two allocations for every PodInfo made.
+func containerRequests(c *Container, nonZero bool) Resource {
 	r := NewResource(c.Requests)
 	if nonZero {
 		if _, ok := c.Requests[ResourceCPU]; !ok {
@@ -188,7 +192,7 @@ func containerRequests(c *Container, nonZero bool) *Resource {
 			r.Memory = DefaultMemoryRequest
 		}
 	}
-	return &r
+	return r
 }
 
 // PodInfo is a pod with what every cycle needs of it computed once.
@@ -599,14 +603,24 @@ func (n *NodeInfo) Clone() *NodeInfo {
 // allocating dst: a snapshot refreshes its NodeInfos in place, once per
 // changed node per shard for every pod placed. dst's UsedPorts is nil
 // when n uses no port (an empty map was an allocation per copy).
+//
+// dst's pod list is refilled in place when it has room: a fresh copy of
+// it was the largest allocation of a scheduling cycle, twice per pod
+// placed (assumed, then confirmed) for every shard's snapshot. So a
+// caller must not keep dst.Pods past the next CloneInto into dst; the
+// snapshot's users keep NodeInfos, which change in place anyway.
 func (n *NodeInfo) CloneInto(dst *NodeInfo) {
 	var ports HostPortInfo
 	if len(n.UsedPorts) > 0 {
 		ports = n.UsedPorts.Clone()
 	}
+	pods := dst.Pods
+	if len(n.Pods) < len(pods) {
+		clear(pods[len(n.Pods):]) // drop the references the copy leaves behind
+	}
 	*dst = NodeInfo{
 		node:             n.node,
-		Pods:             append([]*PodInfo(nil), n.Pods...),
+		Pods:             append(pods[:0], n.Pods...),
 		UsedPorts:        ports,
 		Requested:        n.Requested.Clone(),
 		NonZeroRequested: n.NonZeroRequested.Clone(),

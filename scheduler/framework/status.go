@@ -67,6 +67,16 @@ func NewStatus(code Code, reasons ...string) *Status {
 	return &Status{code: code, reasons: reasons}
 }
 
+// skipped is the one Skip status SkipStatus hands out.
+var skipped = &Status{code: Skip}
+
+// SkipStatus returns a Skip status with no reasons. It is shared, so it
+// must not be changed (WithPlugin, SetPlugin, AppendReason, WithError):
+// PreFilter and PreScore plugins skip most pods, and a new status for
+// each was a third of a scheduling cycle's small allocations. The
+// framework records only the skip itself.
+func SkipStatus() *Status { return skipped }
+
 // AsStatus wraps an error in an Error status; nil stays nil.
 func AsStatus(err error) *Status {
 	if err == nil {

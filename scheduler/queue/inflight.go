@@ -44,8 +44,7 @@ func newInFlightTracker() inFlightTracker {
 	return inFlightTracker{pods: map[string]*inFlightPod{}}
 }
 
-func (t *inFlightTracker) start(p *framework.Pod) {
-	key := p.Key()
+func (t *inFlightTracker) start(key string, p *framework.Pod) {
 	if _, ok := t.pods[key]; ok {
 		return
 	}

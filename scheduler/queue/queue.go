@@ -56,6 +56,16 @@ type entry struct {
 	seq uint64
 	// backoffExpiry is when the pod may leave backoffQ.
 	backoffExpiry time.Time
+	// key is the pod's key once podKey made it: the same string as the
+	// entries map's key, so a pod's key is built once while it is queued.
+	key string
+}
+
+func (e *entry) podKey() string {
+	if e.key == "" {
+		e.key = e.qpi.Pod.Key()
+	}
+	return e.key
 }
 
 // PriorityQueue holds the pending pods of one shard. It is safe for
@@ -215,7 +225,7 @@ func (q *PriorityQueue) updateLocked(p *framework.Pod) {
 	if !ok {
 		now := q.opts.clock.Now()
 		qpi := &framework.QueuedPodInfo{PodInfo: framework.NewPodInfo(p), Timestamp: now, Arrival: now}
-		q.toActive(&entry{qpi: qpi})
+		q.toActive(&entry{qpi: qpi, key: key})
 		return
 	}
 	specChanged := !sameSpec(e.qpi.Pod, p)
@@ -283,9 +293,9 @@ func (q *PriorityQueue) removeLocked(e *entry) {
 	case poolBackoff:
 		q.backoff.remove(e.index)
 	case poolUnschedulable:
-		q.unsched = framework.DeleteShrinking(q.unsched, e.qpi.Pod.Key(), &q.unschedPeak)
+		q.unsched = framework.DeleteShrinking(q.unsched, e.podKey(), &q.unschedPeak)
 	}
-	q.entries = framework.DeleteShrinking(q.entries, e.qpi.Pod.Key(), &q.entriesPeak)
+	q.entries = framework.DeleteShrinking(q.entries, e.podKey(), &q.entriesPeak)
 	e.pool = 0
 }
 
@@ -298,7 +308,7 @@ func (q *PriorityQueue) toActive(e *entry) {
 	}
 	q.seq++
 	e.seq, e.pool = q.seq, poolActive
-	q.entries[e.qpi.Pod.Key()] = e
+	q.entries[e.podKey()] = e
 	q.active.push(e)
 	q.signal()
 }
@@ -313,13 +323,13 @@ func (q *PriorityQueue) toBackoffOrActive(e *entry) {
 	}
 	q.seq++
 	e.seq, e.pool, e.backoffExpiry = q.seq, poolBackoff, expiry
-	q.entries[e.qpi.Pod.Key()] = e
+	q.entries[e.podKey()] = e
 	q.backoff.push(e)
 }
 
 func (q *PriorityQueue) toUnschedulable(e *entry) {
 	e.pool = poolUnschedulable
-	key := e.qpi.Pod.Key()
+	key := e.podKey()
 	q.entries[key] = e
 	q.unsched[key] = e
 }
@@ -399,13 +409,14 @@ func (q *PriorityQueue) Pop(ctx context.Context) (*framework.QueuedPodInfo, erro
 	defer q.mu.Unlock()
 	e := q.active.pop()
 	qpi := e.qpi
-	q.entries = framework.DeleteShrinking(q.entries, qpi.Pod.Key(), &q.entriesPeak)
+	key := e.podKey()
+	q.entries = framework.DeleteShrinking(q.entries, key, &q.entriesPeak)
 	qpi.Attempts++
 	if qpi.InitialAttemptTimestamp == nil {
 		now := q.opts.clock.Now()
 		qpi.InitialAttemptTimestamp = &now
 	}
-	q.inFlight.start(qpi.Pod)
+	q.inFlight.start(key, qpi.Pod)
 	return qpi, nil
 }
 
@@ -509,7 +520,7 @@ func (q *PriorityQueue) AddUnschedulableIfNotPresent(qpi *framework.QueuedPodInf
 	if f := q.inFlight.get(key); f != nil && f.promoted && !f.specChanged {
 		qpi.Timestamp = arrival(qpi)
 	}
-	e := &entry{qpi: qpi}
+	e := &entry{qpi: qpi, key: key}
 	switch st {
 	case strategyImmediately:
 		q.toActive(e)
@@ -540,7 +551,7 @@ func (q *PriorityQueue) Requeue(qpi *framework.QueuedPodInfo) {
 	if _, ok := q.entries[key]; ok {
 		return
 	}
-	q.toActive(&entry{qpi: qpi})
+	q.toActive(&entry{qpi: qpi, key: key})
 }
 
 // Len returns the sizes of activeQ, backoffQ and the unschedulable pool

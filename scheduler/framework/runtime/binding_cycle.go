@@ -127,7 +127,7 @@ func (f *Framework) RunPreBindPlugins(ctx context.Context, state *framework.Cycl
 // RunBindPlugins runs Bind plugins until one does not Skip; with none (or
 // all skipping) it returns Skip.
 func (f *Framework) RunBindPlugins(ctx context.Context, state *framework.CycleState, pod *framework.Pod, nodeName string) *framework.Status {
-	st := framework.NewStatus(framework.Skip)
+	st := framework.SkipStatus()
 	for _, pl := range f.bind {
 		st = pl.Bind(ctx, state, pod, nodeName)
 		if st.IsSkip() {

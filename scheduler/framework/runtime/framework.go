@@ -5,6 +5,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/berth-io/berth/scheduler/framework"
 )
@@ -73,6 +74,11 @@ type Framework struct {
 	// stampers are the signers whose results a memo must check per node
 	// (framework.SignatureStamper).
 	stampers []stamper
+	// sigMu guards sigBuf, the scratch space of computeSignature: the
+	// plugins' append calls make a stack buffer escape, and a signature
+	// is computed for every pod the loop pops.
+	sigMu  sync.Mutex
+	sigBuf []byte
 }
 
 // NewFramework instantiates the profile's plugins from the registry and

@@ -25,17 +25,24 @@ func (f *Framework) PodSignature(pod *framework.PodInfo) (sig string, ok bool) {
 }
 
 func (f *Framework) computeSignature(pod *framework.PodInfo) (string, bool) {
-	var buf [256]byte
-	b := buf[:0]
-	for _, p := range f.signers {
+	if !f.allSign {
+		return "", false
+	}
+	var b []byte
+	if f.sigMu.TryLock() {
+		defer func() { f.sigBuf = b[:0]; f.sigMu.Unlock() }()
+		b = f.sigBuf
+	}
+	for i, p := range f.signers {
 		var ok bool
-		b = framework.AppendSigString(b, p.Name())
+		// The plugin's position, not its name: signatures are compared
+		// only within one framework, whose signers keep their order, and
+		// the names made up most of a plain pod's signature's bytes, which
+		// every memo lookup hashes.
+		b = framework.AppendSigInt(b, int64(i))
 		if b, ok = p.AppendSignature(b, pod); !ok {
 			return "", false
 		}
-	}
-	if !f.allSign {
-		return "", false
 	}
 	return string(b), true
 }

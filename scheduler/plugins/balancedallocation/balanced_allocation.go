@@ -80,7 +80,7 @@ func (s *preScoreState) Clone() framework.StateData { return s }
 func (ba *BalancedAllocation) PreScore(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, _ []*framework.NodeInfo) *framework.Status {
 	reqs := helper.PodRequests(pod, ba.resources, true, nil)
 	if isBestEffort(reqs) {
-		return framework.NewStatus(framework.Skip)
+		return framework.SkipStatus()
 	}
 	state.Write(preScoreStateKey, &preScoreState{podRequests: reqs})
 	return nil

@@ -155,13 +155,13 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 	antiNodes := lister.NodeInfos().HavePodsWithRequiredAntiAffinityList()
 	if len(antiNodes) == 0 && len(affinity) == 0 && len(anti) == 0 {
 		// The common case, decided without counting anything.
-		return nil, framework.NewStatus(framework.Skip)
+		return nil, framework.SkipStatus()
 	}
 	s := &preFilterState{pod: pod, affinityTerms: affinity, antiAffinityTerms: anti}
 	s.existingAntiAffinityCounts, s.existingAntiAffinityKeys = pl.existingAntiAffinityCounts(ctx, pod, antiNodes)
 	s.affinityCounts, s.antiAffinityCounts = pl.incomingCounts(ctx, s, nodes)
 	if len(s.existingAntiAffinityCounts) == 0 && len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
-		return nil, framework.NewStatus(framework.Skip)
+		return nil, framework.SkipStatus()
 	}
 	state.Write(preFilterStateKey, s)
 	return nil, nil

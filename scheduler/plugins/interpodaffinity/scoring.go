@@ -70,7 +70,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 	preferredAnti := preferredAntiAffinityTerms(pod)
 	hasConstraints := len(preferred) > 0 || len(preferredAnti) > 0
 	if pl.ignorePreferredTermsOfExistingPods && !hasConstraints {
-		return framework.NewStatus(framework.Skip)
+		return framework.SkipStatus()
 	}
 	lister := pl.handle.SnapshotSharedLister()
 	if lister == nil {
@@ -81,7 +81,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 		nodes = lister.NodeInfos().List()
 	}
 	if len(nodes) == 0 {
-		return framework.NewStatus(framework.Skip)
+		return framework.SkipStatus()
 	}
 	results := forEachChunk(ctx, pl.handle.Parallelizer(), nodes, func(ni *framework.NodeInfo, out *scoreChunk) {
 		node := ni.Node()
@@ -103,7 +103,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 		total.merge(r.scores)
 	}
 	if len(total) == 0 {
-		return framework.NewStatus(framework.Skip)
+		return framework.SkipStatus()
 	}
 	state.Write(preScoreStateKey, &preScoreState{topologyScore: total})
 	return nil

@@ -105,7 +105,7 @@ func (pl *NodeAffinity) PreFilter(_ context.Context, state *framework.CycleState
 	p := pod.Pod
 	required := requiredOf(p)
 	if required == nil && pl.addedSelector == nil && len(p.NodeSelector) == 0 {
-		return nil, framework.NewStatus(framework.Skip)
+		return nil, framework.SkipStatus()
 	}
 	state.Write(preFilterStateKey, &preFilterState{required: GetRequiredNodeAffinity(p)})
 	if required == nil || len(required.NodeSelectorTerms) == 0 {
@@ -196,7 +196,7 @@ func (s *preScoreState) Clone() framework.StateData { return s }
 func (pl *NodeAffinity) PreScore(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, _ []*framework.NodeInfo) *framework.Status {
 	preferred := preferredOf(pod.Pod)
 	if preferred == nil && !pl.hasAddedPreferred {
-		return framework.NewStatus(framework.Skip)
+		return framework.SkipStatus()
 	}
 	s, err := newPreScoreState(preferred)
 	if err != nil {

@@ -62,7 +62,7 @@ func hostPorts(pod *framework.Pod) []framework.ContainerPort {
 func (*NodePorts) PreFilter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, _ []*framework.NodeInfo) (*framework.PreFilterResult, *framework.Status) {
 	ports := hostPorts(pod.Pod)
 	if len(ports) == 0 {
-		return nil, framework.NewStatus(framework.Skip)
+		return nil, framework.SkipStatus()
 	}
 	state.Write(preFilterStateKey, preFilterState(ports))
 	return nil, nil

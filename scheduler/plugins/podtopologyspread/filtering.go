@@ -108,7 +108,7 @@ func (pl *PodTopologySpread) PreFilter(ctx context.Context, state *framework.Cyc
 		return nil, framework.AsStatus(err)
 	}
 	if s == nil {
-		return nil, framework.NewStatus(framework.Skip)
+		return nil, framework.SkipStatus()
 	}
 	state.Write(preFilterStateKey, s)
 	return nil, nil

@@ -101,7 +101,7 @@ func (pl *PodTopologySpread) initPreScoreState(s *preScoreState, pod *framework.
 func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, filtered []*framework.NodeInfo) *framework.Status {
 	all := pl.handle.SnapshotSharedLister().NodeInfos().List()
 	if len(all) == 0 {
-		return framework.NewStatus(framework.Skip)
+		return framework.SkipStatus()
 	}
 	p := pod.Pod
 	s := &preScoreState{}
@@ -113,7 +113,7 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 		return framework.AsStatus(fmt.Errorf("calculating preScoreState: %w", err))
 	}
 	if !ok {
-		return framework.NewStatus(framework.Skip)
+		return framework.SkipStatus()
 	}
 
 	if !s.hasDomains() {
