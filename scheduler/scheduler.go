@@ -47,19 +47,7 @@ type Config struct {
 	Metrics     *Metrics
 	// Tracer, if set, is told of every scheduling cycle; see Tracer.
 	Tracer Tracer
-	// MaxBindsInFlight bounds the binding cycles that may wait for their
-	// commit at once; a shard loop that would start one more waits for a
-	// slot. Default DefaultMaxBindsInFlight; negative: no bound.
-	MaxBindsInFlight int
 }
-
-// DefaultMaxBindsInFlight is a few full group commits' worth of bindings
-// (etcd's 1024 ops per Txn, several Txns in flight): enough to keep the
-// committer busy. Past it, a pod waiting for its commit costs a goroutine
-// (8 KiB of stack once a cycle has run) and its assumed copy for nothing;
-// when etcd is the ceiling, thousands of them set the replica's peak
-// memory (issue 11). Held in the queue instead, a pod costs nothing more.
-const DefaultMaxBindsInFlight = 4096
 
 // DefaultProfileName is the profile pods with no scheduler_name use.
 const DefaultProfileName = "default-scheduler"
@@ -80,9 +68,6 @@ type Scheduler struct {
 	// binding counts binding cycles and status writes in flight, so Stop
 	// can wait for them.
 	binding sync.WaitGroup
-	// bindSlots holds a token per binding cycle counted against
-	// Config.MaxBindsInFlight; nil: no bound.
-	bindSlots chan struct{}
 
 	nominator *nominator
 	// preemptMu serialises preemption across shards: each dry run must see
@@ -125,9 +110,6 @@ func New(ctx context.Context, cfg Config, committer Committer) (*Scheduler, erro
 	if cfg.BindTimeout <= 0 {
 		cfg.BindTimeout = 30 * time.Second
 	}
-	if cfg.MaxBindsInFlight == 0 {
-		cfg.MaxBindsInFlight = DefaultMaxBindsInFlight
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
@@ -148,9 +130,6 @@ func New(ctx context.Context, cfg Config, committer Committer) (*Scheduler, erro
 		nodes:     map[string]*framework.Node{},
 		nominator: newNominator(),
 		owned:     map[int]int64{},
-	}
-	if cfg.MaxBindsInFlight > 0 {
-		s.bindSlots = make(chan struct{}, cfg.MaxBindsInFlight)
 	}
 	if !cfg.OwnNone {
 		for i := 0; i < cfg.LogicalShards; i++ {

@@ -305,9 +305,7 @@ func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, st
 		sh.retryLater(qpi)
 		return
 	}
-	waiting := false
 	if st := fwk.RunPermitPlugins(ctx, state, &assumed, node); st.IsWait() {
-		waiting = true
 		sh.s.groups.writeHeld(&assumed)
 	} else if !st.IsSuccess() {
 		fwk.RunReservePluginsUnreserve(ctx, state, &assumed, node)
@@ -318,42 +316,13 @@ func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, st
 	}
 	sh.s.metrics.attempt("scheduled", time.Since(start).Seconds())
 
-	// A pod held at Permit waits for the rest of its gang, which this loop
-	// has yet to place: it takes no slot, or a full set of them could wait
-	// for pods that wait for a slot.
-	slot := !waiting && sh.s.takeBindSlot(ctx)
 	bindCtx := sh.s.bindContext(ctx)
 	sh.s.binding.Add(1)
 	go func() {
 		defer sh.s.binding.Done()
-		if slot {
-			defer sh.s.releaseBindSlot()
-		}
 		sh.bind(bindCtx, fwk, state, qpi, &assumed)
 	}()
 }
-
-// takeBindSlot waits for room under Config.MaxBindsInFlight; false if
-// there is no bound, or ctx ended first (shutdown: the cycle still runs,
-// to settle its pod, without a slot).
-func (s *Scheduler) takeBindSlot(ctx context.Context) bool {
-	if s.bindSlots == nil {
-		return false
-	}
-	select {
-	case s.bindSlots <- struct{}{}:
-		return true
-	default:
-	}
-	select {
-	case s.bindSlots <- struct{}{}:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (s *Scheduler) releaseBindSlot() { <-s.bindSlots }
 
 // retryLater sends a pod that failed for a transient reason to backoff.
 func (sh *shard) retryLater(qpi *framework.QueuedPodInfo) {
