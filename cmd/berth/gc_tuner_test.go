@@ -18,8 +18,8 @@ func TestAdaptivePercent(t *testing.T) {
 		want        int
 	}{
 		{"small heap keeps the ceiling", 100, 128 * mi, 50 * mi, 60 * mi, 100},
-		{"headroom sets the target", 100, 128 * mi, 300 * mi, 320 * mi, 40},
-		{"large heap stops at the floor", 100, 128 * mi, 2000 * mi, 2100 * mi, 25},
+		{"headroom sets the target", 100, 256 * mi, 400 * mi, 420 * mi, 61},
+		{"large heap stops at the floor", 100, 256 * mi, 2000 * mi, 2100 * mi, 50},
 		{"a lower ceiling wins", 10, 128 * mi, 2000 * mi, 2100 * mi, 10},
 		{"no headroom: fixed", 100, 0, 2000 * mi, 2100 * mi, 100},
 		{"nothing measured yet", 100, 128 * mi, 0, 0, 100},
@@ -46,7 +46,7 @@ func TestGCTunerFollowsTheLiveHeap(t *testing.T) {
 	}
 	runtime.KeepAlive(live)
 	got := tuner.set.Load()
-	if got < minAdaptivePercent-1 || got > 50 {
+	if got < minAdaptivePercent-1 || got > minAdaptivePercent+25 {
 		t.Errorf("with 32 MiB live and 1 MiB of headroom the target is %d; want near the %d%% floor", got, minAdaptivePercent)
 	}
 	if rt := debug.SetGCPercent(int(got)); int64(rt) != got {
