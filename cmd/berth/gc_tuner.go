@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"sync/atomic"
 )
 
@@ -48,9 +49,12 @@ type gcTuner struct {
 	ceiling  int
 	headroom int64
 	samples  []metrics.Sample
-	// set is the last GOGC the tuner chose; read by tests and logs.
-	set     atomic.Int64
-	stopped atomic.Bool
+	// set is the last GOGC the tuner chose, for tests.
+	set atomic.Int64
+	// mu orders a collection's adjustment with stop, so nothing is set
+	// after stop has given the ceiling back.
+	mu      sync.Mutex
+	stopped bool
 }
 
 // gcSentinel is garbage from birth: its cleanup runs once after the next
@@ -58,8 +62,8 @@ type gcTuner struct {
 // could keep it alive beside a longer-lived neighbour.
 type gcSentinel struct{ _ *byte }
 
-// startGCTuner adapts GOGC from now on; stop ends it after the next
-// collection.
+// startGCTuner adapts GOGC after every collection from now on, until
+// stop.
 func startGCTuner(ceiling int, headroom int64) *gcTuner {
 	t := &gcTuner{ceiling: ceiling, headroom: headroom, samples: []metrics.Sample{
 		{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"},
@@ -71,17 +75,20 @@ func startGCTuner(ceiling int, headroom int64) *gcTuner {
 
 func (t *gcTuner) arm() {
 	runtime.AddCleanup(&gcSentinel{}, func(t *gcTuner) {
-		if t.stopped.Load() {
-			return
+		if t.afterGC() {
+			t.arm()
 		}
-		t.afterGC()
-		t.arm()
 	}, t)
 }
 
-// afterGC runs on the runtime's cleanup goroutine, one collection at a
-// time, so samples needs no lock.
-func (t *gcTuner) afterGC() {
+// afterGC runs on the runtime's cleanup goroutine after a collection; it
+// reports whether the tuner still runs.
+func (t *gcTuner) afterGC() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return false
+	}
 	metrics.Read(t.samples)
 	var v [3]uint64
 	for i, s := range t.samples {
@@ -94,9 +101,13 @@ func (t *gcTuner) afterGC() {
 		debug.SetGCPercent(p)
 		t.set.Store(int64(p))
 	}
+	return true
 }
 
+// stop ends the tuner and gives the target back its ceiling.
 func (t *gcTuner) stop() {
-	t.stopped.Store(true)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stopped = true
 	debug.SetGCPercent(t.ceiling)
 }
