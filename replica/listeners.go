@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -19,11 +20,20 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
+// runtimeMemoryMetrics are the runtime's figures, beyond the default
+// memstats, that say where a replica's memory and CPU go (issue 11): the
+// heap live after the last collection against the collector's goal and
+// GOGC (which berth serve adapts to the live heap), and the CPU the
+// collector took, to weigh one against the other.
+var runtimeMemoryMetrics = regexp.MustCompile(`^/gc/heap/(live|goal):bytes$|^/gc/gogc:percent$|^/gc/gomemlimit:bytes$|^/cpu/classes/(gc/total|total):cpu-seconds$`)
+
 // newRegistry is the replica's metrics registry, with the Go runtime's and
 // the process's collectors.
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{Matcher: runtimeMemoryMetrics})),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
 }
 

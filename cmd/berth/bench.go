@@ -43,6 +43,7 @@ type benchFlags struct {
 	memProfile string
 	gcPercent  int
 	memLimit   string
+	gcHeadroom string
 }
 
 // runBench is berth bench: the run itself is bench.Run's; this sets up the
@@ -54,6 +55,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	gc, err := applyGC(bf.gcPercent, bf.memLimit)
 	if err != nil {
+		return err
+	}
+	if err := gc.adapt(bf.gcHeadroom); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, gc)
@@ -117,6 +121,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (bench and embedded server) to this file")
 	fs.IntVar(&bf.gcPercent, "gc-percent", defaultGCPercent, gcPercentUsage+" (as for serve: the embedded server shares the process)")
 	fs.StringVar(&bf.memLimit, "memory-limit", "", memoryLimitUsage+" (as for serve)")
+	fs.StringVar(&bf.gcHeadroom, "gc-headroom", defaultGCHeadroom, gcHeadroomUsage+" (as for serve)")
 	fs.StringVar(&bf.memProfile, "memprofile", "", "write the whole process's allocations (bench and embedded server) to this file when the run ends")
 	if err := fs.Parse(args); err != nil {
 		return bf, err

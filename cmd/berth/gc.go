@@ -21,7 +21,9 @@ import (
 // pods that was several GB, four times what the data needs, so memory,
 // not CPU, set how large a cluster one replica could hold. An operator
 // with memory to spare raises it with --gc-percent or GOGC; a container's
-// limit (--memory-limit, or the cgroup's) caps the heap either way.
+// limit (--memory-limit, or the cgroup's) caps the heap either way. Even
+// 100 doubles a large heap, so by default it is only the ceiling the
+// tuner (gc_tuner.go) starts from.
 const defaultGCPercent = 100
 
 const gcPercentUsage = "garbage collection target percentage (Go's GOGC): the heap may grow to (1 + this/100) times what is live. " +
@@ -51,6 +53,10 @@ type gcSettings struct {
 	gcPercentSource   string // "flag" or "GOGC"
 	memoryLimit       int64  // math.MaxInt64: none
 	memoryLimitSource string // "flag", "GOMEMLIMIT", "cgroup" or "none"
+	// headroom is the adaptive target's growth allowance (see gcTuner);
+	// 0: gcPercent is fixed.
+	headroom int64
+	tuner    *gcTuner
 }
 
 // applyGC sets the collector's target and soft memory limit. The
@@ -89,9 +95,40 @@ func applyGC(percent int, memoryLimit string) (gcSettings, error) {
 	return s, nil
 }
 
+// adapt starts the tuner that lowers GOGC for a large heap (see gcTuner),
+// unless headroom is 0 or GOGC came from the environment: an operator who
+// set Go's own variable gets exactly what Go would do.
+func (s *gcSettings) adapt(headroom string) error {
+	n, err := parseHeadroom(headroom)
+	if err != nil {
+		return err
+	}
+	if n == 0 || s.gcPercentSource != "flag" || s.gcPercent <= 0 {
+		return nil
+	}
+	s.headroom = n
+	s.tuner = startGCTuner(s.gcPercent, n)
+	return nil
+}
+
+// parseHeadroom reads --gc-headroom: "0" or a memory quantity.
+func parseHeadroom(v string) (int64, error) {
+	if strings.TrimSpace(v) == "0" {
+		return 0, nil
+	}
+	return parseBytes("--gc-headroom", v)
+}
+
 // String is the settings on one line, for berth bench's output.
 func (s gcSettings) String() string {
-	return fmt.Sprintf("gc: GOGC %d (%s), memory limit %s (%s)", s.gcPercent, s.gcPercentSource, s.limitString(), s.memoryLimitSource)
+	return fmt.Sprintf("gc: GOGC %d (%s)%s, memory limit %s (%s)", s.gcPercent, s.gcPercentSource, s.adaptiveString(), s.limitString(), s.memoryLimitSource)
+}
+
+func (s gcSettings) adaptiveString() string {
+	if s.headroom == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" down to %d%% past %s of headroom", minAdaptivePercent, resource.NewQuantity(s.headroom, resource.BinarySI))
 }
 
 func (s gcSettings) limitString() string {
@@ -106,13 +143,17 @@ func (s gcSettings) limitString() string {
 func (s gcSettings) log(logger *zap.Logger) {
 	logger.Info("garbage collector",
 		zap.Int("gc_percent", s.gcPercent), zap.String("gc_percent_source", s.gcPercentSource),
+		zap.Int64("gc_headroom_bytes", s.headroom),
 		zap.String("memory_limit", s.limitString()), zap.Int64("memory_limit_bytes", s.memoryLimit),
 		zap.String("memory_limit_source", s.memoryLimitSource))
 }
 
 // parseMemoryLimit reads bytes or a Kubernetes quantity; "GiB"-style
 // suffixes are accepted too, since GOMEMLIMIT spells them so.
-func parseMemoryLimit(v string) (int64, error) {
+func parseMemoryLimit(v string) (int64, error) { return parseBytes("--memory-limit", v) }
+
+// parseBytes reads a positive size given to flag.
+func parseBytes(flag, v string) (int64, error) {
 	s := strings.TrimSpace(v)
 	if strings.HasSuffix(s, "iB") {
 		s = strings.TrimSuffix(s, "B")
@@ -121,11 +162,11 @@ func parseMemoryLimit(v string) (int64, error) {
 	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil {
-		return 0, fmt.Errorf("--memory-limit %q: %w", v, err)
+		return 0, fmt.Errorf("%s %q: %w", flag, v, err)
 	}
 	n, ok := q.AsInt64()
 	if !ok || n <= 0 {
-		return 0, fmt.Errorf("--memory-limit %q: want a positive whole number of bytes", v)
+		return 0, fmt.Errorf("%s %q: want a positive whole number of bytes", flag, v)
 	}
 	return n, nil
 }

@@ -149,6 +149,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	configPath := fs.String("config", "", "scheduler configuration file (KubeSchedulerConfiguration-shaped YAML; see scheduler/config)")
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, gcPercentUsage)
 	memoryLimit := fs.String("memory-limit", "", memoryLimitUsage)
+	gcHeadroom := fs.String("gc-headroom", defaultGCHeadroom, gcHeadroomUsage)
 	var sec securityOptions
 	securityFlags(fs, &sec)
 	if err := fs.Parse(args); err != nil {
@@ -159,6 +160,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	gc, err := applyGC(*gcPercent, *memoryLimit)
 	if err != nil {
+		return err
+	}
+	if err := gc.adapt(*gcHeadroom); err != nil {
 		return err
 	}
 	if *configPath != "" {
