@@ -170,6 +170,38 @@ func TestCommitterBatchesWhileATxnIsInFlight(t *testing.T) {
 	}
 }
 
+// A binding waits for no submission queued before it: behind a deep queue
+// its writer would give up first.
+func TestCommitterTakesUrgentUnitsFirst(t *testing.T) {
+	c, rec := stalled(t, 1, 4)
+	ctx := testCtx(t)
+	p := keyPrefix(t)
+	var units []*commitUnit
+	for i := range 6 {
+		units = append(units, putUnit(ctx, fmt.Sprintf("%sq%d", p, i), "v"))
+	}
+	if err := c.submit(units...); err != nil {
+		t.Fatal(err)
+	}
+	urgent := []*commitUnit{putUnit(ctx, p+"u0", "v"), putUnit(ctx, p+"u1", "v")}
+	for _, u := range urgent {
+		u.urgent = true
+	}
+	if err := c.submit(urgent...); err != nil {
+		t.Fatal(err)
+	}
+	rec.release()
+	for i, u := range append(units, urgent...) {
+		if res := c.wait(ctx, u); res.err != nil {
+			t.Fatalf("unit %d: %v", i, res.err)
+		}
+	}
+	want := [][]string{{p + "first"}, {p + "u0", p + "u1", p + "q0", p + "q1"}, {p + "q2", p + "q3", p + "q4", p + "q5"}}
+	if diff := cmp.Diff(want, rec.sent()); diff != "" {
+		t.Errorf("Txns (-want +got):\n%s", diff)
+	}
+}
+
 func TestCommitterSameKeyGoesToALaterBatch(t *testing.T) {
 	c, rec := stalled(t, 1, 1024)
 	ctx := testCtx(t)
