@@ -46,6 +46,7 @@ type commitUnit struct {
 	urgent bool
 
 	// Set by the committer.
+	taken    bool     // in a batch, under mu: the unit will be (or was) sent
 	keys     []string // distinct keys of cmps and ops
 	bytes    int      // rough request size
 	queuedAt time.Time
@@ -166,15 +167,27 @@ func (c *groupCommitter) submit(units ...*commitUnit) error {
 	return nil
 }
 
-// wait returns the unit's result, or ctx's error if ctx ends first (the unit
-// is then dropped if not yet sent, and its outcome is unknown if it was).
+// errNotSent settles a unit whose writer's deadline passed before any Txn
+// took it: it was not written.
+var errNotSent = errors.New("store: not sent to etcd before the deadline")
+
+// wait returns the unit's result, or, if ctx ends first: errNotSent for a
+// unit that no Txn took (it is then withdrawn: not written), or ctx's error
+// for one already sent (its outcome unknown).
 func (c *groupCommitter) wait(ctx context.Context, u *commitUnit) commitResult {
 	select {
 	case <-u.done:
 		return u.res
 	case <-ctx.Done():
-		return commitResult{err: ctx.Err()}
 	}
+	c.mu.Lock()
+	taken := u.taken
+	c.mu.Unlock()
+	if !taken {
+		// ctx has ended, so the committer drops the unit when it meets it.
+		return commitResult{err: errNotSent}
+	}
+	return commitResult{err: ctx.Err()}
 }
 
 // close stops accepting units and returns once every queued and in-flight
@@ -318,6 +331,7 @@ func (c *groupCommitter) takeFromLocked(b *batchBuilder, q []*commitUnit) ([]*co
 			break
 		}
 		q[i] = nil
+		u.taken = true
 		b.units = append(b.units, u)
 		c.metrics.observeCommitWait(time.Since(u.queuedAt))
 		b.ncmps += uCmps
