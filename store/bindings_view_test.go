@@ -26,6 +26,11 @@ func checkBindingView(t *testing.T, what string, value []byte) {
 	if ferr == nil && !proto.Equal(view, viewOf(full)) {
 		t.Fatalf("%s: view %v, want %v", what, view, viewOf(full))
 	}
+	// The binding watch skips the decode of a value that names no node:
+	// it must be a pod holding none.
+	if !namesNode(value) && ferr == nil && full.NodeName != "" {
+		t.Fatalf("%s: namesNode false for a pod with node %q", what, full.NodeName)
+	}
 }
 
 func TestBindingViewMatchesFullDecode(t *testing.T) {
@@ -54,4 +59,13 @@ func TestBindingViewMatchesFullDecode(t *testing.T) {
 	wrongType := protowire.AppendVarint(protowire.AppendTag(nil, 2, protowire.VarintType), 7)
 	checkBindingView(t, "name with a varint", append(append([]byte{}, head...), wrongType...))
 	checkBindingView(t, "empty", nil)
+	emptyNode := protowire.AppendBytes(protowire.AppendTag(nil, podNodeNameField, protowire.BytesType), nil)
+	checkBindingView(t, "node_name set, then emptied", append(append([]byte{}, head...), emptyNode...))
+	checkBindingView(t, "node_name emptied, then set", append(append([]byte{}, emptyNode...), head...))
+	if namesNode(append(append([]byte{}, head...), emptyNode...)) {
+		t.Errorf("namesNode true for a pod whose last node_name is empty")
+	}
+	if !namesNode(head) {
+		t.Errorf("namesNode false for a pod with a node")
+	}
 }

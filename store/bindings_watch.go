@@ -243,11 +243,18 @@ func (s *Store) revisionBindingEvents(evs []*clientv3.Event, rev int64, emit fun
 		key := string(ev.Kv.Key)
 		switch {
 		case s.keys.isPod(key):
+			// A value that names no node holds none, so it acts as no
+			// value at all: most writes (a submission, the binding of a
+			// pending pod) then decode one value, or none. (Such a value
+			// that would not decode is no longer logged: it yields no
+			// event either way.)
 			var prev, cur *berthv1.Pod
-			if ev.PrevKv != nil {
+			if ev.PrevKv != nil && namesNode(ev.PrevKv.Value) {
 				prev, _ = decodeBindingView(ev.PrevKv.Value)
 			}
-			if ev.Type == clientv3.EventTypePut {
+			// Unless the pod held a node: an UNBOUND says why from the
+			// new value.
+			if ev.Type == clientv3.EventTypePut && (holdsNode(prev) || namesNode(ev.Kv.Value)) {
 				var err error
 				if cur, err = decodeBindingView(ev.Kv.Value); err != nil {
 					s.log.Warn("store: skipping undecodable pod", zap.ByteString("key", ev.Kv.Key), zap.Error(err))
@@ -270,6 +277,29 @@ func (s *Store) revisionBindingEvents(evs []*clientv3.Event, rev int64, emit fun
 		}
 	}
 	return nil
+}
+
+// namesNode tells whether an encoded pod's node_name (its last occurrence,
+// as a decode keeps) is set: if not, the pod holds no node. A value that
+// does not parse counts as naming one, for the decode to report it.
+func namesNode(b []byte) bool {
+	named := false
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return true
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return true
+		}
+		if num == podNodeNameField && typ == protowire.BytesType {
+			// An empty value is its length alone: one byte.
+			named = m > 1
+		}
+		b = b[n+m:]
+	}
+	return named
 }
 
 // decodeBindingView decodes only the fields of an encoded pod that its

@@ -37,7 +37,7 @@ type Binding struct {
 func (s *Store) Bind(ctx context.Context, bindings []Binding) []UpdateResult {
 	out := make([]UpdateResult, len(bindings))
 	s.commitBatch(ctx, "bind", len(bindings), func(i int) (*commitUnit, error) {
-		u := &commitUnit{}
+		u := &commitUnit{urgent: true}
 		return u, s.addBinding(u, bindings[i], 0)
 	}, func(i int, u *commitUnit, res commitResult) {
 		p := bindings[i].Pod
@@ -68,7 +68,7 @@ func (s *Store) bindAll(ctx context.Context, bindings []Binding, held []int64, e
 	if len(bindings) == 0 {
 		return 0, fmt.Errorf("%w: no bindings", ErrInvalidArgument)
 	}
-	u := &commitUnit{ops: extra}
+	u := &commitUnit{ops: extra, urgent: true}
 	for i, b := range bindings {
 		var at int64
 		if i < len(held) {

@@ -38,8 +38,15 @@ type commitUnit struct {
 	// unit adds a pod to. The committer bumps each once per Txn and, for a
 	// charge with a view revision, compares it first: see allocTable.
 	charges []allocCharge
+	// urgent units (bindings) are taken before any other waiting unit:
+	// they finish work the scheduler already did, while the others (new
+	// submissions) add work. Behind a deep queue of submissions a binding
+	// would wait until its writer gave up, its outcome unknown, and the pod
+	// would be scheduled and committed again.
+	urgent bool
 
 	// Set by the committer.
+	taken    bool     // in a batch, under mu: the unit will be (or was) sent
 	keys     []string // distinct keys of cmps and ops
 	bytes    int      // rough request size
 	queuedAt time.Time
@@ -77,8 +84,8 @@ func (u *commitUnit) currentKV(key string) *mvccpb.KeyValue {
 // groupCommitter is the group commit engine: many writers' units share one
 // etcd Txn so that one fsync serves them all.
 //
-// Each of `workers` goroutines takes the oldest waiting units that fit in one
-// Txn (at most maxOps compares, ops and keys, about maxBytes) and sends
+// Each of `workers` goroutines takes the oldest waiting units (urgent ones,
+// bindings, first) that fit in one Txn (at most maxOps compares, ops and keys, about maxBytes) and sends
 // If(all compares) Then(all ops). While one Txn is in flight the others'
 // units accumulate, so batches grow with load without any linger. When a
 // Txn's compares fail, every key is read at the revision they failed at,
@@ -104,7 +111,8 @@ type groupCommitter struct {
 
 	mu       sync.Mutex
 	cond     *sync.Cond          // signalled when units arrive, keys are released, or on close
-	queue    []*commitUnit       // waiting, oldest first
+	urgent   []*commitUnit       // waiting urgent units, oldest first; taken before queue
+	queue    []*commitUnit       // the other waiting units, oldest first
 	inflight map[string]struct{} // keys of units being committed
 	closed   bool
 
@@ -147,21 +155,39 @@ func (c *groupCommitter) submit(units ...*commitUnit) error {
 		c.mu.Unlock()
 		return ErrClosed
 	}
-	c.queue = append(c.queue, units...)
+	for _, u := range units {
+		if u.urgent {
+			c.urgent = append(c.urgent, u)
+		} else {
+			c.queue = append(c.queue, u)
+		}
+	}
 	c.mu.Unlock()
 	c.cond.Broadcast()
 	return nil
 }
 
-// wait returns the unit's result, or ctx's error if ctx ends first (the unit
-// is then dropped if not yet sent, and its outcome is unknown if it was).
+// errNotSent settles a unit whose writer's deadline passed before any Txn
+// took it: it was not written.
+var errNotSent = errors.New("store: not sent to etcd before the deadline")
+
+// wait returns the unit's result, or, if ctx ends first: errNotSent for a
+// unit that no Txn took (it is then withdrawn: not written), or ctx's error
+// for one already sent (its outcome unknown).
 func (c *groupCommitter) wait(ctx context.Context, u *commitUnit) commitResult {
 	select {
 	case <-u.done:
 		return u.res
 	case <-ctx.Done():
-		return commitResult{err: ctx.Err()}
 	}
+	c.mu.Lock()
+	taken := u.taken
+	c.mu.Unlock()
+	if !taken {
+		// ctx has ended, so the committer drops the unit when it meets it.
+		return commitResult{err: errNotSent}
+	}
+	return commitResult{err: ctx.Err()}
 }
 
 // close stops accepting units and returns once every queued and in-flight
@@ -230,7 +256,7 @@ func (c *groupCommitter) next() ([]*commitUnit, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		if len(c.queue) == 0 {
+		if c.waitingLocked() == 0 {
 			if c.closed {
 				return nil, false
 			}
@@ -240,25 +266,43 @@ func (c *groupCommitter) next() ([]*commitUnit, bool) {
 		if batch := c.takeLocked(); len(batch) > 0 {
 			return batch, true
 		}
-		if len(c.queue) > 0 {
+		if c.waitingLocked() > 0 {
 			// Everything waiting touches a key in flight; a release wakes us.
 			c.cond.Wait()
 		}
 	}
 }
 
-// takeLocked removes from the queue the oldest units that fit in one Txn and
-// touch no key in flight, and marks their keys in flight.
+func (c *groupCommitter) waitingLocked() int { return len(c.urgent) + len(c.queue) }
+
+// takeLocked removes from the queues the oldest units that fit in one Txn
+// and touch no key in flight, urgent units first, and marks their keys in
+// flight.
 func (c *groupCommitter) takeLocked() []*commitUnit {
-	var (
-		batch                   []*commitUnit
-		passed                  []*commitUnit // skipped for a key in flight; keep their order
-		ncmps, nops, nkeys, nby int
-		// charged holds the allocation keys this batch bumps: units of the
-		// batch share them, other Txns wait for them.
-		charged map[string]bool
-	)
-	q := c.queue
+	var b batchBuilder
+	full := false
+	c.urgent, full = c.takeFromLocked(&b, c.urgent)
+	if !full {
+		c.queue, _ = c.takeFromLocked(&b, c.queue)
+	}
+	return b.units
+}
+
+// batchBuilder is a batch being taken and what it holds so far.
+type batchBuilder struct {
+	units                   []*commitUnit
+	ncmps, nops, nkeys, nby int
+	// charged holds the allocation keys this batch bumps: units of the
+	// batch share them, other Txns wait for them.
+	charged map[string]bool
+}
+
+// takeFromLocked moves into b the oldest units of q that fit and touch no
+// key in flight, and returns what remains of q, in order, and whether b is
+// full.
+func (c *groupCommitter) takeFromLocked(b *batchBuilder, q []*commitUnit) ([]*commitUnit, bool) {
+	var passed []*commitUnit // skipped for a key in flight; keep their order
+	full := false
 	i := 0
 	for ; i < len(q); i++ {
 		u := q[i]
@@ -268,51 +312,52 @@ func (c *groupCommitter) takeLocked() []*commitUnit {
 			c.metrics.unitsDone(resultAbandoned, 1)
 			continue
 		}
-		if c.touchesInflightLocked(u, charged) {
+		if c.touchesInflightLocked(u, b.charged) {
 			q[i] = nil
 			passed = append(passed, u)
 			continue
 		}
 		newCharges := 0
 		for _, ch := range u.charges {
-			if !charged[ch.key] {
+			if !b.charged[ch.key] {
 				newCharges++
 			}
 		}
 		uCmps := len(u.cmps) + len(u.fences) + len(u.charges)
 		uKeys := len(u.keys) + len(u.fences) + newCharges
-		if len(batch) > 0 && (ncmps+uCmps > c.maxOps || nops+len(u.ops)+newCharges > c.maxOps ||
-			nkeys+uKeys > c.maxOps || nby+u.bytes > c.maxBytes) {
+		if len(b.units) > 0 && (b.ncmps+uCmps > c.maxOps || b.nops+len(u.ops)+newCharges > c.maxOps ||
+			b.nkeys+uKeys > c.maxOps || b.nby+u.bytes > c.maxBytes) {
+			full = true
 			break
 		}
 		q[i] = nil
-		batch = append(batch, u)
+		u.taken = true
+		b.units = append(b.units, u)
 		c.metrics.observeCommitWait(time.Since(u.queuedAt))
-		ncmps += uCmps
-		nops += len(u.ops) + newCharges
-		nkeys += uKeys
-		nby += u.bytes
+		b.ncmps += uCmps
+		b.nops += len(u.ops) + newCharges
+		b.nkeys += uKeys
+		b.nby += u.bytes
 		for _, k := range u.keys {
 			c.inflight[k] = struct{}{}
 		}
 		for _, ch := range u.charges {
-			if charged == nil {
-				charged = map[string]bool{}
+			if b.charged == nil {
+				b.charged = map[string]bool{}
 			}
-			charged[ch.key] = true
+			b.charged[ch.key] = true
 			c.inflight[ch.key] = struct{}{}
 		}
 	}
 	rest := q[i:]
 	switch {
 	case len(passed) > 0:
-		c.queue = append(passed, rest...)
+		return append(passed, rest...), full
 	case len(rest) == 0:
-		c.queue = q[:0]
+		return q[:0], full
 	default:
-		c.queue = rest
+		return rest, full
 	}
-	return batch
 }
 
 // touchesInflightLocked reports whether u must wait for a Txn in flight: it
@@ -342,7 +387,7 @@ func (c *groupCommitter) release(batch []*commitUnit) {
 			delete(c.inflight, ch.key)
 		}
 	}
-	waiting := len(c.queue) > 0
+	waiting := c.waitingLocked() > 0
 	c.mu.Unlock()
 	if waiting {
 		c.cond.Broadcast()

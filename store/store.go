@@ -224,17 +224,50 @@ func (s *Store) Client() *clientv3.Client { return s.client }
 // than RequestTimeout.
 func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	timeout := s.cfg.RequestTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		left := time.Until(dl)
-		margin := deadlineMargin
-		if left < 2*margin {
-			margin = left / 2
-		}
-		if left-margin < timeout {
-			timeout = left - margin
-		}
+	if left, ok := callerTime(ctx); ok && left < timeout {
+		timeout = left
 	}
 	return context.WithTimeout(ctx, timeout)
+}
+
+// callerTime is how long until ctx's deadline less the margin, if it has
+// one.
+func callerTime(ctx context.Context) (time.Duration, bool) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return 0, false
+	}
+	left := time.Until(dl)
+	margin := deadlineMargin
+	if left < 2*margin {
+		margin = left / 2
+	}
+	return left - margin, true
+}
+
+// waitSent follows up a wait that ended with the bound context's deadline:
+// a unit already sent is waited for while the caller still has time (its
+// Txn is bounded by the committer's own timeout). Giving up on it would
+// leave its outcome unknown: the writer would send again what may have
+// landed, which then fails its compares and costs a re-read of its whole
+// batch. Under load, units wait in the queue long enough for this to be
+// common.
+func (s *Store) waitSent(ctx context.Context, u *commitUnit, res commitResult) commitResult {
+	if res.err != context.DeadlineExceeded || ctx.Err() != nil {
+		return res
+	}
+	var wctx context.Context
+	var cancel context.CancelFunc
+	if left, ok := callerTime(ctx); ok {
+		wctx, cancel = context.WithTimeout(ctx, left)
+	} else {
+		wctx, cancel = context.WithCancel(ctx)
+	}
+	defer cancel()
+	if wctx.Err() != nil {
+		return res
+	}
+	return s.groupCommit.wait(wctx, u)
 }
 
 // commitOne submits one unit and waits for it.
@@ -245,7 +278,7 @@ func (s *Store) commitOne(ctx context.Context, op string, u *commitUnit) (commit
 	if err := s.groupCommit.submit(u); err != nil {
 		return commitResult{}, fmt.Errorf("%w: %s", ErrClosed, op)
 	}
-	res := s.groupCommit.wait(cctx, u)
+	res := s.waitSent(ctx, u, s.groupCommit.wait(cctx, u))
 	if res.err != nil && res.err != errCompareFailed {
 		return res, s.commitError(ctx, op, res.err)
 	}
@@ -264,7 +297,7 @@ func (s *Store) commitMany(ctx context.Context, units []*commitUnit) ([]commitRe
 	}
 	out := make([]commitResult, len(units))
 	for i, u := range units {
-		out[i] = s.groupCommit.wait(cctx, u)
+		out[i] = s.waitSent(ctx, u, s.groupCommit.wait(cctx, u))
 	}
 	return out, nil
 }
@@ -320,6 +353,12 @@ func (s *Store) commitBatch(ctx context.Context, op string, n int, unit func(i i
 func (s *Store) commitError(parent context.Context, op string, err error) error {
 	if err == ErrClosed {
 		return fmt.Errorf("%w: %s", ErrClosed, op)
+	}
+	if err == errNotSent {
+		if perr := parent.Err(); perr == context.Canceled {
+			return fmt.Errorf("store: %s: %w", op, perr)
+		}
+		return fmt.Errorf("%w: %s: etcd too busy to take it in time; not written", ErrUnavailable, op)
 	}
 	if err == context.DeadlineExceeded || err == context.Canceled {
 		if perr := parent.Err(); perr == context.Canceled {
