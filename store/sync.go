@@ -31,53 +31,22 @@ type SyncHandler interface {
 	PodDeleted(prev *berthv1.Pod, rev int64)
 }
 
-// PrevPod is a pod's value before a watched change, read from etcd and
-// decoded only when asked for: the replica's handler never looks at it, and
-// the sync watch asking etcd for every change's previous value cost etcd a
-// read of the pod per binding.
-type PrevPod struct {
-	// s reads the value of key at revision rev-1, if s is set.
-	s   *Store
-	key string
-	rev int64
-}
+// PrevPod is a pod's value before a watched change, decoded only when
+// asked for: decoding it cost as much as decoding the change, and the
+// replica's handler never looks at it.
+type PrevPod struct{ value []byte }
 
-// Pod reads and decodes the previous value: nil if there was none, it
-// cannot be read any more (compacted), or it does not decode.
+// Pod decodes the previous value: nil if there was none or it does not
+// decode.
 func (p PrevPod) Pod() *berthv1.Pod {
-	if p.s == nil {
+	if p.value == nil {
 		return nil
 	}
-	value := p.s.valueBefore(p.key, p.rev)
-	if value == nil {
-		return nil
-	}
-	pod, err := decodePod(value)
+	pod, err := decodePod(p.value)
 	if err != nil {
 		return nil
 	}
 	return pod
-}
-
-// valueBefore returns key's value just before revision rev, nil if it had
-// none or etcd cannot tell any more. A read at a fixed revision reads
-// history that no longer changes, so the local member's copy serves
-// unless it has not applied that revision yet.
-func (s *Store) valueBefore(key string, rev int64) []byte {
-	ctx, cancel := s.bound(context.Background())
-	defer cancel()
-	resp, err := s.client.Get(ctx, key, clientv3.WithRev(rev-1), clientv3.WithSerializable())
-	if err != nil {
-		resp, err = s.client.Get(ctx, key, clientv3.WithRev(rev-1))
-	}
-	if err != nil {
-		s.log.Debug("store sync: previous value", zap.String("key", key), zap.Int64("revision", rev), zap.Error(err))
-		return nil
-	}
-	if len(resp.Kvs) == 0 {
-		return nil
-	}
-	return resp.Kvs[0].Value
 }
 
 // StoredPodHandler is an optional part of a SyncHandler that converts pods
@@ -261,10 +230,8 @@ func (s *Store) followSyncTo(ctx context.Context, h SyncHandler, rev, target int
 	// wedge the stream they share (see catchUp), and this one feeds the
 	// scheduler.
 	wctx = metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(wctx), watchStreamKey, "sync")
-	// No previous values: PrevPod reads one when it is asked for, which
-	// for the replica is only at a pod's deletion.
 	wch := s.client.Watch(wctx, start,
-		clientv3.WithRange(end), clientv3.WithRev(rev+1))
+		clientv3.WithRange(end), clientv3.WithRev(rev+1), clientv3.WithPrevKV())
 	var stopAsking func()
 	if behind {
 		stopAsking = s.askProgress(wctx)
@@ -393,15 +360,14 @@ func (s *Store) deliverNode(h SyncHandler, ev *clientv3.Event) {
 	h.NodePut(n, rev)
 }
 
-// deliverPod reads the previous value only for a delete, where handlers
-// need it to undo what the pod held (or its name alone when it cannot be
-// read or decoded); a put passes along the means to read it.
+// deliverPod decodes the previous value only for a delete, where
+// handlers need it to undo what the pod held (or its name alone when it
+// cannot be decoded); a put passes it along undecoded.
 func (s *Store) deliverPod(h SyncHandler, ev *clientv3.Event) {
 	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
 	var prev PrevPod
-	if ev.Type == clientv3.EventTypeDelete || ev.Kv.Version > 1 {
-		// Version 1: the put created the key, which had no value before.
-		prev = PrevPod{s: s, key: key, rev: rev}
+	if ev.PrevKv != nil {
+		prev.value = ev.PrevKv.Value
 	}
 	if ev.Type == clientv3.EventTypeDelete {
 		p := prev.Pod()
