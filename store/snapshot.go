@@ -160,6 +160,9 @@ type Snapshot struct {
 	// Member name the etcd that wrote it.
 	Revision          int64
 	ClusterID, Member uint64
+	// Written is when the file was written (its modification time): etcd's
+	// revision was at least Revision by then.
+	Written time.Time
 	// Keys counts the records; Nodes the nodes decoded, Pods the pods'
 	// records (decoded by Load, which skips those that do not decode).
 	Keys, Nodes, Pods int
@@ -189,10 +192,15 @@ func ReadSnapshot(path, prefix string, log *zap.Logger) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
 	sn, kvs, err := parseSnapshot(data)
 	if err != nil {
 		return nil, err
 	}
+	sn.Written = info.ModTime()
 	keys := newKeyspace(prefix)
 	if sn.prefix != keys.pods {
 		return nil, fmt.Errorf("%w: written for keys under %q, not %q", ErrSnapshotInvalid, sn.prefix, keys.pods)
