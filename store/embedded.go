@@ -94,6 +94,9 @@ const (
 	// it: that is trouble worth a line (slow applies are counted in etcd's
 	// metrics either way).
 	embeddedWarnApply = time.Second
+	// The embedded member's raft tick and election timeout (etcd's
+	// default 100 and 1000 ms); see singleMember.
+	embeddedTickMs, embeddedElectionMs = 10, 100
 )
 
 // The WAL's upkeep. Every start reads the WAL from its oldest file twice
@@ -251,6 +254,14 @@ func (c EmbeddedConfig) singleMember(clientURL, peerURL url.URL, pki *clientPKI,
 	ec.SnapshotCatchUpEntries = embeddedCatchUpEntries
 	// Purged by purgeWAL, more often than etcd's own purger would.
 	ec.MaxWalFiles = 0
+	// A restarted single member elects itself once a randomised election
+	// timeout has passed, less the ticks etcd skips for a lone member:
+	// 0.1 to 1 s of every restart at etcd's 100 ms tick and 1 s timeout,
+	// with no peer to wait for. A member with no peers sends no
+	// heartbeats, so a short tick costs nothing but the ticker; etcd's
+	// request timeout (5 s plus two election timeouts) stays above the
+	// store's own 5 s bound on every call.
+	ec.TickMs, ec.ElectionMs = embeddedTickMs, embeddedElectionMs
 	if maintain {
 		ec.AutoCompactionRetention = "0"
 	}

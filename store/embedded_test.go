@@ -173,3 +173,16 @@ func TestEmbeddedPurgesWAL(t *testing.T) {
 		}
 	}
 }
+
+// A lone member elects itself after a short election timeout: a restart
+// waits for no peer, and the store's own request bound stays below etcd's.
+func TestEmbeddedElectsQuickly(t *testing.T) {
+	e := ownEtcd(t, t.TempDir(), "")
+	cfg := e.etcd.Server.Cfg
+	if got := time.Duration(cfg.TickMs) * time.Duration(cfg.ElectionTicks) * time.Millisecond; got != embeddedElectionMs*time.Millisecond {
+		t.Errorf("election timeout %v, want %v", got, embeddedElectionMs*time.Millisecond)
+	}
+	if cfg.ReqTimeout() <= defaultTimeout {
+		t.Errorf("etcd's request timeout %v is not above the store's %v", cfg.ReqTimeout(), defaultTimeout)
+	}
+}
