@@ -96,7 +96,7 @@ const (
 	embeddedWarnApply = time.Second
 	// The embedded member's raft tick and election timeout (etcd's
 	// default 100 and 1000 ms); see singleMember.
-	embeddedTickMs, embeddedElectionMs = 10, 100
+	embeddedTickMs, embeddedElectionMs = 100, 500
 )
 
 // The WAL's upkeep. Every start reads the WAL from its oldest file twice
@@ -255,12 +255,14 @@ func (c EmbeddedConfig) singleMember(clientURL, peerURL url.URL, pki *clientPKI,
 	// Purged by purgeWAL, more often than etcd's own purger would.
 	ec.MaxWalFiles = 0
 	// A restarted single member elects itself once a randomised election
-	// timeout has passed, less the ticks etcd skips for a lone member:
-	// 0.1 to 1 s of every restart at etcd's 100 ms tick and 1 s timeout,
-	// with no peer to wait for. A member with no peers sends no
-	// heartbeats, so a short tick costs nothing but the ticker; etcd's
-	// request timeout (5 s plus two election timeouts) stays above the
-	// store's own 5 s bound on every call.
+	// timeout (one to two timeouts) has passed, less the ticks etcd skips
+	// for a lone member: 0.1 to 1 s of every restart at etcd's 1 s
+	// timeout, with no peer to wait for; 0.1 to 0.5 s at the shortest
+	// timeout etcd allows for its tick (five ticks). The tick stays
+	// etcd's: a member whose ticks lag three of them checks its leadership
+	// with a read before renewing a lease, which a loaded machine should
+	// not be pushed into. etcd's request timeout (5 s plus two election
+	// timeouts) stays above the store's own 5 s bound on every call.
 	ec.TickMs, ec.ElectionMs = embeddedTickMs, embeddedElectionMs
 	if maintain {
 		ec.AutoCompactionRetention = "0"
@@ -289,7 +291,9 @@ func (c EmbeddedConfig) ApplyTo(ec *embed.Config) {
 // walPurgeInterval until Close. It is etcd's own purge (which skips files
 // the WAL holds locked), run more often.
 func (e *Embedded) purgeWAL(log *zap.Logger) {
-	log = log.Named("etcd-wal").WithOptions(zap.IncreaseLevel(zap.WarnLevel))
+	// Errors only: etcd's purge warns of every file it finds still locked,
+	// which at one purge a second is the usual case, not news.
+	log = log.Named("etcd-wal").WithOptions(zap.IncreaseLevel(zap.ErrorLevel))
 	e.stopPurge = make(chan struct{})
 	purged, errc := fileutil.PurgeFileWithDoneNotify(log, e.etcd.Server.Cfg.WALDir(), "wal", walKeepFiles, walPurgeInterval, e.stopPurge)
 	e.purged = purged
