@@ -400,9 +400,7 @@ func (r *Replica) runSync(ctx context.Context) error {
 	// The bridge is ours once the start-up load is over.
 	snap := r.waitSnapshotLoad()
 	if snap != nil && r.embedded != nil {
-		// History the snapshot saw need not wait out a whole retention
-		// again before it is compacted (maintenance checks it is ours).
-		r.embedded.RevisionSeen(snap.ClusterID, snap.Member, snap.Revision, snap.Written)
+		go r.adoptSnapshotRevision(ctx, snap)
 	}
 	b := r.bridge
 	b.store, b.ctx, b.log = r.store, ctx, r.logger.Named("sync")
