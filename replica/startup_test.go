@@ -427,6 +427,9 @@ func TestRestartCompactsHistoryTheSnapshotSaw(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeCluster(ctx, t, first.store, 2, 4)
+	if !first.writeSnapshot(ctx, true) {
+		t.Fatal("no snapshot written")
+	}
 	if err := first.Stop(); err != nil {
 		t.Fatal(err)
 	}
