@@ -399,6 +399,9 @@ func (r *Replica) runMembership(ctx context.Context) error {
 func (r *Replica) runSync(ctx context.Context) error {
 	// The bridge is ours once the start-up load is over.
 	snap := r.waitSnapshotLoad()
+	if snap != nil && r.embedded != nil {
+		go r.adoptSnapshotRevision(ctx, snap)
+	}
 	b := r.bridge
 	b.store, b.ctx, b.log = r.store, ctx, r.logger.Named("sync")
 	if r.snapshots != nil {

@@ -136,6 +136,23 @@ func (r *Replica) waitSnapshotLoad() *store.Snapshot {
 	return r.snapshots.snap
 }
 
+// adoptSnapshotRevision tells the embedded etcd's maintenance when the
+// start-up snapshot's revision was current, once the sync has verified the
+// snapshot against etcd (a rejected one may come from another history,
+// such as a data dir restored from an older backup): history it saw then
+// need not wait out a whole retention again before it is compacted.
+func (r *Replica) adoptSnapshotRevision(ctx context.Context, sn *store.Snapshot) {
+	select {
+	case <-r.syncReady:
+	case <-ctx.Done():
+		return
+	}
+	// A rejection is marked before the listing that makes the sync ready.
+	if !r.snapshots.rejected.Load() {
+		r.embedded.RevisionSeen(sn.ClusterID, sn.Member, sn.Revision, sn.Written)
+	}
+}
+
 // staleSnapshotIntervals: a snapshot is rewritten after this many
 // intervals even though the cache did not change, if etcd's revision
 // moved (keys the cache does not hold, such as shard claims): compaction

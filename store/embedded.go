@@ -13,9 +13,11 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.uber.org/zap"
 )
 
@@ -57,10 +59,11 @@ type EmbeddedConfig struct {
 	// door. Endpoints then are https and ClientTLS holds the credentials.
 	ClientCertAuth bool
 	// SnapshotCount is how many applied entries etcd lets its log grow by
-	// between snapshots; default 250 (etcd's own is 10,000). A restart
-	// replays every entry since the last snapshot, and Berth's entries are
-	// group commits of up to a thousand writes each, so etcd's default
-	// left a restart re-reading up to ten million writes.
+	// between snapshots; default 50 (etcd's own is 10,000). A restart
+	// reads and replays every entry since the last snapshot, and Berth's
+	// entries are group commits of up to a thousand writes (up to 1.5 MiB)
+	// each. A snapshot costs little here: the database is the state, so it
+	// is a commit of it plus a few KB of membership.
 	SnapshotCount uint64
 }
 
@@ -75,7 +78,7 @@ const (
 	defaultEmbeddedQuota        = 4 << 30
 	defaultEmbeddedRetention    = "5m"
 	defaultEmbeddedStartTimeout = 60 * time.Second
-	defaultEmbeddedSnapshots    = 250
+	defaultEmbeddedSnapshots    = 50
 	embeddedMemberName          = "berth"
 	// embeddedCatchUpEntries is how many applied raft entries etcd keeps in
 	// memory after each compaction of its log, for a slow follower to catch
@@ -84,7 +87,43 @@ const (
 	// MB of pod values at 200,000 pods. etcd needs at least one; it also
 	// keeps up to 100 more between its in-memory snapshots.
 	embeddedCatchUpEntries = 10
+	// embeddedWarnApply is when etcd logs an apply as slow. etcd's 100 ms
+	// suits small requests; a group commit of a thousand pods takes that
+	// long on a busy 2-core machine, and each warning prints the whole
+	// request (~160 KB). An apply of a second holds up every write behind
+	// it: that is trouble worth a line (slow applies are counted in etcd's
+	// metrics either way).
+	embeddedWarnApply = time.Second
+	// The embedded member's raft tick and election timeout (etcd's
+	// default 100 and 1000 ms); see singleMember.
+	embeddedTickMs, embeddedElectionMs = 100, 500
 )
+
+// The WAL's upkeep. Every start reads the WAL from its oldest file twice
+// (once for snapshot records, then to replay), so the WAL kept is start-up
+// time. etcd cuts 64 MB files, keeps five and purges every 30 s: after
+// loading 200,000 pods a restart read ~190 MB of WAL it did not need, all
+// of it older than the last snapshot.
+const (
+	// walSegmentBytes is the size of a WAL file, the unit it is purged
+	// in: small, so that little is kept beyond the file holding the last
+	// snapshot and those after it.
+	walSegmentBytes = 8 << 20
+	// walPurgeInterval spaces the embedded member's purges: often enough
+	// that a kill -9 right after a burst of writes leaves only the WAL since
+	// the last snapshot; each is a directory listing.
+	walPurgeInterval = time.Second
+	// walKeepFiles is as few as etcd allows: the files a restart needs
+	// (from the one holding the last snapshot on) stay locked by the WAL,
+	// and no purge removes a locked file.
+	walKeepFiles = 1
+)
+
+// walSegmentOnce sets wal.SegmentSizeBytes, a package variable that every
+// member in the process reads when it cuts a file. Each member Berth runs
+// is configured by ApplyTo first, so setting it there, once, happens before
+// any member reads it.
+var walSegmentOnce sync.Once
 
 func (c EmbeddedConfig) withDefaults() EmbeddedConfig {
 	if c.ClientAddr == "" {
@@ -120,7 +159,10 @@ type Embedded struct {
 	pki        *clientPKI // nil unless ClientCertAuth
 	endpoints  []string
 	maintainer *maintainer // nil when maintenance is off
-	closeOnce  sync.Once
+	// stopPurge ends the WAL purger; purged closes once it has.
+	stopPurge chan struct{}
+	purged    <-chan struct{}
+	closeOnce sync.Once
 }
 
 // StartEmbedded starts a single-member etcd in cfg.Dir and waits until it
@@ -184,6 +226,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 				}
 				emb.maintainer.start(cfg.Maintenance.Interval)
 			}
+			emb.purgeWAL(cfg.Logger)
 			return emb, nil
 		}
 		if attempt == attempts || !errors.Is(err, syscall.EADDRINUSE) || ctx.Err() != nil {
@@ -209,6 +252,18 @@ func (c EmbeddedConfig) singleMember(clientURL, peerURL url.URL, pki *clientPKI,
 	}
 	c.ApplyTo(ec)
 	ec.SnapshotCatchUpEntries = embeddedCatchUpEntries
+	// Purged by purgeWAL, more often than etcd's own purger would.
+	ec.MaxWalFiles = 0
+	// A restarted single member elects itself once a randomised election
+	// timeout (one to two timeouts) has passed, less the ticks etcd skips
+	// for a lone member: 0.1 to 1 s of every restart at etcd's 1 s
+	// timeout, with no peer to wait for; 0.1 to 0.5 s at the shortest
+	// timeout etcd allows for its tick (five ticks). The tick stays
+	// etcd's: a member whose ticks lag three of them checks its leadership
+	// with a read before renewing a lease, which a loaded machine should
+	// not be pushed into. etcd's request timeout (5 s plus two election
+	// timeouts) stays above the store's own 5 s bound on every call.
+	ec.TickMs, ec.ElectionMs = embeddedTickMs, embeddedElectionMs
 	if maintain {
 		ec.AutoCompactionRetention = "0"
 	}
@@ -225,9 +280,31 @@ func (c EmbeddedConfig) ApplyTo(ec *embed.Config) {
 	ec.MaxRequestBytes = c.MaxRequestBytes
 	ec.QuotaBackendBytes = c.QuotaBackendBytes
 	ec.SnapshotCount = c.SnapshotCount
+	ec.WarningApplyDuration = embeddedWarnApply
+	walSegmentOnce.Do(func() { wal.SegmentSizeBytes = walSegmentBytes })
 	ec.AutoCompactionMode, ec.AutoCompactionRetention = compactionMode(c.AutoCompactionRetention)
 	ec.LogLevel = "warn"
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(etcdLogger(c.Logger))
+}
+
+// purgeWAL removes the WAL files no start needs any more, every
+// walPurgeInterval until Close. It is etcd's own purge (which skips files
+// the WAL holds locked), run more often.
+func (e *Embedded) purgeWAL(log *zap.Logger) {
+	// Errors only: etcd's purge warns of every file it finds still locked,
+	// which at one purge a second is the usual case, not news.
+	log = log.Named("etcd-wal").WithOptions(zap.IncreaseLevel(zap.ErrorLevel))
+	e.stopPurge = make(chan struct{})
+	purged, errc := fileutil.PurgeFileWithDoneNotify(log, e.etcd.Server.Cfg.WALDir(), "wal", walKeepFiles, walPurgeInterval, e.stopPurge)
+	e.purged = purged
+	go func() {
+		select {
+		case err := <-errc:
+			// The WAL then grows until the next start purges it.
+			log.Error("etcd WAL purge stopped", zap.Error(err))
+		case <-purged:
+		}
+	}()
 }
 
 func startAndWait(ctx context.Context, ec *embed.Config) (*embed.Etcd, error) {
@@ -295,7 +372,8 @@ func (e *Embedded) ClientTLSDir() string {
 // etcd, which cost a tenth of the CPU of a write-heavy benchmark.
 func (e *Embedded) Client() *clientv3.Client { return v3client.New(e.etcd.Server) }
 
-// Close stops maintenance (waiting for a running pass), then the server:
+// Close stops maintenance (waiting for a running pass) and the WAL's
+// purges, then the server:
 // it ends client requests (waiting up to the request timeout for open
 // streams such as watches), stops raft and closes the listeners and the
 // database. Later calls do nothing.
@@ -303,6 +381,10 @@ func (e *Embedded) Close() {
 	e.closeOnce.Do(func() {
 		if e.maintainer != nil {
 			e.maintainer.close()
+		}
+		if e.stopPurge != nil {
+			close(e.stopPurge)
+			<-e.purged
 		}
 		e.etcd.Close()
 		e.pki.remove()

@@ -2,9 +2,14 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"net/url"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
@@ -103,5 +108,81 @@ func TestEmbeddedKeepsFewRaftEntries(t *testing.T) {
 	e := ownEtcd(t, t.TempDir(), "")
 	if got := e.etcd.Server.Cfg.SnapshotCatchUpEntries; got != embeddedCatchUpEntries {
 		t.Errorf("SnapshotCatchUpEntries = %d, want %d", got, embeddedCatchUpEntries)
+	}
+}
+
+// The embedded member purges WAL files older than its last snapshot while
+// it runs, so that a restart reads little WAL, and a restart after the
+// purge still has every write.
+func TestEmbeddedPurgesWAL(t *testing.T) {
+	dir := t.TempDir()
+	start := func() *Embedded {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		e, err := StartEmbedded(ctx, EmbeddedConfig{Dir: dir, SnapshotCount: 5})
+		if err != nil {
+			t.Fatalf("start etcd: %v", err)
+		}
+		return e
+	}
+	e := start()
+	cli := e.Client()
+	ctx := context.Background()
+	// Four segments' worth of writes, each its own raft entry.
+	value := strings.Repeat("v", 512<<10)
+	writes := 4 * walSegmentBytes / len(value)
+	for i := range writes {
+		if _, err := cli.Put(ctx, fmt.Sprintf("/wal/%03d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	walDir := filepath.Join(dir, "member", "wal")
+	walFiles := func() []string {
+		names, err := filepath.Glob(filepath.Join(walDir, "*.wal"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	// The entries since the last snapshot (at most 5 of 512 KB) span at
+	// most two files.
+	deadline := time.Now().Add(30 * time.Second)
+	for len(walFiles()) > 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("WAL files not purged: %v", walFiles())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cli.Close()
+	e.Close()
+
+	e = start()
+	defer e.Close()
+	cli = e.Client()
+	defer cli.Close()
+	resp, err := cli.Get(ctx, "/wal/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != writes {
+		t.Fatalf("after a restart: %d keys, want %d", len(resp.Kvs), writes)
+	}
+	for _, kv := range resp.Kvs {
+		if string(kv.Value) != value {
+			t.Fatalf("%s: value of %d bytes, want %d", kv.Key, len(kv.Value), len(value))
+		}
+	}
+}
+
+// A lone member elects itself after a short election timeout: a restart
+// waits for no peer, and the store's own request bound stays below etcd's.
+func TestEmbeddedElectsQuickly(t *testing.T) {
+	e := ownEtcd(t, t.TempDir(), "")
+	cfg := e.etcd.Server.Cfg
+	if got := time.Duration(cfg.TickMs) * time.Duration(cfg.ElectionTicks) * time.Millisecond; got != embeddedElectionMs*time.Millisecond {
+		t.Errorf("election timeout %v, want %v", got, embeddedElectionMs*time.Millisecond)
+	}
+	if cfg.ReqTimeout() <= defaultTimeout {
+		t.Errorf("etcd's request timeout %v is not above the store's %v", cfg.ReqTimeout(), defaultTimeout)
 	}
 }

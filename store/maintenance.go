@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,6 +122,13 @@ type revisionAt struct {
 	rev int64
 }
 
+// earlierRevision is a revisionAt seen by an earlier process, with the
+// member that had it.
+type earlierRevision struct {
+	revisionAt
+	clusterID, memberID uint64
+}
+
 // maintainer runs the passes of one embedded etcd.
 type maintainer struct {
 	// client reaches the member at endpoint over loopback: the in-process
@@ -134,6 +142,9 @@ type maintainer struct {
 	mu        sync.Mutex // one pass at a time; guards the fields below
 	seen      []revisionAt
 	compacted int64
+	// earlier are revisions seen before this process started (see
+	// RevisionSeen), not yet checked against the member.
+	earlier []earlierRevision
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -196,6 +207,7 @@ func (m *maintainer) pass(ctx context.Context) error {
 		return m.recover(ctx, st, alarms)
 	}
 	m.metrics.alarm.Set(0)
+	m.adoptEarlier(st)
 	if target := m.retentionTarget(st.Header.Revision, time.Now()); target > m.compacted {
 		if err := m.compact(ctx, target, reasonRetention); err != nil {
 			return err
@@ -280,6 +292,24 @@ func (m *maintainer) retentionTarget(rev int64, now time.Time) int64 {
 	return target
 }
 
+// adoptEarlier takes the revisions seen by earlier processes of this
+// member into account for the retention: without them, history written
+// before a restart would wait a whole retention after it, and every
+// restart meanwhile rebuilds etcd's index from all of it. A revision from
+// another cluster or member, or newer than the member's (a data dir
+// restored from an older backup), says nothing about this history.
+func (m *maintainer) adoptEarlier(st *clientv3.StatusResponse) {
+	for _, e := range m.earlier {
+		if e.clusterID != st.Header.ClusterId || e.memberID != st.Header.MemberId || e.rev > st.Header.Revision {
+			m.log.Debug("ignoring a revision seen before the start: not this member's history", zap.Int64("revision", e.rev))
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(m.seen, e.at, func(r revisionAt, at time.Time) int { return r.at.Compare(at) })
+		m.seen = slices.Insert(m.seen, i, e.revisionAt)
+	}
+	m.earlier = nil
+}
+
 func (m *maintainer) status(ctx context.Context) (*clientv3.StatusResponse, error) {
 	cctx, cancel := context.WithTimeout(ctx, maintenanceCallTimeout)
 	defer cancel()
@@ -339,6 +369,23 @@ func (m *maintainer) defrag(ctx context.Context, reason string) error {
 	m.metrics.defrags.WithLabelValues(reason).Inc()
 	m.log.Info("etcd defragmented", zap.String("reason", reason), zap.Duration("took", time.Since(start)))
 	return nil
+}
+
+// RevisionSeen tells maintenance that etcd's revision was at least rev at
+// time at, before this process started (a start-up snapshot's revision
+// and when it was written), on the member of that cluster and member id.
+// Compaction to the retention then counts from then, not from when this
+// process first saw the revision. The next pass checks the ids and uses
+// it; it is ignored if they are not the running member's, or if
+// maintenance is off or keeps a count of revisions.
+func (e *Embedded) RevisionSeen(clusterID, memberID uint64, rev int64, at time.Time) {
+	m := e.maintainer
+	if m == nil || m.keep.age <= 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.earlier = append(m.earlier, earlierRevision{revisionAt: revisionAt{at: at, rev: rev}, clusterID: clusterID, memberID: memberID})
 }
 
 // Maintain runs one maintenance pass now and returns its error: a pass

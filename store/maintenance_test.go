@@ -252,3 +252,73 @@ func TestMaintenanceCompactsToRetention(t *testing.T) {
 		t.Errorf("resume from before the retention: %v, want CompactedError at %d", err, head-keep)
 	}
 }
+
+// A revision seen before the start (a start-up snapshot's) counts toward
+// the retention from when it was seen, but only on the member that had
+// it: compaction after a restart need not wait a whole retention again.
+func TestMaintenanceCompactsHistorySeenBeforeStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := StartEmbedded(ctx, EmbeddedConfig{
+		Dir:                     t.TempDir(),
+		AutoCompactionRetention: "5m",
+		Maintenance:             MaintenanceConfig{Interval: time.Hour},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	s := openStore(t, e)
+	var revs []int64
+	for i := range 10 {
+		r := s.CreatePods(ctx, []*berthv1.Pod{pendingPod("seen", fmt.Sprintf("p%d", i), "")})[0]
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		revs = append(revs, r.Revision)
+	}
+	resp, err := s.Client().Get(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, member, head := resp.Header.ClusterId, resp.Header.MemberId, resp.Header.Revision
+	longAgo, lately := time.Now().Add(-6*time.Minute), time.Now().Add(-time.Minute)
+	readable := func(rev int64) bool {
+		_, err := s.Client().Get(ctx, "/", clientv3.WithRev(rev))
+		if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	pass := func() {
+		t.Helper()
+		if err := e.Maintain(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Another member's history, and a revision this member has not
+	// reached (a data dir restored from an older backup), say nothing.
+	e.RevisionSeen(cluster+1, member, revs[4], longAgo)
+	e.RevisionSeen(cluster, member+1, revs[4], longAgo)
+	e.RevisionSeen(cluster, member, head+100, longAgo)
+	pass()
+	if !readable(revs[0]) {
+		t.Fatalf("compacted on a revision that is not this member's")
+	}
+	// Seen within the retention: kept.
+	e.RevisionSeen(cluster, member, revs[8], lately)
+	pass()
+	if !readable(revs[0]) {
+		t.Fatalf("compacted within the retention")
+	}
+	// Seen longer ago than the retention: compacted to it, and no further.
+	e.RevisionSeen(cluster, member, revs[4], longAgo)
+	pass()
+	if readable(revs[4]-1) || !readable(revs[4]) {
+		t.Errorf("after a revision seen %v ago: want history before %d compacted, from it kept", time.Since(longAgo).Round(time.Minute), revs[4])
+	}
+	if got := metricValue(t, e.maintainer.metrics.compactions.WithLabelValues(reasonRetention)); got != 1 {
+		t.Errorf("retention compactions = %v, want 1", got)
+	}
+}

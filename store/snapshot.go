@@ -160,19 +160,26 @@ type Snapshot struct {
 	// Member name the etcd that wrote it.
 	Revision          int64
 	ClusterID, Member uint64
+	// Written is when the file was written (its modification time): etcd's
+	// revision was at least Revision by then.
+	Written time.Time
 	// Keys counts the records; Nodes the nodes decoded, Pods the pods'
 	// records (decoded by Load, which skips those that do not decode).
 	Keys, Nodes, Pods int
 
 	prefix  string       // the pods' key prefix, which names the keyspace
 	listing *syncListing // all but the pods; nil once loaded
-	pods    []snapshotKV // the pods' records, undecoded
+	pods    []snapshotKV // the pods' records, undecoded, in the file
 	log     *zap.Logger
 	loaded  bool
+	// release lets the file's bytes go (see readSnapshotFile): Load does,
+	// once nothing refers to them.
+	release func()
 }
 
 // snapshotKV is one record of a snapshot file; key and value alias the
-// file's bytes.
+// file's bytes, which are unmapped once the snapshot is loaded: whatever is
+// kept is copied.
 type snapshotKV struct {
 	key, value []byte
 	modRev     int64
@@ -185,20 +192,27 @@ func ReadSnapshot(path, prefix string, log *zap.Logger) (*Snapshot, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	data, err := os.ReadFile(path)
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	data, release, err := readSnapshotFile(path)
 	if err != nil {
 		return nil, err
 	}
 	sn, kvs, err := parseSnapshot(data)
 	if err != nil {
+		release()
 		return nil, err
 	}
+	sn.Written = info.ModTime()
 	keys := newKeyspace(prefix)
 	if sn.prefix != keys.pods {
+		release()
 		return nil, fmt.Errorf("%w: written for keys under %q, not %q", ErrSnapshotInvalid, sn.prefix, keys.pods)
 	}
 	sn.listing, sn.pods = decodeSnapshot(keys, kvs, log)
-	sn.Nodes, sn.Pods, sn.log = len(sn.listing.nodes), len(sn.pods), log
+	sn.Nodes, sn.Pods, sn.log, sn.release = len(sn.listing.nodes), len(sn.pods), log, release
 	return sn, nil
 }
 
@@ -347,9 +361,9 @@ func skipSnapshotRecord(log *zap.Logger, what string, kv snapshotKV, err error) 
 // snapshotPods turns the pods' records into what a handler's Reset takes.
 // A StoredPodHandler gets the values as they are, views of the file lent
 // for the Reset; any other handler gets them decoded, on every core but
-// one, with the values of pending pods copied out of the file, since the
-// core keeps them (convert.StoredPodToCore) and the file need not stay in
-// memory for as long as those pods do.
+// one, with the values copied out of the file, since the handler may keep
+// them (the core keeps pending pods', convert.StoredPodToCore) and the
+// file is unmapped after the Reset.
 func snapshotPods(h SyncHandler, kvs []snapshotKV, log *zap.Logger) []PodRecord {
 	out := make([]PodRecord, 0, len(kvs))
 	if _, ok := h.(StoredPodHandler); ok {
@@ -363,11 +377,7 @@ func snapshotPods(h SyncHandler, kvs []snapshotKV, log *zap.Logger) []PodRecord 
 		if err != nil {
 			return PodRecord{}, err
 		}
-		value := kv.value
-		if p.NodeName == "" {
-			value = bytes.Clone(value)
-		}
-		return PodRecord{Pod: p, ModRevision: kv.modRev, Value: value}, nil
+		return PodRecord{Pod: p, ModRevision: kv.modRev, Value: bytes.Clone(kv.value)}, nil
 	})
 	for i, p := range pods {
 		if errs[i] != nil {
@@ -398,13 +408,15 @@ func decodeInParallel[T any](kvs []snapshotKV, decode func(snapshotKV) (T, error
 }
 
 // Load resets h with the snapshot's state, as a listing's Reset would (its
-// optional handlers included), and then lets the decoded state go: h holds
-// it now. Call it once, before SyncFrom.
+// optional handlers included), and then lets the decoded state and the
+// file go: h holds it now. Call it once, before SyncFrom.
 func (sn *Snapshot) Load(h SyncHandler) {
 	sn.listing.rev = sn.Revision
 	sn.listing.pods = snapshotPods(h, sn.pods, sn.log)
 	sn.listing.reset(h)
 	sn.listing, sn.pods = nil, nil
+	sn.release()
+	sn.release = func() {}
 	sn.loaded = true
 }
 
