@@ -310,18 +310,7 @@ func TestRestartFromSnapshotMatchesListing(t *testing.T) {
 	if err := os.WriteFile(path, data[:len(data)-7], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	third, err := Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := third.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	}()
-	if err := third.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	third := startSynced(ctx, t, cfg)
 	if third.snapshots.snap != nil {
 		t.Fatal("a torn snapshot was loaded")
 	}
@@ -357,22 +346,11 @@ func podsByNode(t *testing.T, r *Replica, n int) map[string][]string {
 func TestSnapshotWrittenPeriodically(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := Start(ctx, Config{
+	r := startSynced(ctx, t, Config{
 		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "periodic",
 		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
 		Logger:   zaptest.NewLogger(t), SnapshotInterval: 10 * time.Millisecond,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := r.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	}()
-	if err := r.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
 	writeCluster(ctx, t, r.store, 2, 4)
 	rev, err := r.store.CurrentRevision(ctx)
 	if err != nil {
@@ -439,18 +417,7 @@ func TestRestartCompactsHistoryTheSnapshotSaw(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	second, err := Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := second.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	}()
-	if err := second.WaitSynced(ctx); err != nil {
-		t.Fatal(err)
-	}
+	second := startSynced(ctx, t, cfg)
 	if second.snapshots.snap == nil || second.snapshots.rejected.Load() {
 		t.Fatal("the start-up snapshot was not used")
 	}
@@ -473,4 +440,23 @@ func TestRestartCompactsHistoryTheSnapshotSaw(t *testing.T) {
 	if compactedBefore(rev) {
 		t.Errorf("compacted past the snapshot's revision %d", rev)
 	}
+}
+
+// startSynced starts a replica, stopped when the test ends, and waits
+// until its cache has caught up with the store.
+func startSynced(ctx context.Context, t *testing.T, cfg Config) *Replica {
+	t.Helper()
+	r, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	if err := r.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

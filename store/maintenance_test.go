@@ -210,25 +210,8 @@ func TestMaintenanceCompactsToRetention(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const keep = 20
-	e, err := StartEmbedded(ctx, EmbeddedConfig{
-		Dir:                     t.TempDir(),
-		AutoCompactionRetention: fmt.Sprint(keep),
-		Maintenance:             MaintenanceConfig{Interval: time.Hour},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	s := openStore(t, e)
-
-	var revs []int64
-	for i := range 2 * keep {
-		r := s.CreatePods(ctx, []*berthv1.Pod{pendingPod("keep", fmt.Sprintf("p%d", i), "")})[0]
-		if r.Err != nil {
-			t.Fatal(r.Err)
-		}
-		revs = append(revs, r.Revision)
-	}
+	e, s := maintainedStore(ctx, t, fmt.Sprint(keep))
+	revs := createOneByOne(ctx, t, s, "keep", 2*keep)
 	if err := e.Maintain(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -259,24 +242,8 @@ func TestMaintenanceCompactsToRetention(t *testing.T) {
 func TestMaintenanceCompactsHistorySeenBeforeStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	e, err := StartEmbedded(ctx, EmbeddedConfig{
-		Dir:                     t.TempDir(),
-		AutoCompactionRetention: "5m",
-		Maintenance:             MaintenanceConfig{Interval: time.Hour},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	s := openStore(t, e)
-	var revs []int64
-	for i := range 10 {
-		r := s.CreatePods(ctx, []*berthv1.Pod{pendingPod("seen", fmt.Sprintf("p%d", i), "")})[0]
-		if r.Err != nil {
-			t.Fatal(r.Err)
-		}
-		revs = append(revs, r.Revision)
-	}
+	e, s := maintainedStore(ctx, t, "5m")
+	revs := createOneByOne(ctx, t, s, "seen", 10)
 	resp, err := s.Client().Get(ctx, "/")
 	if err != nil {
 		t.Fatal(err)
@@ -321,4 +288,36 @@ func TestMaintenanceCompactsHistorySeenBeforeStart(t *testing.T) {
 	if got := metricValue(t, e.maintainer.metrics.compactions.WithLabelValues(reasonRetention)); got != 1 {
 		t.Errorf("retention compactions = %v, want 1", got)
 	}
+}
+
+// maintainedStore is an embedded member keeping retention of history,
+// whose maintenance passes the test runs (not the clock), and a store on
+// it.
+func maintainedStore(ctx context.Context, t *testing.T, retention string) (*Embedded, *Store) {
+	t.Helper()
+	e, err := StartEmbedded(ctx, EmbeddedConfig{
+		Dir:                     t.TempDir(),
+		AutoCompactionRetention: retention,
+		Maintenance:             MaintenanceConfig{Interval: time.Hour},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e, openStore(t, e)
+}
+
+// createOneByOne creates n pending pods in namespace, each in a revision
+// of its own, and returns those revisions.
+func createOneByOne(ctx context.Context, t *testing.T, s *Store, namespace string, n int) []int64 {
+	t.Helper()
+	revs := make([]int64, 0, n)
+	for i := range n {
+		r := s.CreatePods(ctx, []*berthv1.Pod{pendingPod(namespace, fmt.Sprintf("p%d", i), "")})[0]
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		revs = append(revs, r.Revision)
+	}
+	return revs
 }
