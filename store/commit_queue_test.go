@@ -44,6 +44,42 @@ func TestCommitterTakesUrgentUnitsFirst(t *testing.T) {
 	}
 }
 
+// Urgent units go first but leave a quarter of each Txn to the other
+// units while any wait, so a backlog of bindings cannot starve new
+// submissions until their deadlines pass.
+func TestCommitterLeavesSubmissionsAShareOfEachTxn(t *testing.T) {
+	c, rec := stalled(t, 1, 4)
+	ctx := testCtx(t)
+	p := keyPrefix(t)
+	var units []*commitUnit
+	for i := range 2 {
+		units = append(units, putUnit(ctx, fmt.Sprintf("%sq%d", p, i), "v"))
+	}
+	for i := range 8 {
+		u := putUnit(ctx, fmt.Sprintf("%su%d", p, i), "v")
+		u.urgent = true
+		units = append(units, u)
+	}
+	if err := c.submit(units...); err != nil {
+		t.Fatal(err)
+	}
+	rec.release()
+	for i, u := range units {
+		if res := c.wait(ctx, u); res.err != nil {
+			t.Fatalf("unit %d: %v", i, res.err)
+		}
+	}
+	want := [][]string{
+		{p + "first"},
+		{p + "u0", p + "u1", p + "u2", p + "q0"},
+		{p + "u3", p + "u4", p + "u5", p + "q1"},
+		{p + "u6", p + "u7"},
+	}
+	if diff := cmp.Diff(want, rec.sent()); diff != "" {
+		t.Errorf("Txns (-want +got):\n%s", diff)
+	}
+}
+
 // expiringCtx is a context whose deadline passes when the test says so.
 type expiringCtx struct {
 	context.Context
