@@ -28,9 +28,9 @@ func (s *Scheduler) isEmpty() bool {
 		return false
 	}
 	for _, sh := range s.shards {
-		sh.mu.Lock()
+		sh.lock()
 		busy := len(sh.pending) + len(sh.inFlight)
-		sh.mu.Unlock()
+		sh.unlock()
 		if busy > 0 {
 			return false
 		}
@@ -104,8 +104,8 @@ func (sh *shard) loadPending(pods []*framework.Pod) {
 			sh.s.nominatedElsewhere(p)
 		}
 	}
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	sh.lock()
+	defer sh.unlock()
 	for _, p := range pods {
 		key := p.Key()
 		old := sh.pending[key]

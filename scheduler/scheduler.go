@@ -166,12 +166,6 @@ func (s *Scheduler) Run(ctx context.Context) {
 	wg.Wait()
 	s.releaseWaiting("scheduler stopping", func(*framework.Pod) bool { return true })
 	s.binding.Wait()
-	for _, sh := range s.shards {
-		// Settles left under a lock that did not pass them on (reset.go
-		// takes mu directly) end here at the latest.
-		sh.lock()
-		sh.unlock()
-	}
 }
 
 // shardFor maps a pod to the loop that serves its logical shard.

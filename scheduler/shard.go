@@ -33,9 +33,8 @@ type shard struct {
 	// share the snapshot, the algorithm's rotating window and its random
 	// source. Lock order: cycleMu, then mu.
 	cycleMu sync.Mutex
-	// mu guards pending and inFlight; take it with lock and unlock, which
-	// settle what settle left (reset.go's bulk load, into an empty
-	// scheduler, has none to settle). Lock order: mu, then the queue's lock.
+	// mu guards pending and inFlight; take it only with lock and unlock,
+	// which settle what settle left. Lock order: mu, then the queue's lock.
 	mu sync.Mutex
 	// pending holds the latest stored record of every unbound pod of this
 	// shard: the truth the queue is derived from.
