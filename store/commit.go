@@ -85,10 +85,10 @@ func (u *commitUnit) currentKV(key string) *mvccpb.KeyValue {
 // etcd Txn so that one fsync serves them all.
 //
 // Each of `workers` goroutines takes the oldest waiting units (urgent ones,
-// bindings, first) that fit in one Txn (at most maxOps compares, ops and keys, about maxBytes) and sends
-// If(all compares) Then(all ops). While one Txn is in flight the others'
-// units accumulate, so batches grow with load without any linger. When a
-// Txn's compares fail, every key is read at the revision they failed at,
+// bindings, first: see takeLocked) that fit in one Txn (at most maxOps
+// compares, ops and keys, about maxBytes) and sends If(all compares)
+// Then(all ops). While one Txn is in flight the others' units accumulate,
+// so batches grow with load without any linger. When a Txn's compares fail, every key is read at the revision they failed at,
 // which tells which units broke them; those are settled and the rest are
 // resent. (Reading afterwards rather than in the Txn's Else keeps the reads
 // out of the raft log and the WAL of every Txn that succeeds: most of them.)
