@@ -24,6 +24,13 @@ func TestSettleLeftWhileLocked(t *testing.T) {
 		keys[i] = fmt.Sprintf("ns/p%d", i)
 		sh.inFlight[keys[i]] = &framework.Pod{Namespace: "ns", Name: fmt.Sprint("p", i)}
 	}
+	// inFlight counts attempts through the raw mutex: lock would settle
+	// what was left, hiding a key the hand-off stranded.
+	inFlight := func() int {
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		return len(sh.inFlight)
+	}
 	sh.lock()
 	var wg sync.WaitGroup
 	for _, key := range keys[:n/2] {
@@ -33,14 +40,17 @@ func TestSettleLeftWhileLocked(t *testing.T) {
 	if got := len(sh.inFlight); got != n {
 		t.Fatalf("settled under another's lock: %d in flight, want %d", got, n)
 	}
+	sh.unlock()
+	if got := inFlight(); got != n/2 {
+		t.Fatalf("after the holder unlocked: %d in flight, want %d", got, n/2)
+	}
+	sh.lock()
 	for _, key := range keys[n/2:] {
 		wg.Go(func() { sh.settle(key, nil) })
 	}
 	sh.unlock()
 	wg.Wait()
-	sh.lock()
-	left := len(sh.inFlight)
-	sh.unlock()
+	left := inFlight()
 	if left != 0 {
 		t.Errorf("%d attempts never settled", left)
 	}
