@@ -146,13 +146,7 @@ func TestEmbeddedPurgesWAL(t *testing.T) {
 	}
 	// The entries since the last snapshot (at most 5 of 512 KB) span at
 	// most two files.
-	deadline := time.Now().Add(30 * time.Second)
-	for len(walFiles()) > 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("WAL files not purged: %v", walFiles())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, "the WAL purged to two files", func() bool { return len(walFiles()) <= 2 })
 	cli.Close()
 	e.Close()
 
