@@ -384,7 +384,7 @@ func (r *Replica) runMembership(ctx context.Context) error {
 		Address: r.cfg.Advertise,
 		TTL:     r.cfg.LeaseTTL,
 		Shards:  r.sched.LogicalShards(),
-	}, settlingOwner{Scheduler: r.sched, settled: func(owned int) {
+	}, settlingOwner{Scheduler: r.sched, wantView: r.store.WantView, settled: func(owned int) {
 		r.ownershipKnown.Store(true)
 		r.startup.mark(phaseOwnership, zap.Int("owned_shards", owned))
 	}})
@@ -428,7 +428,16 @@ func (r *Replica) applied(rev int64) {
 // told when the ownership is first settled.
 type settlingOwner struct {
 	*scheduler.Scheduler
-	settled func(owned int)
+	wantView func(rev int64)
+	settled  func(owned int)
+}
+
+// AcquireShard also asks the sync to show a view that includes the claim:
+// the store refuses bindings whose view predates their shard's claim, and
+// the claim itself is no change the cache would see.
+func (o settlingOwner) AcquireShard(shard int, epoch int64) {
+	o.wantView(epoch)
+	o.Scheduler.AcquireShard(shard, epoch)
 }
 
 func (o settlingOwner) ShardsSettled(owned int) { o.settled(owned) }

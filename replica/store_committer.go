@@ -50,7 +50,7 @@ func (c storeCommitter) Bind(ctx context.Context, p *framework.Pod, nodeName str
 		return err
 	}
 	res := c.store.Bind(ctx, []store.Binding{b})[0]
-	return coreConflict(res.Err)
+	return c.coreConflict(res.Err)
 }
 
 // binding builds the store's binding of p to nodeName. The new value is
@@ -152,10 +152,13 @@ func victimOf(victims []*framework.Pod, p *berthv1.Pod) *framework.Pod {
 }
 
 // coreConflict translates the store's conflicts into the core's.
-func coreConflict(err error) error {
+func (c storeCommitter) coreConflict(err error) error {
 	var stale *store.StaleViewError
 	switch {
 	case errors.As(err, &stale):
+		// The core retries once its view reaches the revision; the sync
+		// shows it even if nothing it watches changes by then.
+		c.store.WantView(stale.Revision)
 		return &scheduler.NodeChargedError{Revision: stale.Revision}
 	case errors.Is(err, store.ErrConflict):
 		return fmt.Errorf("%w: %v", scheduler.ErrCommitConflict, err)
@@ -175,10 +178,7 @@ func (c storeCommitter) BindGroup(ctx context.Context, pods []*framework.Pod) er
 		bs = append(bs, b)
 	}
 	_, err := c.store.BindGang(ctx, bs)
-	if errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("%w: %v", scheduler.ErrCommitConflict, err)
-	}
-	return err
+	return c.coreConflict(err)
 }
 
 func assumptionsOf(pods []*framework.Pod) []store.Assumption {
@@ -195,7 +195,7 @@ func assumptionsOf(pods []*framework.Pod) []store.Assumption {
 // Assume records waiting gang members under this replica's lease, charged
 // to their nodes and fenced like bindings.
 func (c storeCommitter) Assume(ctx context.Context, pods []*framework.Pod) error {
-	return coreConflict(c.store.PutAssumptions(ctx, assumptionsOf(pods)))
+	return c.coreConflict(c.store.PutAssumptions(ctx, assumptionsOf(pods)))
 }
 
 // Unassume drops this replica's assumptions of pods.

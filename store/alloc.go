@@ -78,8 +78,8 @@ func (t *allocTable) bounds(units []*commitUnit) map[string]allocTip {
 }
 
 // committed records a successful Txn at rev that carried units' charges,
-// checked against tips.
-func (t *allocTable) committed(units []*commitUnit, tips map[string]allocTip, rev int64) {
+// checked against tips. A solo Txn bumped only the keys of declared pods.
+func (t *allocTable) committed(units []*commitUnit, tips map[string]allocTip, rev int64, solo bool) {
 	if len(tips) == 0 {
 		return
 	}
@@ -102,6 +102,8 @@ func (t *allocTable) committed(units []*commitUnit, tips map[string]allocTip, re
 	for key, prev := range tips {
 		b, checked := lowest[key]
 		switch {
+		case solo && !declared[key]:
+			// Compared, not written: the key did not move.
 		case declared[key] || !checked:
 			// A pod our cache did not place landed at rev: no decision
 			// older than rev may pass this key.

@@ -76,7 +76,9 @@ func (s *Store) PutAssumptions(ctx context.Context, as []Assumption) error {
 			opts = append(opts, clientv3.WithLease(lease))
 		}
 		u := &commitUnit{ops: []clientv3.Op{clientv3.OpPut(s.keys.assume(a.Namespace, a.Name), val, opts...)}}
-		s.charge(u, a.Node, a.ViewRevision, a.Shard, a.ShardEpoch)
+		if err := s.charge(u, a.Node, a.ViewRevision, a.Shard, a.ShardEpoch); err != nil {
+			return fmt.Errorf("assumption of %s/%s on %s: %w", a.Namespace, a.Name, a.Node, err)
+		}
 		units = append(units, u)
 	}
 	var first error

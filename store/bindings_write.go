@@ -115,14 +115,18 @@ func (s *Store) addBinding(u *commitUnit, b Binding, heldAt int64) error {
 		u.cmps = append(u.cmps, modRevIs(s.keys.assume(b.Pod.Namespace, b.Pod.Name), heldAt))
 		return nil
 	}
-	s.charge(u, b.Pod.NodeName, b.ViewRevision, b.Shard, b.ShardEpoch)
-	return nil
+	return s.charge(u, b.Pod.NodeName, b.ViewRevision, b.Shard, b.ShardEpoch)
 }
 
 // charge adds to u what every write that adds a pod to node must check
 // (bindings, assumptions): the shard fence and the node's allocation
-// charge at the placement's view.
-func (s *Store) charge(u *commitUnit, node string, view int64, shard int, epoch int64) {
+// charge at the placement's view. A view older than the shard's claim is
+// refused with a StaleViewError at the claim: it may miss pods that a solo
+// replica bound without bumping the node's key (solo.go).
+func (s *Store) charge(u *commitUnit, node string, view int64, shard int, epoch int64) error {
+	if epoch != 0 && view < epoch {
+		return &StaleViewError{Revision: epoch}
+	}
 	s.fence(u, shard, epoch)
 	if view <= 0 {
 		// No view: accept only a node nobody has ever added to. Callers
@@ -130,6 +134,7 @@ func (s *Store) charge(u *commitUnit, node string, view int64, shard int, epoch 
 		view = 1
 	}
 	u.charges = append(u.charges, allocCharge{key: s.keys.allocation(node), view: view})
+	return nil
 }
 
 // fence makes u fail unless shard is still held by the claim made at

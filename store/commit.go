@@ -101,7 +101,10 @@ type groupCommitter struct {
 	// allocs is what this replica's own commits did to allocation keys.
 	allocs *allocTable
 	// writer is the value put in allocation keys: who charged the node last.
-	writer   func() string
+	writer func() string
+	// solo, while this replica holds every shard, lets its placements
+	// compare allocation keys without bumping them (solo.go). Nil: never.
+	solo     *soloFence
 	maxOps   int
 	maxBytes int
 	timeout  time.Duration
@@ -412,7 +415,11 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 	compacted := 0
 	for len(pending) > 0 {
 		bounds := c.allocs.bounds(pending)
-		cmps, ops := c.buildTxn(pending, bounds)
+		lease := c.solo.current()
+		cmps, ops, solo := c.buildTxn(pending, bounds, lease)
+		if !solo {
+			lease = 0
+		}
 		c.txns.Add(1)
 		c.unitsSent.Add(int64(len(pending)))
 		txnCtx := context.Background()
@@ -441,7 +448,7 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 			return
 		}
 		if resp.Succeeded {
-			c.allocs.committed(pending, bounds, resp.Header.Revision)
+			c.allocs.committed(pending, bounds, resp.Header.Revision, solo)
 			for _, u := range pending {
 				u.finish(commitResult{rev: resp.Header.Revision})
 			}
@@ -449,7 +456,7 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 			return
 		}
 		c.metrics.txnConflict()
-		current, err := c.readAt(pending, resp.Header.Revision)
+		current, soloHeld, err := c.readAt(pending, resp.Header.Revision, lease)
 		if errors.Is(err, rpctypes.ErrCompacted) && compacted < 3 {
 			// The failed revision is gone already: resending judges the
 			// units again against a newer one.
@@ -459,6 +466,12 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 		if err != nil {
 			c.failAll(pending, err)
 			return
+		}
+		if !soloHeld {
+			// Another replica holds a shard now: send everything again,
+			// bumping allocation keys, and judge the units then.
+			c.solo.lost(lease)
+			continue
 		}
 		pending = c.settleFailed(pending, current, resp.Header.Revision, bounds)
 	}
@@ -471,7 +484,11 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 // the charge compares on one allocation key only the strictest is needed,
 // since all of them must hold. Each unit's own compares are still judged
 // one by one in settleFailed should the Txn fail.
-func (c *groupCommitter) buildTxn(pending []*commitUnit, bounds map[string]allocTip) (cmps []clientv3.Cmp, ops []clientv3.Op) {
+//
+// With soloLease set, charges with a view compare their allocation key
+// without bumping it, under the solo fence (solo.go); solo reports whether
+// any did. Declared pods (no view) bump their key either way.
+func (c *groupCommitter) buildTxn(pending []*commitUnit, bounds map[string]allocTip, soloLease int64) (cmps []clientv3.Cmp, ops []clientv3.Op, solo bool) {
 	// Sized up front: an Op is a few hundred bytes, and growing these by
 	// appending was a tenth of the bytes a pod's trip allocated.
 	ncmps, nops := 0, 0
@@ -479,11 +496,15 @@ func (c *groupCommitter) buildTxn(pending []*commitUnit, bounds map[string]alloc
 		ncmps += len(u.cmps) + len(u.fences) + len(u.charges)
 		nops += len(u.ops) + len(u.charges)
 	}
-	cmps = make([]clientv3.Cmp, 0, ncmps)
+	cmps = make([]clientv3.Cmp, 0, ncmps+1)
 	ops = make([]clientv3.Op, 0, nops)
+	type chargeState struct {
+		cmpAt int // index of the key's compare in cmps, or -1
+		put   bool
+	}
 	var (
 		fences  map[cmpIdentity]bool
-		charged map[string]int // allocation key -> its compare's index in cmps, or -1
+		charged map[string]chargeState // by allocation key
 	)
 	for _, u := range pending {
 		cmps = append(cmps, u.cmps...)
@@ -500,26 +521,37 @@ func (c *groupCommitter) buildTxn(pending []*commitUnit, bounds map[string]alloc
 			cmps = append(cmps, u.fences[i])
 		}
 		for _, ch := range u.charges {
-			at, seen := charged[ch.key]
+			st, seen := charged[ch.key]
 			if !seen {
 				if charged == nil {
-					charged = make(map[string]int)
+					charged = make(map[string]chargeState)
 				}
-				at = -1
+				st.cmpAt = -1
+			}
+			if !st.put && (soloLease == 0 || ch.view == 0) {
 				ops = append(ops, clientv3.OpPut(ch.key, c.writer()))
+				st.put = true
 			}
 			if ch.view > 0 {
+				solo = solo || soloLease != 0
 				bound := bounds[ch.key].bound(ch.view)
 				switch {
-				case at < 0:
-					at = len(cmps)
+				case st.cmpAt < 0:
+					st.cmpAt = len(cmps)
 					cmps = append(cmps, ch.compare(bound))
-				case bound+1 < cmps[at].GetCompare().GetModRevision():
-					cmps[at] = ch.compare(bound)
+				case bound+1 < cmps[st.cmpAt].GetCompare().GetModRevision():
+					cmps[st.cmpAt] = ch.compare(bound)
 				}
 			}
-			charged[ch.key] = at
+			charged[ch.key] = st
 		}
 	}
-	return cmps, ops
+	if solo {
+		if len(cmps) >= c.maxOps {
+			// No room for the fence: bump, as the batch was sized for.
+			return c.buildTxn(pending, bounds, 0)
+		}
+		cmps = append(cmps, c.solo.compare(soloLease))
+	}
+	return cmps, ops, solo
 }

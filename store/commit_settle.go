@@ -14,8 +14,10 @@ import (
 // readAt reads, at rev, every key the units of a failed Txn compared or
 // wrote: values for units that judge them, revisions only for the others.
 // It is one read-only Txn (no raft entry), at most as many reads as the
-// failed Txn had keys, so within etcd's limit on ops too.
-func (c *groupCommitter) readAt(pending []*commitUnit, rev int64) (map[string]*mvccpb.KeyValue, error) {
+// failed Txn had keys, so within etcd's limit on ops too. With soloLease
+// set it also reads the shard claims, and soloHeld says whether the solo
+// fence held at rev (true when there was none).
+func (c *groupCommitter) readAt(pending []*commitUnit, rev, soloLease int64) (current map[string]*mvccpb.KeyValue, soloHeld bool, err error) {
 	var gets []clientv3.Op
 	seen := make(map[string]bool)
 	get := func(k string, values bool) {
@@ -40,21 +42,31 @@ func (c *groupCommitter) readAt(pending []*commitUnit, rev int64) (map[string]*m
 			get(ch.key, false)
 		}
 	}
+	keyReads := len(gets)
+	if soloLease != 0 {
+		gets = append(gets, c.solo.read(rev))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	// Do, not Txn: the same request, but it is a read, not one of the
 	// commits that the Txn counters and test doubles of the KV follow.
 	resp, err := c.kv.Do(ctx, clientv3.OpTxn(nil, gets, nil))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	current := make(map[string]*mvccpb.KeyValue, len(gets))
-	for _, r := range resp.Txn().Responses {
+	responses := resp.Txn().Responses
+	soloHeld = true
+	if soloLease != 0 && len(responses) > keyReads {
+		soloHeld = c.solo.held(responses[keyReads].GetResponseRange().GetKvs(), soloLease)
+		responses = responses[:keyReads]
+	}
+	current = make(map[string]*mvccpb.KeyValue, keyReads)
+	for _, r := range responses {
 		for _, kv := range r.GetResponseRange().GetKvs() {
 			current[string(kv.Key)] = kv
 		}
 	}
-	return current, nil
+	return current, soloHeld, nil
 }
 
 // failAll settles every unit of a Txn etcd refused with err.

@@ -445,7 +445,7 @@ func TestBuildTxnSharesCompares(t *testing.T) {
 		unit("/p/d", 5, 10, "n2"),
 		unit("/p/e", 5, 0, "n2"), // declared: bumps n2, no compare of its own
 	}
-	cmps, ops := c.buildTxn(units, map[string]allocTip{})
+	cmps, ops, _ := c.buildTxn(units, map[string]allocTip{}, 0)
 	type cmpKey struct {
 		Key string
 		Rev int64
@@ -471,6 +471,55 @@ func TestBuildTxnSharesCompares(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"/p/a", "/alloc/n1", "/p/b", "/p/c", "/p/d", "/alloc/n2", "/p/e"}, puts); diff != "" {
 		t.Errorf("puts (-want,+got):\n%s", diff)
+	}
+}
+
+// A solo Txn compares charged nodes without bumping them, under one fence
+// on the shard claims; a declared pod still bumps its node. A batch with no
+// room left for the fence's compare bumps, as it was sized for.
+func TestBuildTxnSolo(t *testing.T) {
+	c := &groupCommitter{writer: func() string { return "me" }, solo: newSoloFence(newKeyspace("/b"), nil), maxOps: 1024}
+	unit := func(pod string, view int64, node string) *commitUnit {
+		return &commitUnit{
+			cmps:    []clientv3.Cmp{modRevIs(pod, 7)},
+			ops:     []clientv3.Op{clientv3.OpPut(pod, "v")},
+			charges: []allocCharge{{key: "/alloc/" + node, view: view}},
+		}
+	}
+	units := []*commitUnit{unit("/p/a", 30, "n1"), unit("/p/b", 20, "n2"), unit("/p/c", 0, "n2")}
+	keys := func(cmps []clientv3.Cmp, ops []clientv3.Op) (cs, ps []string) {
+		for i := range cmps {
+			cs = append(cs, string(cmps[i].KeyBytes()))
+		}
+		for _, op := range ops {
+			ps = append(ps, string(op.KeyBytes()))
+		}
+		return cs, ps
+	}
+
+	cmps, ops, solo := c.buildTxn(units, map[string]allocTip{}, 42)
+	gotCmps, gotPuts := keys(cmps, ops)
+	if !solo {
+		t.Fatal("not solo with a lease")
+	}
+	if diff := cmp.Diff([]string{"/p/a", "/alloc/n1", "/p/b", "/alloc/n2", "/p/c", "/b/v1/shards/"}, gotCmps); diff != "" {
+		t.Errorf("compares (-want,+got):\n%s", diff)
+	}
+	if fence := cmps[len(cmps)-1].GetCompare(); fence.GetLease() != 42 || string(fence.RangeEnd) != "/b/v1/shards0" {
+		t.Errorf("fence %v: want every claim in the range held with lease 42", fence)
+	}
+	if diff := cmp.Diff([]string{"/p/a", "/p/b", "/p/c", "/alloc/n2"}, gotPuts); diff != "" {
+		t.Errorf("puts (-want,+got):\n%s", diff)
+	}
+
+	c.maxOps = 5 // the five compares above leave no room for the fence
+	cmps, ops, solo = c.buildTxn(units, map[string]allocTip{}, 42)
+	gotCmps, gotPuts = keys(cmps, ops)
+	if solo || len(cmps) > c.maxOps {
+		t.Fatalf("solo %v with %d compares for at most %d", solo, len(cmps), c.maxOps)
+	}
+	if diff := cmp.Diff([]string{"/p/a", "/alloc/n1", "/p/b", "/alloc/n2", "/p/c"}, gotPuts); diff != "" {
+		t.Errorf("puts without room for the fence (-want,+got):\n%s", diff)
 	}
 }
 

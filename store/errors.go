@@ -116,16 +116,16 @@ func (s *Store) callError(parent context.Context, op string, err error) error {
 	return fmt.Errorf("store: %s: %w", op, err)
 }
 
-// StaleViewError is the conflict of a binding whose node another writer
-// charged after the view the placement was checked against. Retrying is
-// pointless until the view has reached Revision. errors.Is(err,
-// ErrConflict) holds.
+// StaleViewError is the conflict of a binding whose view is too old: another
+// writer charged the node after the view the placement was checked against,
+// or the view predates the claim of the pod's shard. Retrying is pointless
+// until the view has reached Revision. errors.Is(err, ErrConflict) holds.
 type StaleViewError struct {
 	Revision int64
 }
 
 func (e *StaleViewError) Error() string {
-	return fmt.Sprintf("store: conflict: the node was charged by another writer at revision %d, after the placement's view", e.Revision)
+	return fmt.Sprintf("store: conflict: the placement's view is older than revision %d (the node was charged or the shard claimed then)", e.Revision)
 }
 
 // Is makes errors.Is(err, ErrConflict) true.

@@ -275,6 +275,7 @@ func (m *member) reconcile(ctx context.Context) error {
 		switch {
 		case mine && (!held || claim.createRev != epoch):
 			// Our claim is gone: the fence already fails, stop now.
+			m.s.groupCommit.solo.set(0, false)
 			delete(m.mine, i)
 			m.owner.ReleaseShard(i)
 			lost = append(lost, i)
@@ -282,6 +283,7 @@ func (m *member) reconcile(ctx context.Context) error {
 		case mine && want != m.cfg.ID:
 			// Stop first, then free the key: nothing of ours can commit
 			// once the new owner holds it.
+			m.s.groupCommit.solo.set(0, false)
 			delete(m.mine, i)
 			m.owner.ReleaseShard(i)
 			released = append(released, i)
@@ -302,6 +304,10 @@ func (m *member) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Holding every claim, this replica may commit solo (solo.go); the
+	// fence in each solo Txn is what makes that safe, this only says when
+	// to try.
+	m.s.groupCommit.solo.set(int64(m.lease), len(m.mine) == m.cfg.Shards)
 	if len(acquired)+len(released)+len(lost) > 0 {
 		m.log.Info("shard ownership changed", zap.Ints("acquired", acquired), zap.Ints("released", released),
 			zap.Ints("lost", lost), zap.Int("owned", len(m.mine)), zap.Strings("live_replicas", ids))
@@ -376,6 +382,7 @@ func (m *member) claimTxn(ctx context.Context, batch []int) (bool, error) {
 // releaseAll gives up every shard; leaving says the replica is stopping on
 // purpose, which is no cause for a warning.
 func (m *member) releaseAll(move string, leaving bool) {
+	m.s.groupCommit.solo.set(0, false)
 	var gone []int
 	for i := range m.mine {
 		m.owner.ReleaseShard(i)

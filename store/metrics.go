@@ -20,6 +20,8 @@ type Metrics struct {
 	sessions     prometheus.Counter
 	replicas     prometheus.Gauge
 	fanout       *prometheus.CounterVec
+	solo         prometheus.Gauge
+	soloLosses   prometheus.Counter
 }
 
 // Unit results counted by berth_store_commit_units_total.
@@ -86,9 +88,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "berth_watch_fanout_total",
 			Help: "Binding fan-out activity: events (taken into the ring) and cutoffs (subscribers cut off for falling behind).",
 		}, []string{"what"}),
+		solo: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "berth_store_solo",
+			Help: "1 while this replica holds every shard and its bindings compare allocation keys without bumping them; 0 with other replicas.",
+		}),
+		soloLosses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "berth_store_solo_fence_failures_total",
+			Help: "Solo Txns that found another replica's shard claim and were resent with allocation bumps.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.fanout)
+		reg.MustRegister(m.fanout, m.solo, m.soloLosses)
 		reg.MustRegister(m.txnDuration, m.commitWait, m.batchUnits, m.txnConflicts, m.units, m.watchEvents, m.relists,
 			m.shardsOwned, m.shardMoves, m.sessions, m.replicas)
 	}
@@ -161,5 +171,23 @@ func (m *Metrics) fanoutEvent() {
 func (m *Metrics) fanoutCutOff() {
 	if m != nil {
 		m.fanout.WithLabelValues("cutoffs").Inc()
+	}
+}
+
+func (m *Metrics) setSolo(on bool) {
+	if m == nil {
+		return
+	}
+	if on {
+		m.solo.Set(1)
+	} else {
+		m.solo.Set(0)
+	}
+}
+
+func (m *Metrics) soloLost() {
+	if m != nil {
+		m.soloLosses.Inc()
+		m.solo.Set(0)
 	}
 }

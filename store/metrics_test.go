@@ -45,6 +45,7 @@ func TestMetricsCountCommits(t *testing.T) {
 		"berth_store_txn_duration_seconds_count":                3,
 		"berth_store_commit_wait_seconds_count":                 3,
 		"berth_store_sync_relists_total":                        0,
+		"berth_store_solo_fence_failures_total":                 0,
 		"berth_sessions_started_total":                          0,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -127,6 +127,8 @@ type Store struct {
 	// held maps an assume key to the heldAssumption this replica last
 	// wrote there, so a gang's binding can rely on the charge it made.
 	held sync.Map
+	// views lets a writer ask the sync for a view past its last change.
+	views *viewWants
 	// closing is closed by Close, ending the binding fan-out.
 	closing    chan struct{}
 	fanoutMu   sync.Mutex
@@ -155,6 +157,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		log:     cfg.Logger,
 		metrics: cfg.Metrics,
 		chunk:   scanChunk,
+		views:   newViewWants(),
 		closing: make(chan struct{}),
 	}
 	if _, err := s.CurrentRevision(ctx); err != nil {
@@ -163,6 +166,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.groupCommit = newGroupCommitter(client.KV, cfg.CommitWorkers, cfg.MaxTxnOps, cfg.MaxTxnBytes, cfg.RequestTimeout, cfg.Metrics)
 	s.groupCommit.writer = s.ReplicaID
+	s.groupCommit.solo = newSoloFence(s.keys, cfg.Metrics)
 	s.groupCommit.tracer = cfg.Tracer
 	return s, nil
 }

@@ -237,6 +237,9 @@ func (s *Store) followSyncTo(ctx context.Context, h SyncHandler, rev, target int
 		stopAsking = s.askProgress(wctx)
 		defer stopAsking()
 	}
+	seen := rev // every change up to seen has been delivered
+	stopProving := s.views.prove(wctx, s, seen)
+	defer stopProving()
 	for resp := range wch {
 		if err := watchFailure(resp, "sync watch"); err != nil {
 			return err
@@ -245,8 +248,20 @@ func (s *Store) followSyncTo(ctx context.Context, h SyncHandler, rev, target int
 		for _, ev := range resp.Events {
 			s.deliver(h, ev)
 		}
-		if applied != nil && len(resp.Events) > 0 {
-			applied.Applied(resp.Events[len(resp.Events)-1].Kv.ModRevision)
+		shown := int64(0)
+		if n := len(resp.Events); n > 0 {
+			shown = resp.Events[n-1].Kv.ModRevision
+		} else if resp.IsProgressNotify() {
+			// etcd notifies a watch of progress only once it has sent
+			// every change up to the header's revision.
+			shown = resp.Header.Revision
+		}
+		if shown > seen {
+			seen = shown
+			s.views.shown(seen)
+			if applied != nil {
+				applied.Applied(seen)
+			}
 		}
 		if behind && reached(resp, target) {
 			behind = false
