@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -232,14 +231,12 @@ func (s *Store) followSyncTo(ctx context.Context, h SyncHandler, rev, target int
 	wctx = metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(wctx), watchStreamKey, "sync")
 	wch := s.client.Watch(wctx, start,
 		clientv3.WithRange(end), clientv3.WithRev(rev+1), clientv3.WithPrevKV())
-	var stopAsking func()
-	if behind {
-		stopAsking = s.askProgress(wctx)
-		defer stopAsking()
-	}
 	seen := rev // every change up to seen has been delivered
 	stopProving := s.views.prove(wctx, s, seen)
 	defer stopProving()
+	if behind {
+		s.WantView(target)
+	}
 	for resp := range wch {
 		if err := watchFailure(resp, "sync watch"); err != nil {
 			return err
@@ -265,7 +262,6 @@ func (s *Store) followSyncTo(ctx context.Context, h SyncHandler, rev, target int
 		}
 		if behind && reached(resp, target) {
 			behind = false
-			stopAsking()
 			caughtUp(target)
 		}
 	}
@@ -279,36 +275,6 @@ func reached(resp clientv3.WatchResponse, target int64) bool {
 		return resp.Events[n-1].Kv.ModRevision >= target
 	}
 	return resp.IsProgressNotify() && resp.Header.Revision >= target
-}
-
-// askProgress asks etcd for a progress notification on wctx's watch stream
-// until stopped (or wctx ends): etcd ignores the request while the watch is
-// still replaying history, so one request is not enough.
-func (s *Store) askProgress(wctx context.Context) (stop func()) {
-	done := make(chan struct{})
-	var once sync.Once
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		tick := time.NewTicker(progressEvery)
-		defer tick.Stop()
-		for {
-			if err := s.client.RequestProgress(wctx); err != nil && wctx.Err() == nil {
-				s.log.Debug("store sync: progress request", zap.Error(err))
-			}
-			select {
-			case <-done:
-				return
-			case <-wctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() {
-		once.Do(func() { close(done) })
-		<-finished
-	}
 }
 
 // deliver hands one watched change to the part of h that handles its key.

@@ -15,7 +15,8 @@ import (
 // newer view says so (WantView), and the sync then asks etcd for progress
 // notices on its watch until one shows the revision: etcd sends one only
 // after every change up to its revision, which makes that revision the
-// view.
+// view. A sync resuming from a start-up snapshot waits for its catch-up
+// target the same way.
 type viewWants struct {
 	want   atomic.Int64  // the newest view a writer waits for
 	seen   atomic.Int64  // the newest revision the sync watch has shown complete
