@@ -413,9 +413,13 @@ func (c *groupCommitter) release(batch []*commitUnit) {
 func (c *groupCommitter) commit(batch []*commitUnit) {
 	pending := batch
 	compacted := 0
+	fencedOut := false // a solo fence failed: this batch bumps from now on
 	for len(pending) > 0 {
 		bounds := c.allocs.bounds(pending)
-		lease := c.solo.current()
+		lease := int64(0)
+		if !fencedOut {
+			lease = c.solo.current()
+		}
 		cmps, ops, solo := c.buildTxn(pending, bounds, lease)
 		if !solo {
 			lease = 0
@@ -471,6 +475,7 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 			// Another replica holds a shard now: send everything again,
 			// bumping allocation keys, and judge the units then.
 			c.solo.lost(lease)
+			fencedOut = true
 			continue
 		}
 		pending = c.settleFailed(pending, current, resp.Header.Revision, bounds)
