@@ -232,7 +232,7 @@ func (s *Store) followSyncTo(ctx context.Context, h SyncHandler, rev, target int
 	wch := s.client.Watch(wctx, start,
 		clientv3.WithRange(end), clientv3.WithRev(rev+1), clientv3.WithPrevKV())
 	seen := rev // every change up to seen has been delivered
-	stopProving := s.views.prove(wctx, s, seen)
+	stopProving := s.proveViews(wctx, seen)
 	defer stopProving()
 	if behind {
 		s.WantView(target)

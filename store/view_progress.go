@@ -46,11 +46,12 @@ func (s *Store) WantView(rev int64) {
 // shown records that the sync watch has delivered every change up to rev.
 func (v *viewWants) shown(rev int64) { v.seen.Store(rev) }
 
-// prove asks etcd for progress notices on wctx's watch stream while a
-// wanted view is ahead of what the watch has shown, until stop is called.
-// etcd ignores the request while the watch is still replaying history,
-// hence the retries.
-func (v *viewWants) prove(wctx context.Context, s *Store, seen int64) (stop func()) {
+// proveViews asks etcd for progress notices on wctx's watch stream, which
+// has shown every change up to seen, while a wanted view is ahead of what
+// it has shown, until stop is called. etcd ignores the request while the
+// watch is still replaying history, hence the retries.
+func (s *Store) proveViews(wctx context.Context, seen int64) (stop func()) {
+	v := s.views
 	v.seen.Store(seen)
 	ctx, cancel := context.WithCancel(wctx)
 	done := make(chan struct{})
