@@ -96,7 +96,7 @@ const (
 	embeddedWarnApply = time.Second
 	// The embedded member's raft tick and election timeout (etcd's
 	// default 100 and 1000 ms); see singleMember.
-	embeddedTickMs, embeddedElectionMs = 100, 500
+	embeddedTickMs, embeddedElectionMs = 50, 250
 )
 
 // The WAL's upkeep. Every start reads the WAL from its oldest file twice
@@ -256,13 +256,15 @@ func (c EmbeddedConfig) singleMember(clientURL, peerURL url.URL, pki *clientPKI,
 	ec.MaxWalFiles = 0
 	// A restarted single member elects itself once a randomised election
 	// timeout (one to two timeouts) has passed, less the ticks etcd skips
-	// for a lone member: 0.1 to 1 s of every restart at etcd's 1 s
-	// timeout, with no peer to wait for; 0.1 to 0.5 s at the shortest
-	// timeout etcd allows for its tick (five ticks). The tick stays
-	// etcd's: a member whose ticks lag three of them checks its leadership
-	// with a read before renewing a lease, which a loaded machine should
-	// not be pushed into. etcd's request timeout (5 s plus two election
-	// timeouts) stays above the store's own 5 s bound on every call.
+	// for a lone member: 0.1 to 1 s of every restart at etcd's defaults,
+	// with no peer to wait for. Five ticks is the shortest timeout etcd
+	// allows, so the tick sets the wait: 50 ms makes it 50 to 250 ms. It
+	// is not shorter because a member whose last tick is more than three
+	// ticks old checks its leadership with a linearizable read before it
+	// renews a lease: 150 ms is a lag a loaded 2-core machine rarely
+	// reaches, 30 ms one it would. etcd's request timeout (5 s plus two
+	// election timeouts) stays above the store's own 5 s bound on every
+	// call.
 	ec.TickMs, ec.ElectionMs = embeddedTickMs, embeddedElectionMs
 	if maintain {
 		ec.AutoCompactionRetention = "0"
