@@ -16,6 +16,7 @@ type Metrics struct {
 	statusWrites    *prometheus.CounterVec
 	events          *prometheus.CounterVec
 	undone          *prometheus.CounterVec
+	bindSlotWaits   prometheus.Counter
 }
 
 // NewMetrics registers the core's collectors with reg. Gauges that read
@@ -61,10 +62,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "berth_scheduler_preemptions_undone_total",
 			Help: "Preemption choices taken back, by reason: stale (another shard placed a pod on the node after the snapshot; retried at once) or marks_failed (the victims could not be marked; retried after backoff).",
 		}, []string{"reason"}),
+		bindSlotWaits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "berth_scheduler_binding_cycle_waits_total",
+			Help: "Times a shard loop waited to pop a pod because the most binding cycles allowed (--max-binding-cycles) were waiting for their commits: storage commits more slowly than the loops place.",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.attempts, m.attemptDuration, m.e2eDuration, m.assumeConflicts,
-			m.bindDuration, m.bindErrors, m.statusWrites, m.events, m.undone)
+			m.bindDuration, m.bindErrors, m.statusWrites, m.events, m.undone, m.bindSlotWaits)
 	}
 	return m
 }
@@ -95,6 +100,10 @@ func (s *Scheduler) Register(reg prometheus.Registerer) {
 			func() float64 { return float64(s.cache.PodCount()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "berth_scheduler_shards", Help: "Shard loops running in this replica."},
 			func() float64 { return float64(len(s.shards)) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "berth_scheduler_binding_cycles",
+			Help: "Binding cycles waiting for their commit (those waiting at Permit not counted), against --max-binding-cycles.",
+		}, func() float64 { return float64(s.bindSlots.inUse()) }),
 	)
 }
 
@@ -104,6 +113,12 @@ func (m *Metrics) attempt(result string, seconds float64) {
 	}
 	m.attempts.WithLabelValues(result).Inc()
 	m.attemptDuration.WithLabelValues(result).Observe(seconds)
+}
+
+func (m *Metrics) bindSlotWait() {
+	if m != nil {
+		m.bindSlotWaits.Inc()
+	}
 }
 
 func (m *Metrics) conflict() {

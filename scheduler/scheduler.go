@@ -43,8 +43,12 @@ type Config struct {
 	Parallelism int
 	// BindTimeout bounds one binding cycle; default 30s.
 	BindTimeout time.Duration
-	Logger      *zap.Logger
-	Metrics     *Metrics
+	// MaxBindingCycles bounds the binding cycles waiting for their commit
+	// at once, across shards; default DefaultMaxBindingCycles. Shard loops
+	// wait for one to end before they pop another pod.
+	MaxBindingCycles int
+	Logger           *zap.Logger
+	Metrics          *Metrics
 	// Tracer, if set, is told of every scheduling cycle; see Tracer.
 	Tracer Tracer
 }
@@ -68,6 +72,9 @@ type Scheduler struct {
 	// binding counts binding cycles and status writes in flight, so Stop
 	// can wait for them.
 	binding sync.WaitGroup
+	// bindSlots bounds the binding cycles that go straight to their commit
+	// (bind_slots.go).
+	bindSlots *bindSlots
 
 	nominator *nominator
 	// preemptMu serialises preemption across shards: each dry run must see
@@ -114,6 +121,9 @@ func New(ctx context.Context, cfg Config, committer Committer) (*Scheduler, erro
 	if cfg.BindTimeout <= 0 {
 		cfg.BindTimeout = 30 * time.Second
 	}
+	if cfg.MaxBindingCycles <= 0 {
+		cfg.MaxBindingCycles = DefaultMaxBindingCycles
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
@@ -134,6 +144,7 @@ func New(ctx context.Context, cfg Config, committer Committer) (*Scheduler, erro
 		nodes:     map[string]*framework.Node{},
 		nominator: newNominator(),
 	}
+	s.bindSlots = newBindSlots(cfg.MaxBindingCycles, cfg.Metrics.bindSlotWait)
 	owned := map[int]int64{}
 	if !cfg.OwnNone {
 		for i := 0; i < cfg.LogicalShards; i++ {

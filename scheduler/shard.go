@@ -47,6 +47,10 @@ type shard struct {
 	// leftSettled holds the successful attempts settle left for the
 	// holder of mu; lock and unlock settle them (see settle).
 	leftSettled atomic.Pointer[leftSettle]
+	// slot is true while the loop holds the binding slot (bind_slots.go)
+	// of the cycle running now, not yet handed to a binding. Only the
+	// loop's goroutine touches it.
+	slot bool
 }
 
 func newShard(ctx context.Context, s *Scheduler, id int) (*shard, error) {
@@ -195,9 +199,17 @@ func (sh *shard) run(ctx context.Context) {
 		if err != nil {
 			return
 		}
+		if !sh.s.bindSlots.acquire(ctx) {
+			return
+		}
+		sh.slot = true
 		sh.cycleMu.Lock()
 		sh.scheduleOne(ctx, qpi)
 		sh.cycleMu.Unlock()
+		if sh.slot {
+			sh.s.bindSlots.release()
+			sh.slot = false
+		}
 	}
 }
 
@@ -309,7 +321,8 @@ func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, st
 		sh.retryLater(qpi)
 		return
 	}
-	if st := fwk.RunPermitPlugins(ctx, state, &assumed, node); st.IsWait() {
+	st := fwk.RunPermitPlugins(ctx, state, &assumed, node)
+	if st.IsWait() {
 		sh.s.groups.writeHeld(&assumed)
 	} else if !st.IsSuccess() {
 		fwk.RunReservePluginsUnreserve(ctx, state, &assumed, node)
@@ -321,9 +334,17 @@ func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, st
 	sh.s.metrics.attempt("scheduled", time.Since(start).Seconds())
 
 	bindCtx := sh.s.bindContext(ctx)
+	// A binding waiting at Permit takes no slot (see bindSlots).
+	slot := sh.slot && !st.IsWait()
+	if slot {
+		sh.slot = false
+	}
 	sh.s.binding.Add(1)
 	go func() {
 		defer sh.s.binding.Done()
+		if slot {
+			defer sh.s.bindSlots.release()
+		}
 		sh.bind(bindCtx, fwk, state, qpi, key, &assumed, assumption)
 	}()
 }

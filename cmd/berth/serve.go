@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/berth-io/berth/replica"
+	"github.com/berth-io/berth/scheduler"
 	"github.com/berth-io/berth/scheduler/config"
 	"github.com/berth-io/berth/store"
 	"github.com/berth-io/berth/tracing"
@@ -47,6 +48,14 @@ func serveFlags(fs *flag.FlagSet, cfg *replica.Config, logLevel *string, endpoin
 	fs.IntVar(&cfg.Store.CommitWorkers, "etcd-commit-workers", 0, "group-commit Txns in flight at once (0: the store's default)")
 	embeddedEtcdFlags(fs, &cfg.Embedded)
 	fs.IntVar(&cfg.Scheduler.Shards, "shard-loops", 0, "scheduling loops (0: one per CPU)")
+	fs.Func("max-binding-cycles", fmt.Sprintf("binding cycles waiting for their commit at once; the shard loops wait while this many are (default %d)", scheduler.DefaultMaxBindingCycles), func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1<<20 {
+			return fmt.Errorf("want 1-%d, got %q", 1<<20, v)
+		}
+		cfg.Scheduler.MaxBindingCycles = n
+		return nil
+	})
 	fs.IntVar(&cfg.Scheduler.LogicalShards, "shards", 64, "logical shards that replicas divide; every replica of a cluster must agree")
 	fs.StringVar(&cfg.ReplicaID, "replica-id", "", "this replica's id, stable across its restarts (default: hostname-port)")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", 10*time.Second, "replica lease TTL: a replica silent this long loses its shards to the others")
