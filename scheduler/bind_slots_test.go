@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,59 +9,28 @@ import (
 )
 
 // heldCommitter holds every Bind until release is closed, counting the
-// binds waiting at once.
+// binds waiting at once (under the gangCommitter's lock and signal).
 type heldCommitter struct {
 	gangCommitter
-	release       chan struct{}
-	waiting, most int
-	bound         int
-	countMu       sync.Mutex
-	countChanged  chan struct{}
+	release              chan struct{}
+	waiting, most, bound int
 }
 
 func newHeldCommitter() *heldCommitter {
-	return &heldCommitter{gangCommitter: *newGangCommitter(), release: make(chan struct{}), countChanged: make(chan struct{}, 1)}
-}
-
-func (c *heldCommitter) count(f func()) {
-	c.countMu.Lock()
-	f()
-	c.countMu.Unlock()
-	select {
-	case c.countChanged <- struct{}{}:
-	default:
-	}
+	return &heldCommitter{gangCommitter: *newGangCommitter(), release: make(chan struct{})}
 }
 
 func (c *heldCommitter) Bind(ctx context.Context, p *framework.Pod, _ string) error {
-	c.count(func() {
+	c.record(func() {
 		c.waiting++
 		c.most = max(c.most, c.waiting)
 	})
-	defer c.count(func() { c.waiting--; c.bound++ })
+	defer c.record(func() { c.waiting--; c.bound++ })
 	select {
 	case <-c.release:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	}
-}
-
-func (c *heldCommitter) waitCount(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		c.countMu.Lock()
-		ok := cond()
-		c.countMu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-c.countChanged:
-		case <-deadline:
-			t.Fatalf("%s: not before the deadline", what)
-		}
 	}
 }
 
@@ -103,7 +71,7 @@ func TestBindingCyclesAreBounded(t *testing.T) {
 	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
 		s.UpsertPod(gangMember(name, "", 100))
 	}
-	c.waitCount(t, "three binds waiting", func() bool { return c.waiting >= 3 })
+	c.waitFor(t, "three binds waiting", func() bool { return c.waiting >= 3 })
 	select {
 	case <-waited:
 	case <-time.After(10 * time.Second):
@@ -111,9 +79,9 @@ func TestBindingCyclesAreBounded(t *testing.T) {
 	}
 	// A loop waits only once every slot is taken: by now no fourth
 	// binding can have started.
-	c.countMu.Lock()
+	c.mu.Lock()
 	most := c.most
-	c.countMu.Unlock()
+	c.mu.Unlock()
 	if most != 3 {
 		t.Fatalf("%d binds waited at once, want at most 3", most)
 	}
@@ -121,10 +89,7 @@ func TestBindingCyclesAreBounded(t *testing.T) {
 		t.Fatalf("%d slots in use while 3 binds wait", got)
 	}
 	close(c.release)
-	c.waitCount(t, "every pod bound", func() bool { return c.bound == 8 })
-	if c.most != 3 {
-		t.Errorf("%d binds waited at once, want at most 3", c.most)
-	}
+	c.waitFor(t, "every pod bound", func() bool { return c.bound == 8 && c.most == 3 })
 }
 
 // Members waiting at Permit for the rest of their gang hold no slot, so a
