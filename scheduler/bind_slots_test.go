@@ -38,27 +38,14 @@ func (c *heldCommitter) Bind(ctx context.Context, p *framework.Pod, _ string) er
 // cycles, with one roomy node; waited receives every wait for a slot.
 func startBoundedScheduler(t *testing.T, c Committer, limit int) (*Scheduler, chan struct{}) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := New(ctx, Config{Shards: 2, MaxBindingCycles: limit}, c)
-	if err != nil {
-		t.Fatal(err)
-	}
 	waited := make(chan struct{}, 1)
-	s.bindSlots.waited = func() {
-		select {
-		case waited <- struct{}{}:
-		default:
+	s := startScheduler(t, c, Config{Shards: 2, MaxBindingCycles: limit}, 100000, func(s *Scheduler) {
+		s.bindSlots.waited = func() {
+			select {
+			case waited <- struct{}{}:
+			default:
+			}
 		}
-	}
-	s.UpsertNode(&framework.Node{Name: "n1", Allocatable: framework.ResourceList{framework.ResourceCPU: 100000, framework.ResourcePods: 1000}})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
 	})
 	return s, waited
 }

@@ -116,12 +116,19 @@ func gangMember(name, group string, cpu int64) *framework.Pod {
 
 // startGangScheduler runs a scheduler with one node of the given cpu.
 func startGangScheduler(t *testing.T, c Committer, cpu int64) *Scheduler {
+	return startScheduler(t, c, Config{Shards: 2}, cpu, func(*Scheduler) {})
+}
+
+// startScheduler runs a scheduler of cfg with one node of the given cpu,
+// after before has set what it needs, until the test ends.
+func startScheduler(t *testing.T, c Committer, cfg Config, cpu int64, before func(*Scheduler)) *Scheduler {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := New(ctx, Config{Shards: 2}, c)
+	s, err := New(ctx, cfg, c)
 	if err != nil {
 		t.Fatal(err)
 	}
+	before(s)
 	s.UpsertNode(&framework.Node{Name: "n1", Allocatable: framework.ResourceList{framework.ResourceCPU: cpu, framework.ResourcePods: 100}})
 	done := make(chan struct{})
 	go func() {
