@@ -44,8 +44,8 @@ type Config struct {
 	// BindTimeout bounds one binding cycle; default 30s.
 	BindTimeout time.Duration
 	// MaxBindingCycles bounds the binding cycles waiting for their commit
-	// at once, across shards; default DefaultMaxBindingCycles. Shard loops
-	// wait for one to end before they pop another pod.
+	// at once, across shards; default DefaultMaxBindingCycles. While that
+	// many wait, a shard loop waits for one to end before its next cycle.
 	MaxBindingCycles int
 	Logger           *zap.Logger
 	Metrics          *Metrics
