@@ -64,7 +64,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"reason"}),
 		bindSlotWaits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "berth_scheduler_binding_cycle_waits_total",
-			Help: "Times a shard loop waited to pop a pod because the most binding cycles allowed (--max-binding-cycles) were waiting for their commits: storage commits more slowly than the loops place.",
+			Help: "Times a shard loop waited to start a scheduling cycle because the most binding cycles allowed (--max-binding-cycles) were waiting for their commits: storage commits more slowly than the loops place.",
 		}),
 	}
 	if reg != nil {
