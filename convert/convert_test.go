@@ -53,7 +53,7 @@ func TestPodToCoreKeepsTheSource(t *testing.T) {
 	if err != nil || !proto.Equal(src, p) || got.Revision != 9 || got.Phase != framework.PodPending || got.PreemptionPolicy != framework.PreemptNever {
 		t.Errorf("PodToCore: source %v, %v (want %v), revision %d, phase %v, policy %v", src, err, p, got.Revision, got.Phase, got.PreemptionPolicy)
 	}
-	if diff := cmp.Diff(map[string]int64{"n1": 5}, got.Rejections); diff != "" {
+	if diff := cmp.Diff(map[string]int64{"n1": 5}, got.Rejections()); diff != "" {
 		t.Errorf("rejections: the latest per node wins (-want,+got):\n%s", diff)
 	}
 	if _, err := WirePod(&framework.Pod{Namespace: "ns", Name: "p"}); err == nil {

@@ -178,20 +178,25 @@ func podToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
 		Labels:                    p.GetLabels(),
 		Priority:                  p.GetPriority(),
 		Containers:                containersToCore(p.GetContainers()),
-		InitContainers:            containersToCore(p.GetInitContainers()),
-		Overhead:                  framework.ResourceList(p.GetOverhead()),
 		NodeName:                  p.GetNodeName(),
 		SchedulerName:             p.GetSchedulerName(),
 		NodeSelector:              p.GetNodeSelector(),
 		Affinity:                  affinityToCore(p.GetAffinity()),
-		SchedulingGates:           p.GetSchedulingGates(),
 		PreemptionPolicy:          framework.PreemptLowerPriority,
 		PodGroup:                  p.GetPodGroup(),
 		Tolerations:               tolerationsToCore(p.GetTolerations()),
 		TopologySpreadConstraints: spreadToCore(p.GetTopologySpreadConstraints()),
 		Revision:                  modRevision,
 	}
-	statusToCore(out, p.GetStatus())
+	ex := framework.PodExtras{
+		InitContainers:  containersToCore(p.GetInitContainers()),
+		Overhead:        framework.ResourceList(p.GetOverhead()),
+		SchedulingGates: p.GetSchedulingGates(),
+	}
+	statusToCore(out, &ex, p.GetStatus())
+	if !ex.IsZero() {
+		out.Extras = &ex
+	}
 	pods.pod(out)
 	if out.Phase == 0 {
 		out.Phase = framework.PodPending
@@ -202,20 +207,21 @@ func podToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
 	return out
 }
 
-// statusToCore sets what out keeps of a stored status (nil: none).
-func statusToCore(out *framework.Pod, st *berthv1.PodStatus) {
+// statusToCore sets what out and its extras ex keep of a stored status
+// (nil: none).
+func statusToCore(out *framework.Pod, ex *framework.PodExtras, st *berthv1.PodStatus) {
 	out.Phase = podPhases[st.GetPhase()]
-	out.NominatedNodeName = st.GetNominatedNodeName()
-	out.StatusMessage = st.GetMessage()
-	out.PreemptedBy = st.GetPreemptedBy()
+	ex.NominatedNodeName = st.GetNominatedNodeName()
+	ex.StatusMessage = st.GetMessage()
+	ex.PreemptedBy = st.GetPreemptedBy()
 	if ts := st.GetStartTime(); ts != nil {
 		out.StartTime = ts.AsTime()
 	}
 	for _, r := range st.GetRejections() {
-		if out.Rejections == nil {
-			out.Rejections = map[string]int64{}
+		if ex.Rejections == nil {
+			ex.Rejections = map[string]int64{}
 		}
-		out.Rejections[r.GetNodeName()] = r.GetNodeRevision() // the latest per node wins
+		ex.Rejections[r.GetNodeName()] = r.GetNodeRevision() // the latest per node wins
 	}
 }
 

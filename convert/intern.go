@@ -258,14 +258,15 @@ func (in *interner) pod(p *framework.Pod) {
 	for _, f := range []*string{&p.Namespace, &p.SchedulerName, &p.PodGroup} {
 		*f = in.strLocked(*f, maxInternedLen)
 	}
-	for _, f := range []*string{&p.NodeName, &p.NominatedNodeName} {
-		// Only looked up as bytes; a new name is copied by the table.
-		*f = in.nodeNameLocked(unsafe.Slice(unsafe.StringData(*f), len(*f)))
-	}
-	p.StatusMessage = in.strLocked(p.StatusMessage, maxInternedKey)
+	// Only looked up as bytes; a new name is copied by the table.
+	p.NodeName = in.nodeNameLocked(unsafe.Slice(unsafe.StringData(p.NodeName), len(p.NodeName)))
 	p.Labels = in.stringMapLocked(p.Labels)
 	p.NodeSelector = in.stringMapLocked(p.NodeSelector)
-	p.Overhead = in.resourceListLocked(p.Overhead)
 	p.Containers = in.containerListLocked(p.Containers)
-	p.InitContainers = in.containerListLocked(p.InitContainers)
+	if ex := p.Extras; ex != nil { // the pod's own: made by its conversion
+		ex.NominatedNodeName = in.nodeNameLocked(unsafe.Slice(unsafe.StringData(ex.NominatedNodeName), len(ex.NominatedNodeName)))
+		ex.StatusMessage = in.strLocked(ex.StatusMessage, maxInternedKey)
+		ex.Overhead = in.resourceListLocked(ex.Overhead)
+		ex.InitContainers = in.containerListLocked(ex.InitContainers)
+	}
 }

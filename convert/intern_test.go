@@ -42,7 +42,7 @@ func TestPodsShareEqualValues(t *testing.T) {
 		t.Error("equal containers are not shared")
 	}
 	ua, ub := PodToCore(unschedulable("a"), 1), PodToCore(unschedulable("b"), 1)
-	if unsafe.StringData(ua.StatusMessage) != unsafe.StringData(ub.StatusMessage) {
+	if unsafe.StringData(ua.StatusMessage()) != unsafe.StringData(ub.StatusMessage()) {
 		t.Error("equal status messages are not shared")
 	}
 	if a.Name != "a" || b.Name != "b" || a.UID == b.UID {
@@ -73,7 +73,7 @@ func TestInternerIsBounded(t *testing.T) {
 		in.pod(&framework.Pod{
 			Namespace:  fmt.Sprintf("value-%d", i),
 			Labels:     map[string]string{"app": fmt.Sprint(i)},
-			Overhead:   framework.ResourceList{"cpu": int64(i)},
+			Extras:     &framework.PodExtras{Overhead: framework.ResourceList{"cpu": int64(i)}},
 			Containers: []framework.Container{{Name: "c", Image: fmt.Sprint(i)}},
 		})
 		if in.entries >= maxInterned || in.keyBytes >= maxInternedBytes {
@@ -90,7 +90,7 @@ func TestInternerIsBounded(t *testing.T) {
 	for i := range maxInternedMapLen + 1 {
 		big[fmt.Sprint(i)] = "v"
 	}
-	in.pod(&framework.Pod{Namespace: long, StatusMessage: strings.Repeat("m", maxInternedKey+1), Labels: big})
+	in.pod(&framework.Pod{Namespace: long, Extras: &framework.PodExtras{StatusMessage: strings.Repeat("m", maxInternedKey+1)}, Labels: big})
 	in.stringMap(map[string]string{"k": strings.Repeat("v", maxInternedKey)})
 	in.pod(&framework.Pod{Containers: []framework.Container{{Name: "c", Ports: []framework.ContainerPort{{ContainerPort: 80}}}}})
 	in.pod(&framework.Pod{Containers: []framework.Container{{Name: "c", Image: strings.Repeat("i", maxInternedKey)}}})
@@ -133,11 +133,11 @@ func TestInternKeysAreCanonical(t *testing.T) {
 	if samePointer(x, y) || x["ab"] != "c" || y["a"] != "bc" {
 		t.Errorf("different maps collided: %v %v", x, y)
 	}
-	p1 := &framework.Pod{Overhead: framework.ResourceList{"cpu": 1, "memory": -1}}
-	p2 := &framework.Pod{Overhead: framework.ResourceList{"cpu": 1, "memory": 1}}
+	p1 := &framework.Pod{Extras: &framework.PodExtras{Overhead: framework.ResourceList{"cpu": 1, "memory": -1}}}
+	p2 := &framework.Pod{Extras: &framework.PodExtras{Overhead: framework.ResourceList{"cpu": 1, "memory": 1}}}
 	in.pod(p1)
 	in.pod(p2)
-	if samePointer(p1.Overhead, p2.Overhead) {
+	if samePointer(p1.Overhead(), p2.Overhead()) {
 		t.Error("different resource lists collided")
 	}
 	if got := in.stringMap(nil); got != nil {

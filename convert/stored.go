@@ -226,6 +226,7 @@ func (in *interner) fastPod(value []byte, modRevision int64) (*framework.Pod, bo
 	if f.preemption == berthv1.PreemptionPolicy_PREEMPTION_POLICY_NEVER {
 		out.PreemptionPolicy = framework.PreemptNever
 	}
+	var ex framework.PodExtras
 	var st statusFields
 	if f.status != nil {
 		if st, ok = parseStatus(f.status); !ok {
@@ -244,7 +245,7 @@ func (in *interner) fastPod(value []byte, modRevision int64) (*framework.Pod, bo
 		out.Tolerations = tolerationsToCore(p.GetTolerations())
 		out.Affinity = affinityToCore(p.GetAffinity())
 		out.TopologySpreadConstraints = spreadToCore(p.GetTopologySpreadConstraints())
-		out.SchedulingGates = p.GetSchedulingGates()
+		ex.SchedulingGates = p.GetSchedulingGates()
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -252,24 +253,28 @@ func (in *interner) fastPod(value []byte, modRevision int64) (*framework.Pod, bo
 	out.NodeName = in.nodeNameLocked(f.nodeName)
 	out.SchedulerName = in.strBytesLocked(f.scheduler, maxInternedLen)
 	out.PodGroup = in.strBytesLocked(f.group, maxInternedLen)
-	if !in.fieldsLocked(out, &f, value) {
+	if !in.fieldsLocked(out, &ex, &f, value) {
 		return nil, false
 	}
 	if st.whole != nil {
-		statusToCore(out, st.whole)
-		out.NominatedNodeName = in.nodeNameLocked(unsafe.Slice(unsafe.StringData(out.NominatedNodeName), len(out.NominatedNodeName)))
-		out.StatusMessage = in.strLocked(out.StatusMessage, maxInternedKey)
+		statusToCore(out, &ex, st.whole)
+		ex.NominatedNodeName = in.nodeNameLocked(unsafe.Slice(unsafe.StringData(ex.NominatedNodeName), len(ex.NominatedNodeName)))
+		ex.StatusMessage = in.strLocked(ex.StatusMessage, maxInternedKey)
 	} else {
 		out.Phase = podPhases[st.phase]
-		out.NominatedNodeName = in.nodeNameLocked(st.nominated)
-		out.StatusMessage = in.strBytesLocked(st.message, maxInternedKey)
-		out.PreemptedBy = string(st.preemptedBy)
+		ex.NominatedNodeName = in.nodeNameLocked(st.nominated)
+		ex.StatusMessage = in.strBytesLocked(st.message, maxInternedKey)
+		ex.PreemptedBy = string(st.preemptedBy)
 		if st.started {
 			out.StartTime = time.Unix(st.seconds, int64(st.nanos)).UTC()
 		}
 	}
 	if out.Phase == 0 {
 		out.Phase = framework.PodPending
+	}
+	if !ex.IsZero() {
+		own := ex
+		out.Extras = &own
 	}
 	return out, true
 }
@@ -375,9 +380,10 @@ func (in *interner) strBytesLocked(b []byte, limit int) string {
 	return in.strLocked(string(b), limit)
 }
 
-// fieldsLocked fills out's shared fields from their encoded ranges of
-// value, each looked up by its bytes first; false if one does not decode.
-func (in *interner) fieldsLocked(out *framework.Pod, f *podFields, value []byte) bool {
+// fieldsLocked fills the shared fields of out and its extras ex from
+// their encoded ranges of value, each looked up by its bytes first; false
+// if one does not decode.
+func (in *interner) fieldsLocked(out *framework.Pod, ex *framework.PodExtras, f *podFields, value []byte) bool {
 	maps := func() map[string]map[string]string { return in.spanMaps }
 	resources := func() map[string]framework.ResourceList { return in.spanResources }
 	containers := func() map[string][]framework.Container { return in.spanContainers }
@@ -388,13 +394,13 @@ func (in *interner) fieldsLocked(out *framework.Pod, f *podFields, value []byte)
 	out.NodeSelector, ok[1] = lookupSpan(in, maps, f.nodeSelector.of(value), func(p *berthv1.Pod) map[string]string {
 		return in.stringMapLocked(p.GetNodeSelector())
 	})
-	out.Overhead, ok[2] = lookupSpan(in, resources, f.overhead.of(value), func(p *berthv1.Pod) framework.ResourceList {
+	ex.Overhead, ok[2] = lookupSpan(in, resources, f.overhead.of(value), func(p *berthv1.Pod) framework.ResourceList {
 		return in.resourceListLocked(framework.ResourceList(p.GetOverhead()))
 	})
 	out.Containers, ok[3] = lookupSpan(in, containers, f.containers.of(value), func(p *berthv1.Pod) []framework.Container {
 		return in.containerListLocked(containersToCore(p.GetContainers()))
 	})
-	out.InitContainers, ok[4] = lookupSpan(in, containers, f.initContainers.of(value), func(p *berthv1.Pod) []framework.Container {
+	ex.InitContainers, ok[4] = lookupSpan(in, containers, f.initContainers.of(value), func(p *berthv1.Pod) []framework.Container {
 		return in.containerListLocked(containersToCore(p.GetInitContainers()))
 	})
 	return ok == [5]bool{true, true, true, true, true}

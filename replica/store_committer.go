@@ -68,9 +68,9 @@ func (c storeCommitter) binding(p *framework.Pod, nodeName string) (store.Bindin
 		Pod:                 &berthv1.Pod{Namespace: p.Namespace, Name: p.Name, Uid: p.UID, NodeName: nodeName},
 		Value:               value,
 		ExpectedModRevision: p.Revision,
-		ViewRevision:        p.ViewRevision,
-		Shard:               p.Shard,
-		ShardEpoch:          p.ShardEpoch,
+		ViewRevision:        p.ViewRevision(),
+		Shard:               p.Shard(),
+		ShardEpoch:          p.ShardEpoch(),
 	}, nil
 }
 
@@ -81,7 +81,7 @@ func (c storeCommitter) RecordUnschedulable(ctx context.Context, p *framework.Po
 		return err
 	}
 	diag := convert.DiagnosisToWire(why, time.Now())
-	store.MarkUnschedulable(next, why.Message, p.NominatedNodeName, diag)
+	store.MarkUnschedulable(next, why.Message, p.NominatedNodeName(), diag)
 	return c.update(ctx, p, next)
 }
 
@@ -186,7 +186,7 @@ func assumptionsOf(pods []*framework.Pod) []store.Assumption {
 	for i, p := range pods {
 		out[i] = store.Assumption{
 			Namespace: p.Namespace, Name: p.Name, UID: p.UID, Node: p.NodeName,
-			ViewRevision: p.ViewRevision, Shard: p.Shard, ShardEpoch: p.ShardEpoch,
+			ViewRevision: p.ViewRevision(), Shard: p.Shard(), ShardEpoch: p.ShardEpoch(),
 		}
 	}
 	return out

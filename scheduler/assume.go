@@ -55,7 +55,7 @@ func (sh *shard) assume(ctx context.Context, fwk *fwruntime.Framework, state *fr
 	}
 	// Read before the cache's check: everything up to this revision is in
 	// the NodeInfo it checks against, so the commit may fence on it.
-	assumedInfo.Pod.ViewRevision = sh.s.view.Load()
+	assumedInfo.Pod.EditExtras().ViewRevision = sh.s.view.Load()
 	return sh.s.cache.Assume(assumedInfo)
 }
 

@@ -188,7 +188,7 @@ func (s *Scheduler) podPending(p *framework.Pod) {
 		sh.upsertPending(key, p) // a new incarnation: nothing to back off from
 		return
 	}
-	sh.upsertPendingAfterBackoff(p, len(p.Rejections))
+	sh.upsertPendingAfterBackoff(p, len(p.Rejections()))
 }
 
 // upsertPendingAfterBackoff is upsertPending for a pod that failed outside
@@ -219,7 +219,7 @@ func (s *Scheduler) UpsertNodeRecord(n *framework.Node) {
 	ev := framework.ClusterEvent{Resource: framework.EventResourceNode, ActionType: framework.ActionUpdate, Label: "NodeRecordUpdate"}
 	s.metrics.event(ev.Label)
 	rejectedHere := func(p *framework.Pod) bool {
-		_, ok := p.Rejections[n.Name]
+		_, ok := p.Rejections()[n.Name]
 		return ok
 	}
 	for _, sh := range s.shards {
@@ -233,12 +233,12 @@ func (s *Scheduler) UpsertNodeRecord(n *framework.Node) {
 // do not evict again for room already being freed. This replica's own
 // nominations are its own to keep: a record of one may be older than them.
 func (s *Scheduler) nominatedElsewhere(p *framework.Pod) {
-	if p.NominatedNodeName == "" {
+	if p.NominatedNodeName() == "" {
 		s.nominator.forget(p)
 		return
 	}
-	if pi, node := s.nominator.lookup(p.Key()); pi != nil && node == p.NominatedNodeName && pi.Pod.UID == p.UID {
+	if pi, node := s.nominator.lookup(p.Key()); pi != nil && node == p.NominatedNodeName() && pi.Pod.UID == p.UID {
 		return
 	}
-	s.nominator.set(framework.NewPodInfo(p), p.NominatedNodeName)
+	s.nominator.set(framework.NewPodInfo(p), p.NominatedNodeName())
 }

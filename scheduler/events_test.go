@@ -32,7 +32,7 @@ func TestRejectedPodLeavesItsNodeAndBacksOff(t *testing.T) {
 
 	rejected := cpuPod("p", 0, 300, "")
 	rejected.Phase = framework.PodPending
-	rejected.Rejections = map[string]int64{"n1": 5}
+	rejected.EditExtras().Rejections = map[string]int64{"n1": 5}
 	s.UpsertPod(rejected)
 	if ni, _ := s.NodeInfo("n1"); len(ni.Pods) != 0 || ni.Requested.MilliCPU != 0 {
 		t.Fatalf("n1 still holds %d pods, %dm cpu after the rejection", len(ni.Pods), ni.Requested.MilliCPU)
@@ -54,7 +54,7 @@ func TestNodeRecordUpdateWakesRejectedPods(t *testing.T) {
 	park := func(name, rejectedBy string) {
 		p := cpuPod(name, 0, 100, "")
 		p.Phase = framework.PodPending
-		p.Rejections = map[string]int64{rejectedBy: 5}
+		p.EditExtras().Rejections = map[string]int64{rejectedBy: 5}
 		qpi := &framework.QueuedPodInfo{PodInfo: framework.NewPodInfo(p),
 			UnschedulablePlugins: map[string]struct{}{names.RejectedNodes: {}}}
 		if err := sh.queue.AddUnschedulableIfNotPresent(qpi); err != nil {
@@ -87,7 +87,7 @@ func TestNominationsOfOtherReplicasCount(t *testing.T) {
 	s.UpsertNode(&framework.Node{Name: "n1",
 		Allocatable: framework.ResourceList{framework.ResourceCPU: 4000, framework.ResourcePods: 110}})
 	p := cpuPod("elsewhere", 100, 3000, "")
-	p.NominatedNodeName = "n1"
+	p.EditExtras().NominatedNodeName = "n1"
 	s.UpsertPod(p)
 	if diff := cmp.Diff([]string{"ns/elsewhere"}, nominatedKeys(s.nominator, "n1")); diff != "" {
 		t.Fatalf("nominated to n1 (-want +got):\n%s", diff)
@@ -100,7 +100,7 @@ func TestNominationsOfOtherReplicasCount(t *testing.T) {
 	}
 
 	cleared := *p
-	cleared.NominatedNodeName = ""
+	cleared.EditExtras().NominatedNodeName = ""
 	s.UpsertPod(&cleared)
 	if keys := nominatedKeys(s.nominator, "n1"); keys != nil {
 		t.Errorf("still nominated after the record dropped it: %v", keys)
@@ -111,7 +111,7 @@ func TestNominationsOfOtherReplicasCount(t *testing.T) {
 	s.AcquireShard(s.ShardOf(p), 1)
 	s.nominator.set(framework.NewPodInfo(p), "n1")
 	moved := *p
-	moved.NominatedNodeName = "n2"
+	moved.EditExtras().NominatedNodeName = "n2"
 	s.UpsertPod(&moved)
 	if diff := cmp.Diff([]string{"ns/elsewhere"}, nominatedKeys(s.nominator, "n1")); diff != "" {
 		t.Errorf("own nomination moved by a record (-want +got):\n%s", diff)

@@ -51,12 +51,12 @@ var (
 // Terminating implements framework.EvictionTracker. A victim marked for
 // eviction still holds its node until the orchestrator deletes it;
 // preempting again for the same room would only pick more victims.
-func (nominatingEvictor) Terminating(p *framework.Pod) bool { return p.PreemptedBy != "" }
+func (nominatingEvictor) Terminating(p *framework.Pod) bool { return p.PreemptedBy() != "" }
 
 // Evict implements framework.Evictor.
 func (e nominatingEvictor) Evict(ctx context.Context, preemptor *framework.Pod, node string, victims []*framework.Pod) error {
 	nominated := *preemptor
-	nominated.NominatedNodeName = node
+	nominated.EditExtras().NominatedNodeName = node
 	e.nominator.nominate(framework.NewPodInfo(&nominated), node, victims)
 	if release, ok := ctx.Value(preemptionSlotKey{}).(func()); ok {
 		release()

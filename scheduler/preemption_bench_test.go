@@ -32,7 +32,7 @@ func preemptionCluster(b *testing.B, numNodes int) (*Scheduler, *shard) {
 		}
 		if i%2 == 0 {
 			p := cpuPod(fmt.Sprintf("nominated-%d", i), 100, 3000, "")
-			p.NominatedNodeName = name
+			p.EditExtras().NominatedNodeName = name
 			s.nominator.set(framework.NewPodInfo(p), name)
 		}
 	}

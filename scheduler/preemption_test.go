@@ -402,7 +402,7 @@ func TestFailedVictimMarksUndoThePreemption(t *testing.T) {
 	}
 	ev.mu.Lock()
 	defer ev.mu.Unlock()
-	if len(ev.recorded) != 1 || !strings.Contains(ev.recorded[0].Message, "storage unavailable") || ev.pods[0].NominatedNodeName != "" {
+	if len(ev.recorded) != 1 || !strings.Contains(ev.recorded[0].Message, "storage unavailable") || ev.pods[0].NominatedNodeName() != "" {
 		t.Errorf("recorded %+v for %+v; want one diagnosis naming the failed write, no nominated node", ev.recorded, ev.pods)
 	}
 }

@@ -79,7 +79,7 @@ func TestOwnershipGatesScheduling(t *testing.T) {
 	shard := s.ShardOf(p)
 	s.AcquireShard(shard, 42)
 	got := nextBind(t, c)
-	if got.Shard != shard || got.ShardEpoch != 42 || got.ViewRevision != 7 || got.NodeName != "n1" {
+	if got.Shard() != shard || got.ShardEpoch() != 42 || got.ViewRevision() != 7 || got.NodeName != "n1" {
 		t.Fatalf("bound %+v: want shard %d epoch 42 view 7 on n1", got, shard)
 	}
 
@@ -102,8 +102,8 @@ func TestStaleViewRetriesOnceTheViewCatchesUp(t *testing.T) {
 	p := podWith("p", nil, nil)
 	s.UpsertPod(p)
 	s.AcquireShard(s.ShardOf(p), 1)
-	if first := nextBind(t, c); first.ViewRevision != 10 {
-		t.Fatalf("first attempt with view %d", first.ViewRevision)
+	if first := nextBind(t, c); first.ViewRevision() != 10 {
+		t.Fatalf("first attempt with view %d", first.ViewRevision())
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -123,7 +123,7 @@ func TestStaleViewRetriesOnceTheViewCatchesUp(t *testing.T) {
 		t.Fatalf("retried before the view reached the conflicting revision (%d queued)", n)
 	}
 	s.SetViewRevision(100)
-	if second := nextBind(t, c); second.ViewRevision != 100 {
-		t.Fatalf("retry with view %d, want 100", second.ViewRevision)
+	if second := nextBind(t, c); second.ViewRevision() != 100 {
+		t.Fatalf("retry with view %d, want 100", second.ViewRevision())
 	}
 }

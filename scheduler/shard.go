@@ -300,7 +300,8 @@ func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, st
 	pod := qpi.Pod
 	assumed := *pod
 	assumed.NodeName = node
-	assumed.Shard, assumed.ShardEpoch = shardID, epoch
+	ex := assumed.EditExtras()
+	ex.Shard, ex.ShardEpoch = shardID, epoch
 	assumedInfo := withPod(qpi.PodInfo, &assumed)
 	assumption, err := sh.assume(ctx, fwk, state, placedBefore, qpi.PodInfo, assumedInfo)
 	if err != nil {

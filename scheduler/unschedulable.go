@@ -72,8 +72,8 @@ func (sh *shard) newDiagnosis(pod *framework.Pod, msg string) bool {
 		recorded = latest
 	}
 	sh.unlock()
-	return msg != recorded.StatusMessage || recorded.Phase != framework.PodUnschedulable ||
-		pod.NominatedNodeName != recorded.NominatedNodeName
+	return msg != recorded.StatusMessage() || recorded.Phase != framework.PodUnschedulable ||
+		pod.NominatedNodeName() != recorded.NominatedNodeName()
 }
 
 // park records why, unless it is nil, and requeues the pod as
@@ -145,7 +145,7 @@ func (sh *shard) preempt(ctx context.Context, fwk *fwruntime.Framework, state *f
 		return qpi, evict, true
 	}
 	nominated := *qpi.Pod
-	nominated.NominatedNodeName = node
+	nominated.EditExtras().NominatedNodeName = node
 	pi := withPod(qpi.PodInfo, &nominated)
 	sh.s.nominator.set(pi, node)
 	if node != "" {

@@ -198,7 +198,7 @@ func shapes() []func(p *framework.Pod) {
 		with(big, func(p *framework.Pod) { p.Priority = 1000 }),
 		with(small, func(p *framework.Pod) {
 			p.Containers[0].Image = "img-a"
-			p.InitContainers = []framework.Container{{Name: "i", Image: "img-b:v1"}}
+			p.EditExtras().InitContainers = []framework.Container{{Name: "i", Image: "img-b:v1"}}
 		}),
 		func(p *framework.Pod) { p.Containers = []framework.Container{{Name: "c", Image: "img-c"}} }, // best effort
 		with(req(100, Gi/4), func(p *framework.Pod) {
@@ -466,7 +466,7 @@ func TestBatchingMatchesUnbatched(t *testing.T) {
 					kinds[c.rng.IntN(len(kinds))](p)
 				}
 				if c.rng.IntN(50) == 0 {
-					p.Rejections = map[string]int64{c.names[c.rng.IntN(len(c.names))]: 1}
+					p.EditExtras().Rejections = map[string]int64{c.names[c.rng.IntN(len(c.names))]: 1}
 				}
 				if i%97 == 0 {
 					a, b, ref := batched.explain(t, p), alone.explain(t, p), reference.explain(t, p)

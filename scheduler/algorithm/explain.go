@@ -82,7 +82,7 @@ func (s *Placer) Explain(ctx context.Context, fwk *runtime.Framework, state *fra
 		return ex, err
 	}
 
-	if nominated := pod.Pod.NominatedNodeName; nominated != "" && s.nominatedFits(ctx, fwk, state, pod, nominated, feasibleNodes, candidates) {
+	if nominated := pod.Pod.NominatedNodeName(); nominated != "" && s.nominatedFits(ctx, fwk, state, pod, nominated, feasibleNodes, candidates) {
 		ex.Chosen, ex.Tied = nominated, []string{nominated}
 		return ex, nil
 	}

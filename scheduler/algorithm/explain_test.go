@@ -162,7 +162,7 @@ func TestExplainPreFilter(t *testing.T) {
 func TestExplainNominated(t *testing.T) {
 	nodes := uniformNodes(5)
 	pod := fwtest.Pod("p", fwtest.Resources(100, Gi))
-	pod.NominatedNodeName = "node-004"
+	pod.EditExtras().NominatedNodeName = "node-004"
 	ex, err := New(0).Explain(ctx, setup(t, nodes, 1), framework.NewCycleState(), framework.NewPodInfo(pod))
 	if err != nil {
 		t.Fatal(err)

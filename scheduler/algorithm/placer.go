@@ -165,7 +165,7 @@ func (s *Placer) Schedule(ctx context.Context, fwk *runtime.Framework, state *fr
 // for it at all: a pod nominated to a node filters that node first and is
 // left out of the nominations it would count, so it goes alone.
 func (s *Placer) signature(fwk *runtime.Framework, pod *framework.PodInfo) (string, bool) {
-	if !s.batching || pod.Pod.NominatedNodeName != "" {
+	if !s.batching || pod.Pod.NominatedNodeName() != "" {
 		return "", false
 	}
 	return fwk.PodSignature(pod)
@@ -206,7 +206,7 @@ func (s *Placer) findNodesThatFitPod(ctx context.Context, fwk *runtime.Framework
 	// room: try it first.
 	var nominated *framework.NodeInfo
 	var nominatedStatus *framework.Status
-	if name := pod.Pod.NominatedNodeName; name != "" {
+	if name := pod.Pod.NominatedNodeName(); name != "" {
 		if ni, err := fwk.SnapshotSharedLister().NodeInfos().Get(name); err == nil {
 			st := fwk.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
 			if st.IsSuccess() {

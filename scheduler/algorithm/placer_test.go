@@ -360,7 +360,7 @@ func TestNominatedNodeFirst(t *testing.T) {
 	fwk := setup(t, nodes, 1)
 	s := New(0)
 	pod := fwtest.Pod("p", fwtest.Resources(100, Gi))
-	pod.NominatedNodeName = "node-042"
+	pod.EditExtras().NominatedNodeName = "node-042"
 	res, err := s.Schedule(ctx, fwk, framework.NewCycleState(), framework.NewPodInfo(pod))
 	if err != nil {
 		t.Fatal(err)

@@ -170,11 +170,11 @@ func PodRequests(p *Pod, nonZero bool) Resource {
 		r := containerRequests(&p.Containers[i], nonZero)
 		sum.AddResource(&r)
 	}
-	for i := range p.InitContainers {
-		r := containerRequests(&p.InitContainers[i], nonZero)
+	for i := range p.InitContainers() {
+		r := containerRequests(&p.InitContainers()[i], nonZero)
 		sum.setMax(&r)
 	}
-	sum.Add(p.Overhead)
+	sum.Add(p.Overhead())
 	// "pods" is a node capacity, never a pod request.
 	sum.AllowedPodNumber = 0
 	return sum

@@ -96,22 +96,24 @@ func TestPodRequestsSaturate(t *testing.T) {
 		},
 		{
 			name: "max plus overhead",
-			pod:  Pod{Containers: []Container{ctr(ResourceList{ResourceMemory: maxQ})}, Overhead: ResourceList{ResourceMemory: 10}},
+			pod:  Pod{Containers: []Container{ctr(ResourceList{ResourceMemory: maxQ})}, Extras: &PodExtras{Overhead: ResourceList{ResourceMemory: 10}}},
 			want: Resource{Memory: maxQ},
 		},
 		{
 			name: "init container larger than the saturated sum is held too",
 			pod: Pod{
-				Containers:     []Container{ctr(ResourceList{"example.com/gpu": maxQ}), ctr(ResourceList{"example.com/gpu": 3})},
-				InitContainers: []Container{ctr(ResourceList{"example.com/gpu": maxQ})},
-				Overhead:       ResourceList{"example.com/gpu": 1},
+				Containers: []Container{ctr(ResourceList{"example.com/gpu": maxQ}), ctr(ResourceList{"example.com/gpu": 3})},
+				Extras: &PodExtras{
+					InitContainers: []Container{ctr(ResourceList{"example.com/gpu": maxQ})},
+					Overhead:       ResourceList{"example.com/gpu": 1},
+				},
 			},
 			want: Resource{Scalar: map[string]int64{"example.com/gpu": maxQ}},
 		},
 		{
 			name: "negative requests count as none",
 			pod: Pod{Containers: []Container{ctr(ResourceList{ResourceCPU: -100, ResourceEphemeralStorage: 5}), ctr(ResourceList{ResourceCPU: 30})},
-				Overhead: ResourceList{ResourceEphemeralStorage: -7}},
+				Extras: &PodExtras{Overhead: ResourceList{ResourceEphemeralStorage: -7}}},
 			want: Resource{MilliCPU: 30, EphemeralStorage: 5},
 		},
 	}
@@ -184,10 +186,10 @@ func randomPod(r *rand.Rand, i int) *PodInfo {
 		p.Containers = append(p.Containers, Container{Requests: list()})
 	}
 	if r.IntN(3) == 0 {
-		p.InitContainers = []Container{{Requests: list()}}
+		p.EditExtras().InitContainers = []Container{{Requests: list()}}
 	}
 	if r.IntN(3) == 0 {
-		p.Overhead = list()
+		p.EditExtras().Overhead = list()
 	}
 	return NewPodInfo(p)
 }

@@ -278,9 +278,10 @@ func (p PreemptionPolicy) String() string {
 // a change arrives as a new *Pod.
 //
 // The core holds one Pod per pod it knows (a million at the largest scale
-// we aim at), so its size counts: it fits the allocator's 384-byte class
-// because Phase and PreemptionPolicy are bytes packed beside Priority and
-// Source is a string. TestPodSize keeps it there.
+// we aim at), so its size counts: it fits the allocator's 256-byte class
+// because Phase and PreemptionPolicy are bytes packed beside Priority,
+// Source is a string, and what most pods never set is behind Extras.
+// TestPodSize keeps it there.
 type Pod struct {
 	Namespace        string
 	Name             string
@@ -291,28 +292,14 @@ type Pod struct {
 	PreemptionPolicy PreemptionPolicy
 
 	Containers                []Container
-	InitContainers            []Container
-	Overhead                  ResourceList
 	NodeName                  string
 	SchedulerName             string
-	NominatedNodeName         string
 	StartTime                 time.Time
 	NodeSelector              map[string]string
 	Tolerations               []Toleration
 	Affinity                  *Affinity
 	TopologySpreadConstraints []TopologySpreadConstraint
-	SchedulingGates           []string
 	PodGroup                  string
-	// StatusMessage is the last recorded status message, so an unchanged
-	// diagnosis is not written again on every retry.
-	StatusMessage string
-	// PreemptedBy names the preemptor (namespace/name) once the pod was
-	// chosen as a victim; the orchestrator is expected to stop it.
-	PreemptedBy string
-	// Rejections maps each node that could not start the pod (reported by
-	// the orchestrator) to the node's Revision then; RejectedNodes keeps
-	// the pod off such a node until its record changes.
-	Rejections map[string]int64
 
 	// Revision is the store revision of the record this pod was read from.
 	// Commits compare it, so a decision about a stale pod never lands.
@@ -325,17 +312,9 @@ type Pod struct {
 	// inside, and never changes it.
 	Source string
 
-	// Set on the assumed copy a binding cycle commits:
-	//
-	// ViewRevision is the store revision of the cluster view the placement
-	// was checked against: every change at or before it was in the cache.
-	// A commit must fail if another writer added a pod to the node after it.
-	ViewRevision int64
-	// Shard is the pod's logical shard and ShardEpoch the revision at which
-	// this replica took ownership of it: the fence a commit compares, so a
-	// replica that lost the shard cannot commit for it. Epoch 0: no fence.
-	Shard      int
-	ShardEpoch int64
+	// Extras holds the fields few pods set; nil when none is. Copies of a
+	// Pod share it, so a field of it is changed only through EditExtras.
+	Extras *PodExtras
 }
 
 // Key is the pod's namespace/name, its identity in the queue and cache.

@@ -268,9 +268,16 @@ func sameSpec(a, b *framework.Pod) bool {
 }
 
 func clearStatus(p *framework.Pod) {
-	p.NodeName, p.Phase, p.NominatedNodeName, p.StatusMessage, p.PreemptedBy, p.Rejections = "", 0, "", "", "", nil
-	p.StartTime, p.Revision, p.Source = time.Time{}, 0, ""
-	p.ViewRevision, p.Shard, p.ShardEpoch = 0, 0, 0
+	p.NodeName, p.Phase, p.StartTime, p.Revision, p.Source = "", 0, time.Time{}, 0, ""
+	if p.Extras == nil {
+		return
+	}
+	ex := p.EditExtras()
+	ex.NominatedNodeName, ex.StatusMessage, ex.PreemptedBy, ex.Rejections = "", "", "", nil
+	ex.ViewRevision, ex.Shard, ex.ShardEpoch = 0, 0, 0
+	if ex.IsZero() {
+		p.Extras = nil
+	}
 }
 
 // Delete drops a pod from whichever pool holds it. A pod being scheduled is

@@ -199,7 +199,7 @@ func TestBackoffDuration(t *testing.T) {
 
 func TestGatedPods(t *testing.T) {
 	gate := func(p *framework.Pod) *framework.Status {
-		if len(p.SchedulingGates) > 0 {
+		if len(p.SchedulingGates()) > 0 {
 			return framework.NewStatus(framework.UnschedulableAndUnresolvable, "waiting for gates").WithPlugin("SchedulingGates")
 		}
 		return nil
@@ -208,7 +208,7 @@ func TestGatedPods(t *testing.T) {
 		"SchedulingGates": {{Event: framework.ClusterEvent{Resource: framework.EventResourcePod, ActionType: framework.ActionUpdatePodSchedulingGates}}},
 	}))
 	gated := newPod("gated", 0)
-	gated.SchedulingGates = []string{"example.com/wait"}
+	gated.EditExtras().SchedulingGates = []string{"example.com/wait"}
 	q.Add(gated)
 	checkPools(t, q, pools{Unsched: []string{key("gated")}})
 
@@ -236,7 +236,7 @@ func TestGatedPods(t *testing.T) {
 	}
 
 	open := stillGated
-	open.SchedulingGates = nil
+	open.EditExtras().SchedulingGates = nil
 	q.Update(&stillGated, &open)
 	checkPools(t, q, pools{Active: []string{key("gated")}})
 	got := pop(t, q)
@@ -250,7 +250,7 @@ func TestUpdate(t *testing.T) {
 	statusOnly := func(p *framework.Pod) *framework.Pod {
 		c := *p
 		c.Revision++
-		c.NominatedNodeName = "n1"
+		c.EditExtras().NominatedNodeName = "n1"
 		return &c
 	}
 	relabel := func(p *framework.Pod) *framework.Pod {
@@ -513,9 +513,17 @@ func TestPodFieldsClassified(t *testing.T) {
 		"SchedulerName", "NodeSelector", "Tolerations", "Affinity", "TopologySpreadConstraints",
 		"SchedulingGates", "PreemptionPolicy", "PodGroup",
 	}
-	typ := reflect.TypeFor[framework.Pod]()
-	for i := range typ.NumField() {
-		name := typ.Field(i).Name
+	// A Pod's own fields and those of its extras, each named once.
+	extras := reflect.TypeFor[framework.PodExtras]()
+	var fields []string
+	for _, typ := range []reflect.Type{reflect.TypeFor[framework.Pod](), extras} {
+		for i := range typ.NumField() {
+			if name := typ.Field(i).Name; name != "Extras" {
+				fields = append(fields, name)
+			}
+		}
+	}
+	for _, name := range fields {
 		if !slices.Contains(status, name) && !slices.Contains(spec, name) {
 			t.Errorf("framework.Pod.%s is neither spec nor status here", name)
 		}
@@ -524,8 +532,11 @@ func TestPodFieldsClassified(t *testing.T) {
 	base := newPod("p", 0)
 	for _, name := range append(slices.Clone(status), spec...) {
 		changed := *base
-		f := reflect.ValueOf(&changed).Elem().FieldByName(name)
-		setNonZero(t, f)
+		holder := reflect.ValueOf(&changed).Elem()
+		if _, ok := extras.FieldByName(name); ok {
+			holder = reflect.ValueOf(changed.EditExtras()).Elem()
+		}
+		setNonZero(t, holder.FieldByName(name))
 		if got, want := sameSpec(base, &changed), slices.Contains(status, name); got != want {
 			t.Errorf("changing %s: sameSpec = %v, want %v", name, got, want)
 		}

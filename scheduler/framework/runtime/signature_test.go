@@ -82,7 +82,7 @@ func TestPodSignature(t *testing.T) {
 		}
 	}
 	unsigned := map[string]func(p *framework.Pod){
-		"rejected by a node": func(p *framework.Pod) { p.Rejections = map[string]int64{"n1": 3} },
+		"rejected by a node": func(p *framework.Pod) { p.EditExtras().Rejections = map[string]int64{"n1": 3} },
 	}
 	for name, change := range unsigned {
 		p := base("d")
@@ -112,7 +112,7 @@ func TestPodSignatureIsCachedPerFramework(t *testing.T) {
 	// unchanged; a rejection is such a change, and must not keep the old
 	// signature.
 	rejected := *pi.Pod
-	rejected.Rejections = map[string]int64{"n1": 1}
+	rejected.EditExtras().Rejections = map[string]int64{"n1": 1}
 	copied := *pi
 	copied.Pod = &rejected
 	if sig, ok := f2.PodSignature(&copied); ok {

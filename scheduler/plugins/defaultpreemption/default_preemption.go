@@ -161,7 +161,7 @@ func (pl *DefaultPreemption) preempt(ctx context.Context, state *framework.Cycle
 // evaluate is kube's Evaluator.Preempt without the extenders.
 func (pl *DefaultPreemption) evaluate(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, m framework.NodeToStatusReader, dryRun bool) (*framework.PostFilterResult, *Candidate, *framework.Status) {
 	var nominatedStatus *framework.Status
-	if n := pod.Pod.NominatedNodeName; n != "" {
+	if n := pod.Pod.NominatedNodeName(); n != "" {
 		nominatedStatus = m.Get(n) // a lookup by name may index every node
 	}
 	if ok, msg := pl.PodEligibleToPreemptOthers(pod.Pod, nominatedStatus); !ok {
@@ -208,7 +208,7 @@ func (pl *DefaultPreemption) PodEligibleToPreemptOthers(pod *framework.Pod, nomi
 	if pod.PreemptionPolicy == framework.PreemptNever {
 		return false, msgPreemptNever
 	}
-	nominated := pod.NominatedNodeName
+	nominated := pod.NominatedNodeName()
 	if nominated == "" || pl.terminating == nil || nominatedNodeStatus.Code() == framework.UnschedulableAndUnresolvable {
 		return true, ""
 	}

@@ -144,7 +144,7 @@ func TestNilEvictorNominatesButEvictsNothing(t *testing.T) {
 func TestPodEligibleToPreemptOthers(t *testing.T) {
 	low := pod("low", 10, 2000)
 	terminating := func(p *framework.Pod) bool { return p.Name == "low" }
-	nominated := func(p *framework.Pod) *framework.Pod { p.NominatedNodeName = "n1"; return p }
+	nominated := func(p *framework.Pod) *framework.Pod { p.EditExtras().NominatedNodeName = "n1"; return p }
 	never := pod("p", 100, 1000)
 	never.PreemptionPolicy = framework.PreemptNever
 	tests := []struct {

@@ -68,11 +68,11 @@ func (pl *ImageLocality) PreScore(_ context.Context, state *framework.CycleState
 	}
 	p := pod.Pod
 	s := &preScoreState{
-		images:     make([]string, 0, len(p.InitContainers)+len(p.Containers)),
+		images:     make([]string, 0, len(p.InitContainers())+len(p.Containers)),
 		totalNodes: len(pl.handle.SnapshotSharedLister().NodeInfos().List()),
 	}
-	for i := range p.InitContainers {
-		s.images = append(s.images, normalizedImageName(p.InitContainers[i].Image))
+	for i := range p.InitContainers() {
+		s.images = append(s.images, normalizedImageName(p.InitContainers()[i].Image))
 	}
 	for i := range p.Containers {
 		s.images = append(s.images, normalizedImageName(p.Containers[i].Image))
@@ -154,9 +154,9 @@ var _ framework.SignPlugin = (*ImageLocality)(nil)
 // node's image states, which its generation covers.
 func (*ImageLocality) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
 	p := pod.Pod
-	sig = framework.AppendSigInt(sig, int64(len(p.InitContainers)+len(p.Containers)))
-	for i := range p.InitContainers {
-		sig = framework.AppendSigString(sig, p.InitContainers[i].Image)
+	sig = framework.AppendSigInt(sig, int64(len(p.InitContainers())+len(p.Containers)))
+	for i := range p.InitContainers() {
+		sig = framework.AppendSigString(sig, p.InitContainers()[i].Image)
 	}
 	for i := range p.Containers {
 		sig = framework.AppendSigString(sig, p.Containers[i].Image)

@@ -40,7 +40,7 @@ func nodeWithImages(name string, images map[string]image) *framework.NodeInfo {
 func podWithImages(initImages []string, images ...string) *framework.PodInfo {
 	p := &framework.Pod{Namespace: "default", Name: "p"}
 	for i, img := range initImages {
-		p.InitContainers = append(p.InitContainers, framework.Container{Name: fmt.Sprintf("i%d", i), Image: img})
+		p.EditExtras().InitContainers = append(p.InitContainers(), framework.Container{Name: fmt.Sprintf("i%d", i), Image: img})
 	}
 	for i, img := range images {
 		p.Containers = append(p.Containers, framework.Container{Name: fmt.Sprintf("c%d", i), Image: img})

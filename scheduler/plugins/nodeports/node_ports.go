@@ -119,7 +119,7 @@ func isSchedulableAfterPodDeleted(pod *framework.Pod, oldObj, _ any) (framework.
 	if !ok || deleted == nil {
 		return framework.Queue, nil
 	}
-	if deleted.NodeName == "" && deleted.NominatedNodeName == "" {
+	if deleted.NodeName == "" && deleted.NominatedNodeName() == "" {
 		return framework.QueueSkip, nil
 	}
 	freed := hostPorts(deleted)

@@ -35,7 +35,7 @@ func nodeUsing(ports ...framework.ContainerPort) *framework.NodeInfo {
 
 func TestPreFilter(t *testing.T) {
 	withInit := podWithPorts("p", port("", "", 0))
-	withInit.InitContainers = []framework.Container{{Name: "init", Ports: []framework.ContainerPort{port("", framework.ProtocolTCP, 8080)}}}
+	withInit.EditExtras().InitContainers = []framework.Container{{Name: "init", Ports: []framework.ContainerPort{port("", framework.ProtocolTCP, 8080)}}}
 	tests := []struct {
 		name string
 		pod  *framework.Pod
@@ -144,7 +144,7 @@ func TestPodDeletedHint(t *testing.T) {
 		return p
 	}
 	nominated := podWithPorts("d", port("", framework.ProtocolTCP, 8080))
-	nominated.NominatedNodeName = "n"
+	nominated.EditExtras().NominatedNodeName = "n"
 	tests := []struct {
 		name    string
 		deleted any

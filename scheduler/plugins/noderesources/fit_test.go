@@ -74,12 +74,12 @@ func TestFitFilter(t *testing.T) {
 		{name: "other group not ignored", args: &FitArgs{IgnoredResourceGroups: []string{"other.io"}}, pod: podWith(framework.ResourceList{gpu: 5}), node: node, want: []string{"Insufficient example.com/gpu"}, unresolvable: true},
 		{name: "largest init container counts", pod: func() *framework.Pod {
 			p := podWith(fwtest.Resources(1000, 0))
-			p.InitContainers = []framework.Container{{Name: "init", Requests: fwtest.Resources(2001, 0)}}
+			p.EditExtras().InitContainers = []framework.Container{{Name: "init", Requests: fwtest.Resources(2001, 0)}}
 			return p
 		}(), node: node, want: []string{"Insufficient cpu"}},
 		{name: "overhead counts", pod: func() *framework.Pod {
 			p := podWith(fwtest.Resources(1500, 0))
-			p.Overhead = fwtest.Resources(501, 0)
+			p.EditExtras().Overhead = fwtest.Resources(501, 0)
 			return p
 		}(), node: node, want: []string{"Insufficient cpu"}},
 		{name: "cpu beyond the node's total", pod: podWith(fwtest.Resources(4001, 0)), node: node, want: []string{"Insufficient cpu"}, unresolvable: true},
@@ -91,7 +91,7 @@ func TestFitFilter(t *testing.T) {
 		}, want: []string{"Too many pods"}},
 		{name: "init container beyond the total", pod: func() *framework.Pod {
 			p := podWith(fwtest.Resources(1000, 0))
-			p.InitContainers = []framework.Container{{Name: "init", Requests: fwtest.Resources(4001, 0)}}
+			p.EditExtras().InitContainers = []framework.Container{{Name: "init", Requests: fwtest.Resources(4001, 0)}}
 			return p
 		}(), node: node, want: []string{"Insufficient cpu"}, unresolvable: true},
 	}

@@ -19,9 +19,9 @@ func TestSaturatedRequestsNeverFit(t *testing.T) {
 		return p
 	}
 	withOverhead := fwtest.Pod("p", framework.ResourceList{framework.ResourceMemory: maxQ})
-	withOverhead.Overhead = framework.ResourceList{framework.ResourceMemory: 10}
+	withOverhead.EditExtras().Overhead = framework.ResourceList{framework.ResourceMemory: 10}
 	gpus := fwtest.Pod("p", framework.ResourceList{gpu: maxQ})
-	gpus.Overhead = framework.ResourceList{gpu: 1}
+	gpus.EditExtras().Overhead = framework.ResourceList{gpu: 1}
 
 	nodes := map[string]func() *framework.NodeInfo{
 		"ordinary": func() *framework.NodeInfo { return fwtest.NodeInfo(gpuNode()) },

@@ -37,14 +37,14 @@ func (*RejectedNodes) Name() string { return Name }
 // from the node would not make it start this one.
 func (*RejectedNodes) Filter(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
 	// Most pods were never rejected: no need to read the Node.
-	if len(pod.Pod.Rejections) > 0 && rejects(pod.Pod, nodeInfo.Node()) {
+	if len(pod.Pod.Rejections()) > 0 && rejects(pod.Pod, nodeInfo.Node()) {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonRejected)
 	}
 	return nil
 }
 
 func rejects(pod *framework.Pod, node *framework.Node) bool {
-	rev, ok := pod.Rejections[node.Name]
+	rev, ok := pod.Rejections()[node.Name]
 	return ok && rev == node.Revision
 }
 
@@ -63,7 +63,7 @@ func isSchedulableAfterNodeChange(pod *framework.Pod, _, newObj any) (framework.
 	if !ok || n == nil {
 		return framework.Queue, nil
 	}
-	if _, rejected := pod.Rejections[n.Name]; rejected && !rejects(pod, n) {
+	if _, rejected := pod.Rejections()[n.Name]; rejected && !rejects(pod, n) {
 		return framework.Queue, nil
 	}
 	return framework.QueueSkip, nil
@@ -74,5 +74,5 @@ var _ framework.SignPlugin = (*RejectedNodes)(nil)
 // AppendSignature implements framework.SignPlugin. A pod some node
 // rejected is alone of its kind: its rejections are per pod.
 func (*RejectedNodes) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
-	return sig, len(pod.Pod.Rejections) == 0
+	return sig, len(pod.Pod.Rejections()) == 0
 }

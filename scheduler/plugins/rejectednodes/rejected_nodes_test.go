@@ -26,7 +26,7 @@ func TestFilter(t *testing.T) {
 			n := fwtest.Node("n", 1000, 1<<30, 10)
 			n.Revision = tt.nodeRev
 			p := fwtest.Pod("p", nil)
-			p.Rejections = tt.rejections
+			p.EditExtras().Rejections = tt.rejections
 			got := pl.Filter(context.Background(), framework.NewCycleState(), framework.NewPodInfo(p), fwtest.NodeInfo(n))
 			if got.Code() != tt.want {
 				t.Fatalf("code = %v, want %v", got.Code(), tt.want)
@@ -40,7 +40,7 @@ func TestFilter(t *testing.T) {
 
 func TestNodeChangeHint(t *testing.T) {
 	p := fwtest.Pod("p", nil)
-	p.Rejections = map[string]int64{"n": 5}
+	p.EditExtras().Rejections = map[string]int64{"n": 5}
 	tests := []struct {
 		name     string
 		old, new *framework.Node

@@ -34,11 +34,11 @@ func (*SchedulingGates) Name() string { return Name }
 // PreEnqueue implements framework.PreEnqueuePlugin: a pod with any gate
 // waits, UnschedulableAndUnresolvable, until an update removes them all.
 func (*SchedulingGates) PreEnqueue(_ context.Context, pod *framework.Pod) *framework.Status {
-	if len(pod.SchedulingGates) == 0 {
+	if len(pod.SchedulingGates()) == 0 {
 		return nil
 	}
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable,
-		fmt.Sprintf("waiting for scheduling gates: %v", pod.SchedulingGates))
+		fmt.Sprintf("waiting for scheduling gates: %v", pod.SchedulingGates()))
 }
 
 // EventsToRegister implements framework.EnqueueExtensions: only an update
@@ -60,7 +60,7 @@ func isSchedulableAfterGatesUpdate(pod *framework.Pod, _, newObj any) (framework
 	if updated.Namespace != pod.Namespace || updated.Name != pod.Name || updated.UID != pod.UID {
 		return framework.QueueSkip, nil
 	}
-	if len(updated.SchedulingGates) > 0 {
+	if len(updated.SchedulingGates()) > 0 {
 		return framework.QueueSkip, nil
 	}
 	return framework.Queue, nil

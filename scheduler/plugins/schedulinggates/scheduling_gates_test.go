@@ -12,7 +12,7 @@ var ctx = context.Background()
 
 func gated(name string, gates ...string) *framework.Pod {
 	p := fwtest.Pod(name, nil)
-	p.SchedulingGates = gates
+	p.EditExtras().SchedulingGates = gates
 	return p
 }
 
