@@ -27,6 +27,9 @@ import (
 // required anti-affinity, and a pod carrying one takes the lock
 // exclusively), so the shard loops assume them side by side instead of
 // queueing on one lock every cycle.
+//
+// assumedInfo's pod is the binding cycle's own copy (assumedCopy), whose
+// extras assume fills in.
 func (sh *shard) assume(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, placedBefore int64, pi, assumedInfo *framework.PodInfo) (cache.Assumption, error) {
 	if hasCrossPodTerms(pi.Pod) {
 		sh.s.placeMu.Lock()
@@ -55,7 +58,7 @@ func (sh *shard) assume(ctx context.Context, fwk *fwruntime.Framework, state *fr
 	}
 	// Read before the cache's check: everything up to this revision is in
 	// the NodeInfo it checks against, so the commit may fence on it.
-	assumedInfo.Pod.EditExtras().ViewRevision = sh.s.view.Load()
+	assumedInfo.Pod.Extras.ViewRevision = sh.s.view.Load()
 	return sh.s.cache.Assume(assumedInfo)
 }
 
@@ -121,4 +124,15 @@ func anyRequiredAntiAffinity(pods []*framework.PodInfo) bool {
 		}
 	}
 	return false
+}
+
+// assumedCopy is the copy of pod a binding cycle assumes on node and
+// commits, fenced by the shard's ownership. Its extras are its own, for
+// assume to complete.
+func assumedCopy(pod *framework.Pod, node string, shardID int, epoch int64) *framework.Pod {
+	assumed := *pod
+	assumed.NodeName = node
+	ex := assumed.EditExtras()
+	ex.Shard, ex.ShardEpoch = shardID, epoch
+	return &assumed
 }

@@ -31,9 +31,7 @@ func TestAssumeSharesThePlacementLock(t *testing.T) {
 			fwk := sh.frameworkFor(p)
 			placedBefore := s.cache.Placements()
 			pi := framework.NewPodInfo(p)
-			assumed := *p
-			assumed.NodeName = "n1"
-			_, err := sh.assume(ctx, fwk, framework.NewCycleState(), placedBefore, pi, withPod(pi, &assumed))
+			_, err := sh.assume(ctx, fwk, framework.NewCycleState(), placedBefore, pi, withPod(pi, assumedCopy(p, "n1", 0, 0)))
 			done <- err
 		}()
 		return done

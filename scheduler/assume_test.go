@@ -74,15 +74,14 @@ func TestAssumeRechecksPodsPlacedSinceSnapshot(t *testing.T) {
 			if err := s.cache.AssumePod(framework.NewPodInfo(&later)); err != nil {
 				t.Fatal(err)
 			}
-			assumed := *tc.pod
-			assumed.NodeName = "n1"
-			_, err = sh.assume(ctx, fwk, state, placedBefore, pi, withPod(pi, &assumed))
+			assumed := assumedCopy(tc.pod, "n1", 0, 0)
+			_, err = sh.assume(ctx, fwk, state, placedBefore, pi, withPod(pi, assumed))
 			if refused := errors.Is(err, cache.ErrNodeChanged); refused != tc.wantRefused {
 				t.Fatalf("assume = %v; refused %v, want %v", err, refused, tc.wantRefused)
 			}
 			// Leave the cache as it was for the next case.
 			if !tc.wantRefused {
-				if err := s.cache.ForgetPod(&assumed); err != nil {
+				if err := s.cache.ForgetPod(assumed); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -298,11 +298,8 @@ func (sh *shard) claim(qpi *framework.QueuedPodInfo) (key string, shardID int, e
 func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, placedBefore int64,
 	start time.Time, qpi *framework.QueuedPodInfo, key, node string, shardID int, epoch int64) {
 	pod := qpi.Pod
-	assumed := *pod
-	assumed.NodeName = node
-	ex := assumed.EditExtras()
-	ex.Shard, ex.ShardEpoch = shardID, epoch
-	assumedInfo := withPod(qpi.PodInfo, &assumed)
+	assumed := assumedCopy(pod, node, shardID, epoch)
+	assumedInfo := withPod(qpi.PodInfo, assumed)
 	assumption, err := sh.assume(ctx, fwk, state, placedBefore, qpi.PodInfo, assumedInfo)
 	if err != nil {
 		// Another shard filled the node after our snapshot: try again now,
@@ -315,19 +312,19 @@ func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, st
 	// it again in every other pod's filters until the watch confirms the
 	// binding. Kubernetes drops it at assume too.
 	sh.s.nominator.forget(pod)
-	if st := fwk.RunReservePluginsReserve(ctx, state, &assumed, node); !st.IsSuccess() {
-		fwk.RunReservePluginsUnreserve(ctx, state, &assumed, node)
-		sh.forget(&assumed)
+	if st := fwk.RunReservePluginsReserve(ctx, state, assumed, node); !st.IsSuccess() {
+		fwk.RunReservePluginsUnreserve(ctx, state, assumed, node)
+		sh.forget(assumed)
 		sh.s.metrics.attempt("error", time.Since(start).Seconds())
 		sh.retryLater(qpi)
 		return
 	}
-	st := fwk.RunPermitPlugins(ctx, state, &assumed, node)
+	st := fwk.RunPermitPlugins(ctx, state, assumed, node)
 	if st.IsWait() {
-		sh.s.groups.writeHeld(&assumed)
+		sh.s.groups.writeHeld(assumed)
 	} else if !st.IsSuccess() {
-		fwk.RunReservePluginsUnreserve(ctx, state, &assumed, node)
-		sh.forget(&assumed)
+		fwk.RunReservePluginsUnreserve(ctx, state, assumed, node)
+		sh.forget(assumed)
 		sh.s.metrics.attempt("unschedulable", time.Since(start).Seconds())
 		sh.retryLater(qpi)
 		return
@@ -346,7 +343,7 @@ func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, st
 		if slot {
 			defer sh.s.bindSlots.release()
 		}
-		sh.bind(bindCtx, fwk, state, qpi, key, &assumed, assumption)
+		sh.bind(bindCtx, fwk, state, qpi, key, assumed, assumption)
 	}()
 }
 
