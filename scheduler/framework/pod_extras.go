@@ -55,6 +55,9 @@ func (p *Pod) extras() *PodExtras {
 // noExtras is what a Pod without extras reads; never written.
 var noExtras PodExtras
 
+// Each accessor below reads one field of p's extras: the zero value when p
+// has none.
+
 func (p *Pod) InitContainers() []Container  { return p.extras().InitContainers }
 func (p *Pod) Overhead() ResourceList       { return p.extras().Overhead }
 func (p *Pod) SchedulingGates() []string    { return p.extras().SchedulingGates }
