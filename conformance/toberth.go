@@ -55,9 +55,14 @@ func toBerthContainers(cs []v1.Container) []framework.Container {
 func toBerthPod(p *v1.Pod) *framework.Pod {
 	out := &framework.Pod{
 		Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Labels: p.Labels,
-		Containers: toBerthContainers(p.Spec.Containers), InitContainers: toBerthContainers(p.Spec.InitContainers),
-		Overhead: toBerthResources(p.Spec.Overhead), NodeName: p.Spec.NodeName, SchedulerName: p.Spec.SchedulerName,
+		Containers: toBerthContainers(p.Spec.Containers), NodeName: p.Spec.NodeName, SchedulerName: p.Spec.SchedulerName,
 		NodeSelector: p.Spec.NodeSelector, Phase: framework.PodPending,
+	}
+	if ex := (framework.PodExtras{
+		InitContainers: toBerthContainers(p.Spec.InitContainers),
+		Overhead:       toBerthResources(p.Spec.Overhead),
+	}); !ex.IsZero() {
+		out.Extras = &ex
 	}
 	if p.Spec.NodeName != "" {
 		out.Phase = framework.PodRunning
