@@ -16,9 +16,14 @@ type benignEtcdLog struct {
 
 // benignEtcdLogs are dropped from the embedded etcd's log: the
 // configuration notes of a single loopback member (Berth chose them), the
-// listeners' complaints that they were closed (every clean stop), and the
+// listeners' complaints that they were closed (every clean stop), the
 // retries of publishing the member while a large database replays (dozens
-// per restart; a publish that never succeeds fails StartEmbedded instead).
+// per restart; a publish that never succeeds fails StartEmbedded instead),
+// and a new member's storage-version check that runs once the member has
+// elected itself but before its backend has committed the raft term: etcd
+// checks again every few seconds, and the next check finds the term. Only
+// the fast election of a lone member wins that race, and only on a fresh
+// data directory.
 var benignEtcdLogs = []benignEtcdLog{
 	{msg: "Running http and grpc server on single port. This is not recommended for production."},
 	{msg: "simple token is not cryptographically signed"},
@@ -28,6 +33,8 @@ var benignEtcdLogs = []benignEtcdLog{
 	{msg: "stopping secure grpc server due to error", errorHas: "closed"},
 	{msg: "stopped secure grpc server due to error", errorHas: "closed"},
 	{msg: "failed to publish local member to cluster through raft", errorHas: "too many requests"},
+	{msg: "Failed to detect schema version", errorHas: "missing term information"},
+	{msg: "failed to update storage version", errorHas: "missing term information"},
 }
 
 // etcdLogger is the embedded etcd's own logger: parent named "etcd", warn

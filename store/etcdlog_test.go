@@ -20,9 +20,12 @@ func TestEtcdLoggerDropsBenignNoise(t *testing.T) {
 	lg.Error("setting up serving from embedded etcd failed.", zap.Error(errors.New("accept tcp 127.0.0.1:1: use of closed network connection")))
 	lg.Warn("stopping insecure grpc server due to error", zap.Error(errors.New("accept tcp: use of closed network connection")))
 	lg.Warn("failed to publish local member to cluster through raft", zap.Error(errors.New("etcdserver: too many requests")))
+	lg.Warn("Failed to detect schema version", zap.Error(errors.New("missing term information")))
+	lg.Error("failed to update storage version", zap.Error(errors.New("cannot detect storage schema version: missing term information")))
 	// The same messages with another cause are news.
 	lg.Error("setting up serving from embedded etcd failed.", zap.Error(errors.New("listen tcp: address already in use")))
 	lg.Warn("failed to publish local member to cluster through raft", zap.Error(errors.New("etcdserver: request timed out")))
+	lg.Error("failed to update storage version", zap.Error(errors.New("etcdserver: request timed out")))
 	lg.Warn("slow fdatasync")
 
 	var got []string
@@ -35,6 +38,7 @@ func TestEtcdLoggerDropsBenignNoise(t *testing.T) {
 	want := []string{
 		"setting up serving from embedded etcd failed.",
 		"failed to publish local member to cluster through raft",
+		"failed to update storage version",
 		"slow fdatasync",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
