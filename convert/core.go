@@ -195,7 +195,8 @@ func podToCore(p *berthv1.Pod, modRevision int64) *framework.Pod {
 	}
 	statusToCore(out, &ex, p.GetStatus())
 	if !ex.IsZero() {
-		out.Extras = &ex
+		own := ex // only a pod with extras allocates them
+		out.Extras = &own
 	}
 	pods.pod(out)
 	if out.Phase == 0 {

@@ -273,7 +273,7 @@ func (in *interner) fastPod(value []byte, modRevision int64) (*framework.Pod, bo
 		out.Phase = framework.PodPending
 	}
 	if !ex.IsZero() {
-		own := ex
+		own := ex // only a pod with extras allocates them
 		out.Extras = &own
 	}
 	return out, true
