@@ -170,8 +170,9 @@ func PodRequests(p *Pod, nonZero bool) Resource {
 		r := containerRequests(&p.Containers[i], nonZero)
 		sum.AddResource(&r)
 	}
-	for i := range p.InitContainers() {
-		r := containerRequests(&p.InitContainers()[i], nonZero)
+	inits := p.InitContainers()
+	for i := range inits {
+		r := containerRequests(&inits[i], nonZero)
 		sum.setMax(&r)
 	}
 	sum.Add(p.Overhead())

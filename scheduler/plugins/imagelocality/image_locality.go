@@ -71,8 +71,8 @@ func (pl *ImageLocality) PreScore(_ context.Context, state *framework.CycleState
 		images:     make([]string, 0, len(p.InitContainers())+len(p.Containers)),
 		totalNodes: len(pl.handle.SnapshotSharedLister().NodeInfos().List()),
 	}
-	for i := range p.InitContainers() {
-		s.images = append(s.images, normalizedImageName(p.InitContainers()[i].Image))
+	for _, c := range p.InitContainers() {
+		s.images = append(s.images, normalizedImageName(c.Image))
 	}
 	for i := range p.Containers {
 		s.images = append(s.images, normalizedImageName(p.Containers[i].Image))
@@ -155,8 +155,8 @@ var _ framework.SignPlugin = (*ImageLocality)(nil)
 func (*ImageLocality) AppendSignature(sig []byte, pod *framework.PodInfo) ([]byte, bool) {
 	p := pod.Pod
 	sig = framework.AppendSigInt(sig, int64(len(p.InitContainers())+len(p.Containers)))
-	for i := range p.InitContainers() {
-		sig = framework.AppendSigString(sig, p.InitContainers()[i].Image)
+	for _, c := range p.InitContainers() {
+		sig = framework.AppendSigString(sig, c.Image)
 	}
 	for i := range p.Containers {
 		sig = framework.AppendSigString(sig, p.Containers[i].Image)
