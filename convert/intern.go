@@ -127,6 +127,12 @@ func (in *interner) nodeNameLocked(b []byte) string {
 	return s
 }
 
+// nodeNameStrLocked is nodeNameLocked for a name held as a string: it is
+// only looked up as bytes, and a new name is copied by the table.
+func (in *interner) nodeNameStrLocked(s string) string {
+	return in.nodeNameLocked(unsafe.Slice(unsafe.StringData(s), len(s)))
+}
+
 // appendString appends s to a canonical key, length first, so that no two
 // different sequences of strings give the same key.
 func appendString(b []byte, s string) []byte {
@@ -258,13 +264,12 @@ func (in *interner) pod(p *framework.Pod) {
 	for _, f := range []*string{&p.Namespace, &p.SchedulerName, &p.PodGroup} {
 		*f = in.strLocked(*f, maxInternedLen)
 	}
-	// Only looked up as bytes; a new name is copied by the table.
-	p.NodeName = in.nodeNameLocked(unsafe.Slice(unsafe.StringData(p.NodeName), len(p.NodeName)))
+	p.NodeName = in.nodeNameStrLocked(p.NodeName)
 	p.Labels = in.stringMapLocked(p.Labels)
 	p.NodeSelector = in.stringMapLocked(p.NodeSelector)
 	p.Containers = in.containerListLocked(p.Containers)
 	if ex := p.Extras; ex != nil { // the pod's own: made by its conversion
-		ex.NominatedNodeName = in.nodeNameLocked(unsafe.Slice(unsafe.StringData(ex.NominatedNodeName), len(ex.NominatedNodeName)))
+		ex.NominatedNodeName = in.nodeNameStrLocked(ex.NominatedNodeName)
 		ex.StatusMessage = in.strLocked(ex.StatusMessage, maxInternedKey)
 		ex.Overhead = in.resourceListLocked(ex.Overhead)
 		ex.InitContainers = in.containerListLocked(ex.InitContainers)

@@ -258,7 +258,7 @@ func (in *interner) fastPod(value []byte, modRevision int64) (*framework.Pod, bo
 	}
 	if st.whole != nil {
 		statusToCore(out, &ex, st.whole)
-		ex.NominatedNodeName = in.nodeNameLocked(unsafe.Slice(unsafe.StringData(ex.NominatedNodeName), len(ex.NominatedNodeName)))
+		ex.NominatedNodeName = in.nodeNameStrLocked(ex.NominatedNodeName)
 		ex.StatusMessage = in.strLocked(ex.StatusMessage, maxInternedKey)
 	} else {
 		out.Phase = podPhases[st.phase]
