@@ -192,7 +192,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 	scheme := "http"
 	var pki *clientPKI
 	if cfg.ClientCertAuth {
-		if pki, err = newClientPKI(host); err != nil {
+		if pki, err = newClientPKI(cfg.Dir, host); err != nil {
 			return nil, fmt.Errorf("store: embedded etcd client TLS: %w", err)
 		}
 		scheme = "https"

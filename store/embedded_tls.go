@@ -21,7 +21,10 @@ import (
 // signs the server's certificate and one client certificate, and etcd
 // accepts only clients presenting the latter. Without it any local user
 // could rewrite Berth's state through the port. The files live in a
-// private directory removed on Close; the owner can point etcdctl at them.
+// private directory inside the data directory, made afresh at each start
+// and removed on Close; the owner can point etcdctl at them. A kill -9
+// leaves them beside the data they guard, not in /tmp, and the next start
+// replaces them.
 type clientPKI struct {
 	dir    string
 	server transport.TLSInfo
@@ -81,11 +84,21 @@ func (ca *runCA) issue(serial int64, name string, usage x509.ExtKeyUsage) (certP
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
 }
 
+// clientPKIDir is the certificates' directory under the data directory.
+const clientPKIDir = "client-tls"
+
 // newClientPKI makes the run's CA, server and client certificates in a
-// fresh private directory.
-func newClientPKI(host string) (_ *clientPKI, err error) {
-	dir, err := os.MkdirTemp("", "berth-etcd-tls-")
-	if err != nil {
+// fresh private directory under dataDir.
+func newClientPKI(dataDir, host string) (_ *clientPKI, err error) {
+	dir := filepath.Join(dataDir, clientPKIDir)
+	// A crashed run's certificates are stale: its CA signs nothing now.
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, err
 	}
 	defer func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,13 +13,26 @@ import (
 
 // TestEmbeddedClientCertAuth: with ClientCertAuth the client port admits
 // only the certificate made for the run, maintenance still works through
-// it, and the certificates are gone after Close.
+// it, and the certificates live in the data dir, replacing a crashed
+// run's, and are gone after Close.
 func TestEmbeddedClientCertAuth(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	e, err := StartEmbedded(ctx, EmbeddedConfig{Dir: t.TempDir(), ClientCertAuth: true, Maintenance: MaintenanceConfig{Interval: time.Hour}})
+	dataDir := t.TempDir()
+	// What a kill -9 leaves: the last run's certificates.
+	stale := filepath.Join(dataDir, clientPKIDir, "ca.crt")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, []byte("stale"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := StartEmbedded(ctx, EmbeddedConfig{Dir: dataDir, ClientCertAuth: true, Maintenance: MaintenanceConfig{Interval: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(stale); err != nil || string(b) == "stale" {
+		t.Fatalf("the crashed run's CA was kept (err %v)", err)
 	}
 	defer e.Close()
 	put := func(tlsCfg *tls.Config) error {
@@ -44,6 +58,9 @@ func TestEmbeddedClientCertAuth(t *testing.T) {
 		t.Fatal("a plaintext client wrote to the embedded etcd")
 	}
 	dir := e.ClientTLSDir()
+	if filepath.Dir(dir) != dataDir {
+		t.Fatalf("certificate dir %s is outside the data dir %s", dir, dataDir)
+	}
 	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
 		t.Fatalf("certificate dir %s: %v %v, want owner-only", dir, st.Mode(), err)
 	}
