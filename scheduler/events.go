@@ -106,7 +106,12 @@ func (s *Scheduler) DeletePod(p *framework.Pod) {
 	s.forgetForeign(p) // its charge, if any, is removed below
 	key := p.Key()
 	s.groups.forget(p)
-	s.shardFor(p).forgetPending(key)
+	// The store may know a deleted pod by its name alone, and a gang
+	// member's shard loop follows its group, not its name: every loop
+	// is told (there are as many as cores).
+	for _, sh := range s.shards {
+		sh.forgetPending(key)
+	}
 	s.nominator.forget(p)
 	cached, ok := s.cache.GetPod(key)
 	if !ok || (p.UID != "" && cached.UID != p.UID) {

@@ -236,3 +236,37 @@ func eventually(t *testing.T, what string, fn func() error) {
 		<-tick.C
 	}
 }
+
+// A deleted pod known only by name (what the store reports when etcd
+// cannot supply the last value) leaves its shard's queue even when it is
+// a gang member, whose shard follows its group and not its name.
+func TestDeleteByNameForgetsAPendingGangMember(t *testing.T) {
+	s, err := New(context.Background(), Config{Shards: 2}, nopCommitter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.UpsertPodGroup(&framework.PodGroup{Namespace: "ns", Name: "g", MinMember: 2, ScheduleTimeout: time.Minute})
+	// A member whose name alone would pick the other shard loop.
+	var member *framework.Pod
+	for i := 0; member == nil; i++ {
+		p := gangMember(fmt.Sprintf("m%d", i), "g", 100)
+		byName := *p
+		byName.PodGroup = ""
+		if s.shardFor(p) != s.shardFor(&byName) {
+			member = p
+		}
+	}
+	s.UpsertPod(member)
+	if got := loadedState(s).Pending; !slices.ContainsFunc(got, func(keys []string) bool { return len(keys) == 1 }) {
+		t.Fatalf("member not pending: %v", got)
+	}
+	s.DeletePod(&framework.Pod{Namespace: member.Namespace, Name: member.Name})
+	for i, keys := range loadedState(s).Pending {
+		if len(keys) > 0 {
+			t.Errorf("shard loop %d still holds %v after the delete", i, keys)
+		}
+	}
+	if members, _ := s.PodGroupMembers("ns", "g"); members != 0 {
+		t.Errorf("group still counts %d members", members)
+	}
+}
