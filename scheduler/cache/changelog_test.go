@@ -86,3 +86,28 @@ func TestNodesChangedSince(t *testing.T) {
 	update()
 	checkSince(g3)
 }
+
+// Trimming the log lets go of the NodeInfos it drops. A first update of
+// more nodes than the log keeps records every NodeInfo and then rebuilds
+// the list, copying them all; the log must not keep the originals alive
+// behind its length, where nothing reads them again.
+func TestChangeLogTrimLetsDroppedNodeInfosGo(t *testing.T) {
+	c := New()
+	snap := NewEmptySnapshot()
+	for i := range 2*maxChangeLog + 10 {
+		c.AddNode(fwtest.Node(fmt.Sprint("n", i), 1000, 1<<30, 1000))
+	}
+	if err := c.UpdateSnapshot(snap); err != nil {
+		t.Fatal(err)
+	}
+	nodes := snap.changes.nodes
+	held := 0
+	for _, ni := range nodes[len(nodes):cap(nodes)] {
+		if ni != nil {
+			held++
+		}
+	}
+	if held > 0 {
+		t.Errorf("the log holds %d NodeInfos past its length of %d", held, len(nodes))
+	}
+}
