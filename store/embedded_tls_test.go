@@ -31,10 +31,10 @@ func TestEmbeddedClientCertAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer e.Close()
 	if b, err := os.ReadFile(stale); err != nil || string(b) == "stale" {
 		t.Fatalf("the crashed run's CA was kept (err %v)", err)
 	}
-	defer e.Close()
 	put := func(tlsCfg *tls.Config) error {
 		c, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints(), TLS: tlsCfg, DialTimeout: 2 * time.Second})
 		if err != nil {
