@@ -17,8 +17,14 @@ type inFlightTracker struct {
 	pods           map[string]*inFlightPod
 	podsPeak       int // see framework.DeleteShrinking
 	oldest, newest *inFlightPod
-	events         []recordedEvent // consecutive seqs, ascending
-	lastSeq        uint64
+	// events[head:] are the events some pod in flight may still see,
+	// consecutive seqs ascending. The slots before head held dropped
+	// events; record reuses them rather than let append move the window
+	// into a new array each time it reaches the end of the old one (with
+	// a binding in flight at all times, the window never empties).
+	events  []recordedEvent
+	head    int
+	lastSeq uint64
 }
 
 type recordedEvent struct {
@@ -84,41 +90,49 @@ func (t *inFlightTracker) end(key string) {
 // trim drops the events every pod in flight has already seen.
 func (t *inFlightTracker) trim() {
 	if t.oldest == nil {
-		clear(t.events)
-		t.events = t.events[:0]
+		clear(t.events[t.head:])
+		t.events, t.head = t.events[:0], 0
 		return
 	}
 	keepAfter := t.oldest.startSeq
-	n := 0
+	n := t.head
 	for n < len(t.events) && t.events[n].seq <= keepAfter {
 		n++
 	}
-	if n == 0 {
-		return
+	clear(t.events[t.head:n])
+	t.head = n
+	if t.head == len(t.events) {
+		t.events, t.head = t.events[:0], 0
 	}
-	clear(t.events[:n])
-	t.events = t.events[n:]
 }
 
 // eventsSince returns the events that arrived during f's attempt.
 func (t *inFlightTracker) eventsSince(f *inFlightPod) []recordedEvent {
-	if len(t.events) == 0 {
+	live := t.events[t.head:]
+	if len(live) == 0 {
 		return nil
 	}
-	i := int(f.startSeq + 1 - t.events[0].seq)
+	i := int(f.startSeq + 1 - live[0].seq)
 	if i < 0 {
 		i = 0
 	}
-	if i >= len(t.events) {
+	if i >= len(live) {
 		return nil
 	}
-	return t.events[i:]
+	return live[i:]
 }
 
 // record remembers an event for the pods in flight, if any.
 func (t *inFlightTracker) record(event framework.ClusterEvent, oldObj, newObj any) {
 	if t.oldest == nil {
 		return
+	}
+	if len(t.events) == cap(t.events) && t.head >= len(t.events)/2 {
+		// At least half the array is dropped events: slide the window to
+		// its start, which costs no more than the appends that filled it.
+		n := copy(t.events, t.events[t.head:])
+		clear(t.events[n:])
+		t.events, t.head = t.events[:n], 0
 	}
 	t.lastSeq++
 	t.events = append(t.events, recordedEvent{seq: t.lastSeq, event: event, oldObj: oldObj, newObj: newObj})
