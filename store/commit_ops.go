@@ -1,7 +1,6 @@
 package store
 
 import (
-	"unsafe"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -60,10 +59,12 @@ func modRevCmp(key string, result pb.Compare_CompareResult, rev int64) clientv3.
 	return c
 }
 
-// putValue is clientv3.OpPut of an encoded value. OpPut copies its string
-// argument into bytes of its own before returning, so val can be lent to it
-// as a string for the call; converting it with string(val) copied every pod
-// value written a second time.
+// putValue is clientv3.OpPut of an encoded value, without OpPut's copy of
+// it: a pod's value is most of the bytes a write of it allocates on
+// Berth's side. val must not change once passed (every caller encodes it
+// afresh for the write).
 func putValue(key string, val []byte) clientv3.Op {
-	return clientv3.OpPut(key, unsafe.String(unsafe.SliceData(val), len(val)))
+	op := clientv3.OpPut(key, "")
+	op.WithValueBytes(val)
+	return op
 }

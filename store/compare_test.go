@@ -24,3 +24,17 @@ func TestCompareBuildersMatchClientv3(t *testing.T) {
 		}
 	}
 }
+
+// putValue must write what clientv3.OpPut writes, and lend the value
+// rather than copy it.
+func TestPutValueLendsTheValue(t *testing.T) {
+	val := []byte("encoded pod")
+	op := putValue("/k", val)
+	want := clientv3.OpPut("/k", string(val))
+	if !op.IsPut() || string(op.KeyBytes()) != string(want.KeyBytes()) || string(op.ValueBytes()) != string(want.ValueBytes()) {
+		t.Fatalf("putValue = put %q=%q, want put %q=%q", op.KeyBytes(), op.ValueBytes(), want.KeyBytes(), want.ValueBytes())
+	}
+	if &op.ValueBytes()[0] != &val[0] {
+		t.Fatal("putValue copied the value")
+	}
+}
