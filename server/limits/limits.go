@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -55,17 +56,53 @@ type Violation struct {
 // Check walks m and returns every violation it finds, at most maxViolations
 // of them, so a hostile request cannot make the answer large either.
 func (l *Limits) Check(m proto.Message) []Violation {
-	c := checker{limits: l}
+	c := checkers.Get().(*checker)
+	c.limits = l
 	c.message(nil, m.ProtoReflect())
-	return c.found
+	found := c.found
+	// The levels hold names from the request (map keys): let them go.
+	clear(c.levels[:min(c.deepest, len(c.levels))])
+	*c = checker{}
+	checkers.Put(c)
+	return found
 }
+
+// checkers recycles checkers: the map walk's callback makes the checker
+// escape, and each holds its path nodes.
+var checkers = sync.Pool{New: func() any { return new(checker) }}
 
 const maxViolations = 20
 
 type checker struct {
 	limits *Limits
 	found  []Violation
+	// levels holds the walk's path nodes, one per level of nesting, each
+	// reused for every field at its level: a node is only read while the
+	// walk is below it, and a violation spells its path out at once.
+	// Allocating a node per message, map and list was most of the bytes a
+	// check allocated.
+	levels  [maxPathDepth]fieldPath
+	depth   int
+	deepest int // the most levels in use at once
 }
+
+// maxPathDepth is how deep the walk nests before its path nodes come from
+// the heap; Berth's messages nest less than half as deep.
+const maxPathDepth = 24
+
+// push returns a node for the next level, below parent.
+func (c *checker) push(parent *fieldPath, kind pathKind) *fieldPath {
+	c.depth++
+	c.deepest = max(c.deepest, c.depth)
+	if c.depth > len(c.levels) {
+		return &fieldPath{parent: parent, kind: kind}
+	}
+	p := &c.levels[c.depth-1]
+	*p = fieldPath{parent: parent, kind: kind}
+	return p
+}
+
+func (c *checker) pop() { c.depth-- }
 
 // fieldPath is where a field sits in the request. It is spelled out only
 // for a violation: building the string of every field walked was most of
@@ -128,14 +165,20 @@ func (c *checker) full() bool { return len(c.found) >= maxViolations }
 
 func (c *checker) message(path *fieldPath, m protoreflect.Message) {
 	before := len(c.found)
-	// One path per level, renamed for each field: a violation spells it
-	// out at once, and the walk below it is over by the next field.
-	fp := &fieldPath{parent: path, kind: pathField}
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+	// One path per level, renamed for each field. The fields are visited
+	// through the descriptor rather than m.Range, whose callback made the
+	// path escape to the heap; Has skips what Range would not visit.
+	fp := c.push(path, pathField)
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len() && !c.full(); i++ {
+		fd := fields.Get(i)
+		if !m.Has(fd) {
+			continue
+		}
 		fp.name = string(fd.Name())
-		c.field(fp, fd, v)
-		return !c.full()
-	})
+		c.field(fp, fd, m.Get(fd))
+	}
+	c.pop()
 	// The fields over their bounds say best what to fix; the object's size
 	// is reported only when every field is within its own. The walk costs
 	// no more than proto.Size: both visit the message once.
@@ -161,14 +204,16 @@ func (c *checker) field(path *fieldPath, fd protoreflect.FieldDescriptor, v prot
 			c.add(path, "at most %d entries, got %d", max, mp.Len())
 			return
 		}
-		keyPath := &fieldPath{parent: path, kind: pathMapKey}
-		entryPath := &fieldPath{parent: path, kind: pathMapEntry}
+		keyPath := c.push(path, pathMapKey)
+		entryPath := c.push(path, pathMapEntry)
 		mp.Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
 			c.scalar(keyPath, fd.MapKey(), k.Value(), c.limits.MaxString)
 			entryPath.name = k.String()
 			c.single(entryPath, fd.MapValue(), mv)
 			return !c.full()
 		})
+		c.pop()
+		c.pop()
 	case fd.IsList():
 		list := v.List()
 		if max := c.bound(fd, c.limits.MaxItems); list.Len() > max {
@@ -178,11 +223,12 @@ func (c *checker) field(path *fieldPath, fd protoreflect.FieldDescriptor, v prot
 		if c.limits.PerItem[fd.FullName()] {
 			return
 		}
-		item := &fieldPath{parent: path, kind: pathItem}
+		item := c.push(path, pathItem)
 		for i := 0; i < list.Len() && !c.full(); i++ {
 			item.index = i
 			c.single(item, fd, list.Get(i))
 		}
+		c.pop()
 	default:
 		c.single(path, fd, v)
 	}

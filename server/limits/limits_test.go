@@ -1,6 +1,7 @@
 package limits
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,6 +38,23 @@ func TestCheck(t *testing.T) {
 			name:   "unknown enum",
 			mutate: func(p *berthv1.Pod) { p.PreemptionPolicy = 99 },
 			field:  "pod.preemption_policy", desc: "unknown PreemptionPolicy value 99",
+		},
+		{
+			// The walk reuses one path node per level: a violation deep
+			// in a tree of lists, maps and messages still names its own.
+			name: "NUL deep in an anti-affinity term",
+			mutate: func(p *berthv1.Pod) {
+				p.Affinity = &berthv1.Affinity{PodAntiAffinity: &berthv1.PodAntiAffinity{Required: []*berthv1.PodAffinityTerm{
+					{TopologyKey: "zone", LabelSelector: &berthv1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+					{TopologyKey: "zone", LabelSelector: &berthv1.LabelSelector{
+						MatchLabels: map[string]string{"tier": "front"},
+						MatchExpressions: []*berthv1.LabelSelectorRequirement{{
+							Key: "app", Operator: berthv1.LabelSelectorOperator_LABEL_SELECTOR_OPERATOR_IN, Values: []string{"web", "a\x00b"},
+						}},
+					}},
+				}}}
+			},
+			field: "pod.affinity.pod_anti_affinity.required[1].label_selector.match_expressions[0].values[1]", desc: "must not contain a NUL byte",
 		},
 		{
 			name:   "unknown enum in a list",
@@ -184,5 +202,40 @@ func TestQuantities(t *testing.T) {
 				t.Fatalf("want a violation of %s, got %v", tt.field, got)
 			}
 		})
+	}
+}
+
+// BenchmarkCheckPod is the check every submitted pod passes.
+func BenchmarkCheckPod(b *testing.B) {
+	l := Berth()
+	p := validPod()
+	p.Labels = map[string]string{"app": "web", "tier": "front", "team": "shop"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := l.Check(p); len(v) != 0 {
+			b.Fatal(v)
+		}
+	}
+}
+
+// Nesting deeper than the checker's levels takes nodes from the heap, and
+// the paths stay whole.
+func TestPathsDeeperThanTheLevels(t *testing.T) {
+	c := &checker{}
+	var p *fieldPath
+	want := ""
+	for i := range maxPathDepth + 3 {
+		p = c.push(p, pathItem)
+		p.index = i
+		want += "[" + strconv.Itoa(i) + "]"
+	}
+	if got := p.String(); got != want {
+		t.Fatalf("path = %q, want %q", got, want)
+	}
+	for range maxPathDepth + 3 {
+		c.pop()
+	}
+	if c.depth != 0 || c.deepest != maxPathDepth+3 {
+		t.Fatalf("after popping every level: depth %d, deepest %d", c.depth, c.deepest)
 	}
 }
