@@ -232,7 +232,7 @@ func (s *Store) deliverResponse(resp clientv3.WatchResponse, after *int64, emit 
 func (s *Store) revisionBindingEvents(evs []*clientv3.Event, rev int64, emit func(*berthv1.BindingEvent) error) error {
 	var nodesWritten map[string]bool
 	for _, ev := range evs {
-		if key := string(ev.Kv.Key); s.keys.isNode(key) {
+		if key := eventKey(ev); s.keys.isNode(key) {
 			if nodesWritten == nil {
 				nodesWritten = map[string]bool{}
 			}
@@ -240,7 +240,7 @@ func (s *Store) revisionBindingEvents(evs []*clientv3.Event, rev int64, emit fun
 		}
 	}
 	for _, ev := range evs {
-		key := string(ev.Kv.Key)
+		key := eventKey(ev)
 		switch {
 		case s.keys.isPod(key):
 			// A value that names no node holds none, so it acts as no

@@ -3,6 +3,7 @@ package store
 import (
 	"testing"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 )
@@ -36,5 +37,16 @@ func TestPutValueLendsTheValue(t *testing.T) {
 	}
 	if &op.ValueBytes()[0] != &val[0] {
 		t.Fatal("putValue copied the value")
+	}
+}
+
+// eventKey reads a watched key in place.
+func TestEventKeyDoesNotCopy(t *testing.T) {
+	ev := &clientv3.Event{Kv: &mvccpb.KeyValue{Key: []byte("/berth/v1/pods/shop/web")}}
+	if got := eventKey(ev); got != "/berth/v1/pods/shop/web" {
+		t.Fatalf("eventKey = %q", got)
+	}
+	if allocs := testing.AllocsPerRun(10, func() { _ = eventKey(ev) }); allocs != 0 {
+		t.Fatalf("eventKey allocated %v times", allocs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -130,4 +131,13 @@ func decodePageToken(token, rangePrefix string) (string, error) {
 		return "", fmt.Errorf("%w: bad page token", ErrInvalidArgument)
 	}
 	return string(b) + "\x00", nil
+}
+
+// eventKey is a watched change's key as a string, without copying it: the
+// watches convert every key they see, two watches see every pod write,
+// and each copy was one more allocation per pod per watch. Nothing writes
+// to an event's bytes once etcd delivers it (its value is already kept as
+// a pod's record), so the string may be kept as long as any other.
+func eventKey(ev *clientv3.Event) string {
+	return unsafe.String(unsafe.SliceData(ev.Kv.Key), len(ev.Kv.Key))
 }

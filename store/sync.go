@@ -279,7 +279,7 @@ func reached(resp clientv3.WatchResponse, target int64) bool {
 
 // deliver hands one watched change to the part of h that handles its key.
 func (s *Store) deliver(h SyncHandler, ev *clientv3.Event) {
-	key := string(ev.Kv.Key)
+	key := eventKey(ev)
 	switch {
 	case s.keys.isAssume(key):
 		if ah, ok := h.(AssumptionHandler); ok {
@@ -313,7 +313,7 @@ func (s *Store) deliver(h SyncHandler, ev *clientv3.Event) {
 // splits into, or put decoded; an undecodable value is logged and skipped.
 func deliverRecord[T any](s *Store, ev *clientv3.Event, what string, name func(key string) (namespace, name string),
 	decode func([]byte) (T, error), deleted func(namespace, name string, rev int64), put func(T, int64)) {
-	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
+	key, rev := eventKey(ev), ev.Kv.ModRevision
 	if ev.Type == clientv3.EventTypeDelete {
 		ns, n := name(key)
 		deleted(ns, n, rev)
@@ -328,7 +328,7 @@ func deliverRecord[T any](s *Store, ev *clientv3.Event, what string, name func(k
 }
 
 func (s *Store) deliverNode(h SyncHandler, ev *clientv3.Event) {
-	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
+	key, rev := eventKey(ev), ev.Kv.ModRevision
 	if ev.Type == clientv3.EventTypeDelete {
 		h.NodeDeleted(s.keys.nodeName(key), rev)
 		return
@@ -345,7 +345,7 @@ func (s *Store) deliverNode(h SyncHandler, ev *clientv3.Event) {
 // handlers need it to undo what the pod held (or its name alone when it
 // cannot be decoded); a put passes it along undecoded.
 func (s *Store) deliverPod(h SyncHandler, ev *clientv3.Event) {
-	key, rev := string(ev.Kv.Key), ev.Kv.ModRevision
+	key, rev := eventKey(ev), ev.Kv.ModRevision
 	var prev PrevPod
 	if ev.PrevKv != nil {
 		prev.value = ev.PrevKv.Value
