@@ -1,6 +1,8 @@
 package store
 
 import (
+	"unsafe"
+
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -27,17 +29,19 @@ func identify(c *clientv3.Cmp) cmpIdentity {
 	}
 }
 
-// The compares of the per-pod paths are built here rather than with
-// clientv3.Compare, which deep-copies its argument through protobuf
-// reflection; the Cmp constructors give a fresh *pb.Compare to fill in.
+// The compares and puts of the per-pod paths are built here rather than
+// with clientv3's constructors: clientv3.Compare deep-copies its argument
+// through protobuf reflection, OpPut leaves its result on the heap, and
+// each copies the key (and OpPut the value) into bytes of its own. Here the key's bytes are lent: nothing writes to a
+// request's bytes, and etcd copies a Txn's compares before it sends them.
+
+// keyBytes lends a key's bytes to a compare or a put.
+func keyBytes(key string) []byte { return unsafe.Slice(unsafe.StringData(key), len(key)) }
 
 // createRevIs compares key's create revision to rev (0: the key is absent).
 func createRevIs(key string, rev int64) clientv3.Cmp {
-	c := clientv3.CreateRevision(key)
-	pc := c.GetCompare()
-	pc.Result = pb.Compare_EQUAL
-	pc.TargetUnion = &pb.Compare_CreateRevision{CreateRevision: rev}
-	return c
+	return clientv3.FromCompare(&pb.Compare{Key: keyBytes(key), Target: pb.Compare_CREATE, Result: pb.Compare_EQUAL,
+		TargetUnion: &pb.Compare_CreateRevision{CreateRevision: rev}})
 }
 
 // modRevIs compares key's mod revision to rev.
@@ -51,19 +55,19 @@ func modRevBelow(key string, rev int64) clientv3.Cmp {
 }
 
 func modRevCmp(key string, result pb.Compare_CompareResult, rev int64) clientv3.Cmp {
-	c := clientv3.ModRevision(key)
-	pc := c.GetCompare()
-	pc.Result = result
-	pc.TargetUnion = &pb.Compare_ModRevision{ModRevision: rev}
-	return c
+	return clientv3.FromCompare(&pb.Compare{Key: keyBytes(key), Target: pb.Compare_MOD, Result: result,
+		TargetUnion: &pb.Compare_ModRevision{ModRevision: rev}})
 }
 
-// putValue is clientv3.OpPut of an encoded value, without OpPut's copy of
-// it: a pod's value is most of the bytes a write of it allocates on
-// Berth's side. val must not change once passed (every caller encodes it
-// afresh for the write).
+// putTemplate is a put of nothing, for putValue to fill in.
+var putTemplate = clientv3.OpPut("", "")
+
+// putValue is clientv3.OpPut of an encoded value, lending the key and the
+// value to the Op. val must not change once passed: every caller encodes
+// it afresh for the write.
 func putValue(key string, val []byte) clientv3.Op {
-	op := clientv3.OpPut(key, "")
+	op := putTemplate
+	op.WithKeyBytes(keyBytes(key))
 	op.WithValueBytes(val)
 	return op
 }

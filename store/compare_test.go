@@ -26,8 +26,8 @@ func TestCompareBuildersMatchClientv3(t *testing.T) {
 	}
 }
 
-// putValue must write what clientv3.OpPut writes, and lend the value
-// rather than copy it.
+// putValue must write what clientv3.OpPut writes, lending its key and
+// value rather than copying them.
 func TestPutValueLendsTheValue(t *testing.T) {
 	val := []byte("encoded pod")
 	op := putValue("/k", val)
@@ -37,6 +37,9 @@ func TestPutValueLendsTheValue(t *testing.T) {
 	}
 	if &op.ValueBytes()[0] != &val[0] {
 		t.Fatal("putValue copied the value")
+	}
+	if allocs := testing.AllocsPerRun(10, func() { op = putValue("/k", val) }); allocs != 0 {
+		t.Fatalf("putValue allocated %v times", allocs)
 	}
 }
 
