@@ -32,8 +32,10 @@ func identify(c *clientv3.Cmp) cmpIdentity {
 // The compares and puts of the per-pod paths are built here rather than
 // with clientv3's constructors: clientv3.Compare deep-copies its argument
 // through protobuf reflection, OpPut leaves its result on the heap, and
-// each copies the key (and OpPut the value) into bytes of its own. Here the key's bytes are lent: nothing writes to a
-// request's bytes, and etcd copies a Txn's compares before it sends them.
+// each copies the key (and OpPut the value) into bytes of its own. Here
+// the key's bytes are lent instead: clientv3 deep-copies a Txn's compares
+// when they are added to it, and a put's key and value are only read, into
+// the request and from it, never written.
 
 // keyBytes lends a key's bytes to a compare or a put.
 func keyBytes(key string) []byte { return unsafe.Slice(unsafe.StringData(key), len(key)) }
