@@ -98,8 +98,10 @@ test-faults:
 	BERTH_FAULT_ROUNDS=$(FAULT_ROUNDS) BERTH_FAULT_PODS=$(FAULT_PODS) BERTH_FAULT_RATE=$(FAULT_RATE) \
 		$(GO) test -count=1 -timeout 60m -run 'Fault' -v ./e2e/
 
+# gofmt too: a file left unformatted should fail CI, not wait for lint.
 vet:
 	$(GO) vet ./...
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 # Berth's plugins against kube-scheduler's own (conformance/ is a module of
 # its own, so only these targets build k8s.io/kubernetes). `make test` runs
@@ -125,7 +127,6 @@ tools:
 
 lint: tools vet
 	$(BIN)/buf lint
-	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 proto: tools python-proto
 	$(BIN)/buf lint
