@@ -16,12 +16,12 @@ func TestInFlightEventWindowSlidesInPlace(t *testing.T) {
 	tr.oldest, tr.newest = oldest, oldest
 	ev := framework.ClusterEvent{Resource: framework.EventResourcePod, ActionType: framework.ActionAdd}
 	const window = 50
-	// Settle the array's size first.
 	slide := func() {
 		tr.record(ev, nil, nil)
 		oldest.startSeq = tr.lastSeq - min(tr.lastSeq, window)
 		tr.trim()
 	}
+	// Settle the array's size first.
 	for range 10 * window {
 		slide()
 	}

@@ -60,9 +60,7 @@ func (l *Limits) Check(m proto.Message) []Violation {
 	c.limits = l
 	c.message(nil, m.ProtoReflect())
 	found := c.found
-	// The levels hold names from the request (map keys): let them go.
-	clear(c.levels[:min(c.deepest, len(c.levels))])
-	*c = checker{}
+	*c = checker{} // the levels hold names from the request (map keys): let them go
 	checkers.Put(c)
 	return found
 }
@@ -81,9 +79,8 @@ type checker struct {
 	// walk is below it, and a violation spells its path out at once.
 	// Allocating a node per message, map and list was most of the bytes a
 	// check allocated.
-	levels  [maxPathDepth]fieldPath
-	depth   int
-	deepest int // the most levels in use at once
+	levels [maxPathDepth]fieldPath
+	depth  int
 }
 
 // maxPathDepth is how deep the walk nests before its path nodes come from
@@ -93,7 +90,6 @@ const maxPathDepth = 24
 // push returns a node for the next level, below parent.
 func (c *checker) push(parent *fieldPath, kind pathKind) *fieldPath {
 	c.depth++
-	c.deepest = max(c.deepest, c.depth)
 	if c.depth > len(c.levels) {
 		return &fieldPath{parent: parent, kind: kind}
 	}
