@@ -30,20 +30,25 @@ func identify(c *clientv3.Cmp) cmpIdentity {
 }
 
 // The compares and puts of the per-pod paths are built here rather than
-// with clientv3's constructors: clientv3.Compare deep-copies its argument
-// through protobuf reflection, OpPut leaves its result on the heap, and
-// each copies the key (and OpPut the value) into bytes of its own. Here
-// the key's bytes are lent instead: clientv3 deep-copies a Txn's compares
-// when they are added to it, and a put's key and value are only read, into
-// the request and from it, never written.
+// with clientv3's constructors: clientv3.Compare and FromCompare deep-copy
+// their argument through protobuf reflection, OpPut leaves its result on
+// the heap, and each copies the key (and OpPut the value) into bytes of
+// its own. Here the key's bytes are lent instead: clientv3 deep-copies a
+// Txn's compares when they are added to it, and a put's key and value are
+// only read, into the request and from it, never written.
 
 // keyBytes lends a key's bytes to a compare or a put.
 func keyBytes(key string) []byte { return unsafe.Slice(unsafe.StringData(key), len(key)) }
 
 // createRevIs compares key's create revision to rev (0: the key is absent).
 func createRevIs(key string, rev int64) clientv3.Cmp {
-	return clientv3.FromCompare(&pb.Compare{Key: keyBytes(key), Target: pb.Compare_CREATE, Result: pb.Compare_EQUAL,
-		TargetUnion: &pb.Compare_CreateRevision{CreateRevision: rev}})
+	// The constructors are the only way to a Cmp that does not copy; the
+	// empty key they are given costs nothing and is replaced at once.
+	c := clientv3.CreateRevision("")
+	pc := c.GetCompare()
+	pc.Key, pc.Result = keyBytes(key), pb.Compare_EQUAL
+	pc.TargetUnion = &pb.Compare_CreateRevision{CreateRevision: rev}
+	return c
 }
 
 // modRevIs compares key's mod revision to rev.
@@ -57,8 +62,11 @@ func modRevBelow(key string, rev int64) clientv3.Cmp {
 }
 
 func modRevCmp(key string, result pb.Compare_CompareResult, rev int64) clientv3.Cmp {
-	return clientv3.FromCompare(&pb.Compare{Key: keyBytes(key), Target: pb.Compare_MOD, Result: result,
-		TargetUnion: &pb.Compare_ModRevision{ModRevision: rev}})
+	c := clientv3.ModRevision("")
+	pc := c.GetCompare()
+	pc.Key, pc.Result = keyBytes(key), result
+	pc.TargetUnion = &pb.Compare_ModRevision{ModRevision: rev}
+	return c
 }
 
 // putTemplate is a put of nothing, for putValue to fill in.

@@ -23,6 +23,27 @@ func TestCompareBuildersMatchClientv3(t *testing.T) {
 			if !proto.Equal(tc.got.GetCompare(), tc.want.GetCompare()) {
 				t.Errorf("%s(%d) = %v, want %v", tc.name, rev, tc.got.GetCompare(), tc.want.GetCompare())
 			}
+			if &tc.got.KeyBytes()[0] != unsafe.StringData("/k") {
+				t.Errorf("%s copied the key", tc.name)
+			}
+		}
+	}
+}
+
+// The compare builders make the compare and its target, nothing more:
+// no copy of the key or of the compare.
+func TestCompareBuildersDoNotCopy(t *testing.T) {
+	key := "/berth/v1/pods/shop/web"
+	for name, build := range map[string]func() clientv3.Cmp{
+		"createRevIs": func() clientv3.Cmp { return createRevIs(key, 7) },
+		"modRevIs":    func() clientv3.Cmp { return modRevIs(key, 7) },
+	} {
+		var c clientv3.Cmp
+		if allocs := testing.AllocsPerRun(20, func() { c = build() }); allocs > 2 {
+			t.Errorf("%s allocated %v times, want the compare and its target only", name, allocs)
+		}
+		if &c.KeyBytes()[0] != unsafe.StringData(key) {
+			t.Errorf("%s copied the key", name)
 		}
 	}
 }
