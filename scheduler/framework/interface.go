@@ -243,7 +243,8 @@ type Binder interface {
 // WaitingPod is a pod held at Permit.
 type WaitingPod interface {
 	GetPod() *Pod
-	// GetPendingPlugins lists the Permit plugins that have not allowed it.
+	// GetPendingPlugins lists the Permit plugins that have not allowed it;
+	// none once it is rejected.
 	GetPendingPlugins() []string
 	// Allow records pluginName's approval; the last one releases the pod.
 	Allow(pluginName string)

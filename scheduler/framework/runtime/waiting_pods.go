@@ -102,12 +102,17 @@ func (w *waitingPod) Allow(pluginName string) {
 	}
 }
 
+// Reject decides the wait, unless it was decided already. Either way no
+// plugin is pending any more: a rejected pod stays listed until its cycle
+// wakes, and a plugin that counts the pods waiting on it (Coscheduling)
+// must not count one that will never come.
 func (w *waitingPod) Reject(pluginName, msg string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, t := range w.pending {
 		t.Stop()
 	}
+	clear(w.pending)
 	select {
 	case w.s <- framework.NewStatus(framework.Unschedulable, msg).WithPlugin(pluginName):
 		return true

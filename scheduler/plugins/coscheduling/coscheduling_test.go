@@ -301,6 +301,30 @@ func TestTimeoutRejectsTheWholeGroup(t *testing.T) {
 	}
 }
 
+// A member rejected while it waits is no longer waiting, though its
+// cycle has yet to notice: here a sibling's failed cycle turns it away,
+// and that sibling, back at Permit, must wait for it rather than release a
+// gang it will never join (its commit would wait for it in vain).
+func TestRejectedMemberIsNotReleasedIntoAGang(t *testing.T) {
+	e := newEnv(t, newFakeGroups(gang("g", 2, time.Minute)))
+	a, b := member("a", "g"), member("b", "g")
+	if got := e.permit(t, a); got != framework.Wait {
+		t.Fatalf("Permit(a) = %v, want Wait", got)
+	}
+	// b's previous cycle failed; its Unreserve rejects a, which has not
+	// yet left WaitOnPermit.
+	e.fwk.RunReservePluginsUnreserve(context.Background(), framework.NewCycleState(), b, b.NodeName)
+	if got := e.permit(t, b); got != framework.Wait {
+		t.Errorf("Permit(b) = %v, want Wait: the only other member was rejected", got)
+	}
+	if len(e.gangs.batches) != 0 {
+		t.Errorf("gangs declared: %v, want none", e.gangs.batches)
+	}
+	if got := e.outcome(t, a); got != framework.Unschedulable {
+		t.Errorf("a: %v, want rejected", got)
+	}
+}
+
 // Waiting members are judged again when their group changes: enough bound
 // members release them; a deleted group rejects them.
 func TestGroupChangesRejudgeWaitingMembers(t *testing.T) {
