@@ -499,7 +499,7 @@ func (s *Placer) prioritize(ctx context.Context, fwk *runtime.Framework, state *
 }
 
 // selectHost returns the index of the highest total; ties are broken
-// uniformly at random by reservoir sampling, one draw per tie met.
+// uniformly at random, with one draw when there are any.
 func selectHost(totals []int64, ties tieBreaker) int {
 	best, tied := 0, 1
 	for i := 1; i < len(totals); i++ {
@@ -508,9 +508,12 @@ func selectHost(totals []int64, ties tieBreaker) int {
 			best, tied = i, 1
 		case totals[i] == totals[best]:
 			tied++
-			if ties.oneIn(tied) {
-				best = i
-			}
+		}
+	}
+	k := ties.pick(tied)
+	for i := best + 1; k > 0; i++ {
+		if totals[i] == totals[best] {
+			best, k = i, k-1
 		}
 	}
 	return best

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -240,6 +242,39 @@ func TestSelectHost(t *testing.T) {
 	for _, i := range []int{1, 2, 4} {
 		if hits[i] < 800 || hits[i] > 1200 {
 			t.Errorf("tie %d picked %d/3000 times", i, hits[i])
+		}
+	}
+}
+
+// TestSelectHostDrawsOnce: ties cost one draw over their number, and a
+// lone best node none, however many nodes tie.
+func TestSelectHostDrawsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		totals []int64
+		draws  []int // the IntN bounds the draws must match
+	}{
+		{[]int64{3, 9, 1}, nil},
+		{[]int64{9, 9}, []int{2}},
+		{[]int64{1, 4, 4, 0, 4, 2, 4}, []int{4}},
+		{make([]int64, 5000), []int{5000}},
+	} {
+		s := New(0, WithRandSeed(11, 13))
+		ref := rand.New(rand.NewPCG(11, 13))
+		best := selectHost(tc.totals, s.ties)
+		want := slices.Index(tc.totals, slices.Max(tc.totals))
+		for _, n := range tc.draws {
+			k := ref.IntN(n)
+			for i := want + 1; k > 0; i++ {
+				if tc.totals[i] == tc.totals[want] {
+					want, k = i, k-1
+				}
+			}
+		}
+		if best != want {
+			t.Errorf("selectHost(%v) = %d, want %d", tc.totals[:min(len(tc.totals), 8)], best, want)
+		}
+		if a, b := s.pcg.Uint64(), ref.Uint64(); a != b {
+			t.Errorf("selectHost(%d totals) drew other than %v", len(tc.totals), tc.draws)
 		}
 	}
 }

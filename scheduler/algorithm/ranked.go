@@ -472,32 +472,19 @@ func (s *Placer) settleTotals(ctx context.Context, fwk *runtime.Framework, state
 }
 
 // selectRanked is selectHost over the window's feasible nodes in window
-// order, making the same draws; it returns the winner's window offset.
+// order, making the same draw; it returns the winner's window offset.
 func (s *Placer) selectRanked(w window) int {
 	cur := w.firstAbove(0, noTotal)
 	m := w.total(cur)
-	ties := 1
-	for {
-		next := w.firstAbove(cur+1, m)
-		end := next
-		if next < 0 {
-			end = w.length
-		}
-		chosen := 0
-		for j := range w.countAt(cur+1, end, m) {
-			ties++
-			if s.ties.oneIn(ties) {
-				chosen = j + 1
-			}
-		}
-		if next < 0 {
-			if chosen > 0 {
-				return w.kthAt(cur+1, end, m, chosen)
-			}
-			return cur
-		}
-		cur, m, ties = next, w.total(next), 1
+	for next := w.firstAbove(cur+1, m); next >= 0; next = w.firstAbove(cur+1, m) {
+		cur, m = next, w.total(next)
 	}
+	// cur is the first node at the best total m; the draw picks among it
+	// and the others at m after it.
+	if k := s.ties.pick(1 + w.countAt(cur+1, w.length, m)); k > 0 {
+		return w.kthAt(cur+1, w.length, m, k)
+	}
+	return cur
 }
 
 // window is the filter window as offsets 0..length-1 from start, over
