@@ -12,6 +12,7 @@ package coscheduling
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -210,6 +211,13 @@ func (c *Coscheduling) releaseLocked(waiting []framework.WaitingPod, self *frame
 	}
 	c.gangs.BindTogether(pods)
 	for _, w := range waiting {
+		// A timeout or a failed assumption write rejects without c.mu: a
+		// member rejected after it was listed, whose Release may have come
+		// before its gang was declared, fails the gang here. One rejected
+		// later finds the gang declared when its own Release comes.
+		if !slices.Contains(w.GetPendingPlugins(), Name) {
+			c.gangs.Release(w.GetPod())
+		}
 		w.Allow(Name)
 	}
 }

@@ -79,6 +79,9 @@ type fakeGangs struct {
 	held     []string
 	released []string
 	early    []string // members already released when their gang was declared
+	// onDeclare, if set, runs as a gang is declared, before its members
+	// are released.
+	onDeclare func()
 }
 
 func (g *fakeGangs) BindTogether(pods []*framework.Pod) {
@@ -93,6 +96,9 @@ func (g *fakeGangs) BindTogether(pods []*framework.Pod) {
 	}
 	slices.Sort(names)
 	g.batches = append(g.batches, names)
+	if g.onDeclare != nil {
+		g.onDeclare()
+	}
 }
 
 func (g *fakeGangs) Hold(p *framework.Pod) {
@@ -319,6 +325,29 @@ func TestRejectedMemberIsNotReleasedIntoAGang(t *testing.T) {
 	}
 	if len(e.gangs.batches) != 0 {
 		t.Errorf("gangs declared: %v, want none", e.gangs.batches)
+	}
+	if got := e.outcome(t, a); got != framework.Unschedulable {
+		t.Errorf("a: %v, want rejected", got)
+	}
+}
+
+// A member rejected without the plugin (its timer, a failed assumption
+// write) between being listed and being released fails the gang it was
+// released into: its own Release may have come before the gang existed.
+func TestMemberRejectedWhileReleasedFailsTheGang(t *testing.T) {
+	e := newEnv(t, newFakeGroups(gang("g", 2, time.Minute)))
+	a, b := member("a", "g"), member("b", "g")
+	if got := e.permit(t, a); got != framework.Wait {
+		t.Fatalf("Permit(a) = %v, want Wait", got)
+	}
+	e.gangs.onDeclare = func() {
+		e.fwk.GetWaitingPod(framework.WaitingPodKey(a)).Reject("", "assumption write failed")
+	}
+	if got := e.permit(t, b); got != framework.Success {
+		t.Fatalf("Permit(b) = %v, want Success", got)
+	}
+	if diff := cmp.Diff([]string{"a"}, e.gangs.released); diff != "" {
+		t.Errorf("released (-want,+got):\n%s", diff)
 	}
 	if got := e.outcome(t, a); got != framework.Unschedulable {
 		t.Errorf("a: %v, want rejected", got)
