@@ -16,7 +16,7 @@ import (
 // Scheduler.bindContext: a shutdown must not abandon a commit halfway, and
 // Run waits for these to end.
 func (sh *shard) bind(base context.Context, fwk *fwruntime.Framework, state *framework.CycleState, qpi *framework.QueuedPodInfo, key string, assumed *framework.Pod, assumption cache.Assumption) {
-	ctx, cancel := context.WithTimeout(base, sh.s.cfg.BindTimeout)
+	ctx, cancel := sh.s.bindDeadline(base)
 	defer cancel()
 	start := time.Now()
 	node := assumed.NodeName

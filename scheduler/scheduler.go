@@ -41,7 +41,9 @@ type Config struct {
 	// Parallelism of Filter and Score within one cycle; default 1, since
 	// the shards already keep every core busy.
 	Parallelism int
-	// BindTimeout bounds one binding cycle; default 30s.
+	// BindTimeout bounds one binding cycle (and a write of why a pod is
+	// unschedulable), to within a 64th more: cycles starting close
+	// together share a deadline. Default 30s.
 	BindTimeout time.Duration
 	// MaxBindingCycles bounds the binding cycles waiting for their commit
 	// at once, across shards; default DefaultMaxBindingCycles. While that
@@ -105,6 +107,8 @@ type Scheduler struct {
 	// the readers of an RWMutex shared one contended counter.
 	ownMu sync.Mutex
 	owned atomic.Pointer[map[int]int64]
+	// deadlines bounds binding cycles and status writes (deadline.go).
+	deadlines *sharedDeadline
 }
 
 // New builds a Scheduler; Run starts it.
@@ -143,6 +147,7 @@ func New(ctx context.Context, cfg Config, committer Committer) (*Scheduler, erro
 		cache:     cache.New(),
 		nodes:     map[string]*framework.Node{},
 		nominator: newNominator(),
+		deadlines: newSharedDeadline(cfg.BindTimeout),
 	}
 	s.bindSlots = newBindSlots(cfg.MaxBindingCycles, cfg.Metrics.bindSlotWait)
 	owned := map[int]int64{}

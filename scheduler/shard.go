@@ -128,8 +128,7 @@ func (sh *shard) recordGated(p *framework.Pod, msg string) {
 		if !sh.newDiagnosis(p, msg) {
 			return
 		}
-		wctx, cancel := context.WithTimeout(context.Background(), sh.s.cfg.BindTimeout)
-		defer cancel()
+		wctx := sh.s.deadlines.context(time.Now())
 		if err := sh.s.committer.RecordUnschedulable(wctx, p, Unschedulable{Message: msg}); err != nil {
 			sh.s.metrics.statusWrite("error")
 			return

@@ -87,8 +87,7 @@ func (sh *shard) park(qpi *framework.QueuedPodInfo, diag framework.Diagnosis, wh
 		sh.s.binding.Add(1)
 		go func() {
 			defer sh.s.binding.Done()
-			wctx, cancel := context.WithTimeout(context.Background(), sh.s.cfg.BindTimeout)
-			defer cancel()
+			wctx := sh.s.deadlines.context(time.Now())
 			if err := sh.s.committer.RecordUnschedulable(wctx, pod, *why); err != nil {
 				sh.s.metrics.statusWrite("error")
 				return
