@@ -44,7 +44,7 @@ func (c *Cache) Assume(pi *framework.PodInfo) (Assumption, error) {
 	if reason := c.misfit(pi, it.info); reason != "" {
 		return Assumption{}, fmt.Errorf("%w: pod %s on node %s: %s", ErrNodeChanged, key, p.NodeName, reason)
 	}
-	ps := c.addPodKeyLocked(pi, key, true)
+	ps := c.addPodKeyLocked(pi, key, true, it)
 	c.placed.record(pi)
 	return Assumption{ps: ps}, nil
 }
@@ -94,8 +94,8 @@ func (c *Cache) ForgetPod(p *framework.Pod) error {
 	if !ps.assumed {
 		return fmt.Errorf("%w: %s is bound", ErrNotAssumed, key)
 	}
-	if p.NodeName != "" && p.NodeName != ps.nodeName {
-		return fmt.Errorf("%w: %s is assumed on %s, not %s", ErrNotAssumed, key, ps.nodeName, p.NodeName)
+	if on := ps.info.Pod.NodeName; p.NodeName != "" && p.NodeName != on {
+		return fmt.Errorf("%w: %s is assumed on %s, not %s", ErrNotAssumed, key, on, p.NodeName)
 	}
 	return c.removePodLocked(key, ps)
 }

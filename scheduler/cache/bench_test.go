@@ -83,3 +83,33 @@ func BenchmarkAssumeForget(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAssumeConfirm is what the cache does, under its write lock, for
+// every pod a shard binds: the assumption, then its confirmation by the
+// bound record (then a removal, so the nodes do not fill up).
+func BenchmarkAssumeConfirm(b *testing.B) {
+	c := benchCache(b, 5000, 10)
+	pis := make([]*framework.PodInfo, 5000)
+	bound := make([]*framework.Pod, len(pis))
+	for i := range pis {
+		p := pod(fmt.Sprint("bench-", i), fmt.Sprint("node-", i), 100)
+		pis[i] = framework.NewPodInfo(p)
+		b := *p
+		b.Phase = framework.PodRunning
+		bound[i] = &b
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		j := i % len(pis)
+		if err := c.AssumePod(pis[j]); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.AddPod(bound[j]); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.RemovePod(bound[j]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

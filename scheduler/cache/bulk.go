@@ -26,8 +26,8 @@ func (c *Cache) AddPodInfos(pis []*framework.PodInfo) error {
 				continue
 			}
 		}
-		c.addPodKeyLocked(pi, key, false)
-		if !ok || ps.nodeName != pi.Pod.NodeName {
+		c.addPodKeyLocked(pi, key, false, c.item(pi.Pod.NodeName))
+		if !ok || ps.info.Pod.NodeName != pi.Pod.NodeName {
 			c.placed.record(pi)
 		}
 	}

@@ -91,9 +91,12 @@ type nodeItem struct {
 }
 
 type podState struct {
-	info     *framework.PodInfo
-	nodeName string
-	assumed  bool
+	info *framework.PodInfo
+	// item is the NodeInfo the pod is charged to, info.Pod.NodeName's: a
+	// charged pod keeps its item from being dropped, and holding it spares
+	// every confirmation and removal a lookup under the write lock.
+	item    *nodeItem
+	assumed bool
 	// bindingFinished is set by FinishBinding; it is informational only
 	// (shown by Dump): nothing expires because of it. It is atomic so
 	// Assumption.FinishBinding needs no lock: see there.
@@ -250,13 +253,12 @@ func (c *Cache) removeImages(ni *framework.NodeInfo) {
 	ni.ImageStates = map[string]*framework.ImageStateSummary{}
 }
 
-// addPodKeyLocked charges a pod, whose key the caller has, to its node.
-func (c *Cache) addPodKeyLocked(pi *framework.PodInfo, key string, assumed bool) *podState {
-	name := pi.Pod.NodeName
-	it := c.item(name)
+// addPodKeyLocked charges a pod, whose key the caller has, to its node's
+// item it.
+func (c *Cache) addPodKeyLocked(pi *framework.PodInfo, key string, assumed bool, it *nodeItem) *podState {
 	it.info.AddPodInfo(pi)
 	c.moveToHead(it)
-	ps := &podState{info: pi, nodeName: name, assumed: assumed}
+	ps := &podState{info: pi, item: it, assumed: assumed}
 	c.pods[key] = ps
 	if assumed {
 		c.assumed++
@@ -268,17 +270,21 @@ func (c *Cache) addPodKeyLocked(pi *framework.PodInfo, key string, assumed bool)
 // charged to the same node, keeping its entry in pods: every binding's
 // confirmation lands here, under the write lock the shard loops' snapshot
 // updates and assumptions wait for, and a delete and insert in a map of
-// every pod were most of it. False, with nothing changed, if the node does
-// not hold the pod: the caller then removes and adds as for any move.
-func (c *Cache) replaceOnNodeLocked(key string, ps *podState, pi *framework.PodInfo) bool {
-	it, ok := c.nodes[ps.nodeName]
-	if !ok || it.info.RemovePod(ps.info.Pod) != nil {
-		return false
+// every pod were most of it. A confirmation that charges what its
+// assumption did (nearly all) swaps the PodInfo in place. False, with
+// nothing changed, if the node does not hold the pod: the caller then
+// removes and adds as for any move.
+func (c *Cache) replaceOnNodeLocked(ps *podState, pi *framework.PodInfo) bool {
+	it := ps.item
+	if !it.info.ReplacePodInfo(pi) {
+		if it.info.RemovePod(ps.info.Pod) != nil {
+			return false
+		}
+		it.info.AddPodInfo(pi)
 	}
 	if ps.assumed {
 		c.assumed--
 	}
-	it.info.AddPodInfo(pi)
 	c.moveToHead(it)
 	ps.info, ps.assumed = pi, false
 	return true
@@ -290,16 +296,13 @@ func (c *Cache) removePodLocked(key string, ps *podState) error {
 	if ps.assumed {
 		c.assumed--
 	}
-	it, ok := c.nodes[ps.nodeName]
-	if !ok {
-		return fmt.Errorf("cache: pod %s charged to unknown node %s", key, ps.nodeName)
-	}
+	it := ps.item
 	if err := it.info.RemovePod(ps.info.Pod); err != nil {
 		// Nothing changed, so the generation did not move: leave the item
 		// where it is, or the recency list would lose its order.
 		return err
 	}
-	c.dropIfEmpty(ps.nodeName, it)
+	c.dropIfEmpty(ps.info.Pod.NodeName, it)
 	return nil
 }
 
@@ -327,7 +330,7 @@ func (c *Cache) AddPod(p *framework.Pod) error {
 		}
 		return nil
 	}
-	if ok && ps.nodeName == p.NodeName && c.replaceOnNodeLocked(key, ps, pi) {
+	if ok && ps.info.Pod.NodeName == p.NodeName && c.replaceOnNodeLocked(ps, pi) {
 		return nil
 	}
 	if ok {
@@ -335,8 +338,8 @@ func (c *Cache) AddPod(p *framework.Pod) error {
 			return err
 		}
 	}
-	c.addPodKeyLocked(pi, key, false)
-	if !ok || ps.nodeName != p.NodeName {
+	c.addPodKeyLocked(pi, key, false, c.item(p.NodeName))
+	if !ok || ps.info.Pod.NodeName != p.NodeName {
 		c.placed.record(pi)
 	}
 	return nil

@@ -113,6 +113,11 @@ func TestStateMachine(t *testing.T) {
 			want: cacheState{Nodes: map[string]nodeState{"a": {CPU: 500, Pods: []string{"ns/p"}}, "b": {}}, Pods: 1},
 		},
 		{
+			name: "assumed at 500m, confirmed at 700m: the node is charged the confirmed",
+			ops:  []op{assume(p), add(pod("p", "a", 700))},
+			want: cacheState{Nodes: map[string]nodeState{"a": {CPU: 700, Pods: []string{"ns/p"}}, "b": {}}, Pods: 1},
+		},
+		{
 			name: "assumed on a, confirmed on b: moved",
 			ops:  []op{assume(p), add(withNode(p, "b"))},
 			want: cacheState{Nodes: map[string]nodeState{"a": {}, "b": {CPU: 500, Pods: []string{"ns/p"}}}, Pods: 1},

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -532,6 +533,57 @@ func (n *NodeInfo) RemovePod(p *Pod) error {
 		name = n.node.Name
 	}
 	return fmt.Errorf("framework: pod %s not found on node %s", p.Key(), name)
+}
+
+// ReplacePodInfo puts pi in the place of the pod of the same namespace and
+// name, if the node holds it and pi charges the node exactly as it did:
+// then no sum, per-priority total or port changes, only the pointers and
+// the generation. It reports false, changing nothing, otherwise. Every
+// binding's confirmation replaces its assumption so, under the cache's
+// write lock.
+func (n *NodeInfo) ReplacePodInfo(pi *PodInfo) bool {
+	for i := len(n.Pods) - 1; i >= 0; i-- {
+		old := n.Pods[i]
+		if !samePod(old.Pod, pi.Pod) {
+			continue
+		}
+		if !sameCharge(old, pi) {
+			return false
+		}
+		n.Pods[i] = pi
+		if pi.affinity {
+			replaceSame(n.PodsWithAffinity, pi)
+		}
+		if pi.requiredAntiAffinity {
+			replaceSame(n.PodsWithRequiredAntiAffinity, pi)
+		}
+		n.Generation = NextGeneration()
+		return true
+	}
+	return false
+}
+
+// sameCharge reports whether a and b add the same to a NodeInfo: sums,
+// per-priority totals and affinity lists (host ports are not compared: a
+// pod with any is never the same charge).
+func sameCharge(a, b *PodInfo) bool {
+	return !a.hostPorts && !b.hostPorts && a.priority == b.priority &&
+		a.affinity == b.affinity && a.requiredAntiAffinity == b.requiredAntiAffinity &&
+		sameResource(&a.Requests, &b.Requests) && sameResource(&a.NonZeroRequests, &b.NonZeroRequests)
+}
+
+func sameResource(a, b *Resource) bool {
+	return a.MilliCPU == b.MilliCPU && a.Memory == b.Memory && a.EphemeralStorage == b.EphemeralStorage &&
+		a.AllowedPodNumber == b.AllowedPodNumber && maps.Equal(a.Scalar, b.Scalar)
+}
+
+func replaceSame(s []*PodInfo, pi *PodInfo) {
+	for i, q := range s {
+		if samePod(q.Pod, pi.Pod) {
+			s[i] = pi
+			return
+		}
+	}
 }
 
 func (n *NodeInfo) update(pi *PodInfo, sign int) {

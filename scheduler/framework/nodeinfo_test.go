@@ -94,3 +94,40 @@ func TestLabel(t *testing.T) {
 	n.SetNode(&Node{Name: "n1", Labels: moved})
 	check(n, moved, "set again")
 }
+
+// A confirmation that charges what its assumption did takes its place;
+// one that charges otherwise is refused, leaving the node as it was.
+func TestReplacePodInfo(t *testing.T) {
+	pod := func(name string, cpu int64, antiAffinity bool) *PodInfo {
+		p := &Pod{Name: name, Namespace: "ns", Containers: []Container{{Requests: ResourceList{ResourceCPU: cpu}}}}
+		if antiAffinity {
+			p.Affinity = &Affinity{PodAntiAffinity: &PodAntiAffinity{Required: []PodAffinityTerm{{TopologyKey: "zone"}}}}
+		}
+		return NewPodInfo(p)
+	}
+	assumed := pod("b", 200, true)
+	n := NewNodeInfo(pod("a", 100, false), assumed, pod("c", 300, false))
+	requested, gen := n.Requested, n.Generation
+
+	confirmed := pod("b", 200, true)
+	if !n.ReplacePodInfo(confirmed) {
+		t.Fatal("ReplacePodInfo of the same charge = false, want true")
+	}
+	if n.Pods[1] != confirmed || n.PodsWithAffinity[0] != confirmed || n.PodsWithRequiredAntiAffinity[0] != confirmed {
+		t.Errorf("the confirmed PodInfo is not where the assumed one was: pods %v", n.Pods)
+	}
+	if n.Requested.MilliCPU != requested.MilliCPU || n.Generation <= gen {
+		t.Errorf("after the swap: requested %d (was %d), generation %d (was %d); want the same sum and a newer generation",
+			n.Requested.MilliCPU, requested.MilliCPU, n.Generation, gen)
+	}
+
+	gen = n.Generation
+	for _, other := range []*PodInfo{pod("b", 250, true), pod("b", 200, false), pod("x", 200, true)} {
+		if n.ReplacePodInfo(other) {
+			t.Errorf("ReplacePodInfo(%s, %dm) = true, want false", other.Pod.Name, other.Requests.MilliCPU)
+		}
+	}
+	if n.Pods[1] != confirmed || n.Generation != gen || n.FreedBelow(1).MilliCPU != 600 {
+		t.Errorf("a refused replacement changed the node: pods %v, generation %d (was %d)", n.Pods, n.Generation, gen)
+	}
+}
