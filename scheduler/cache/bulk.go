@@ -15,6 +15,8 @@ func (c *Cache) AddPodInfos(pis []*framework.PodInfo) error {
 		c.pods = make(map[string]*podState, len(pis))
 	}
 	var firstErr error
+	placed := c.placed.startRun()
+	defer placed.end()
 	for _, pi := range pis {
 		key := pi.Pod.Key()
 		ps, ok := c.pods[key]
@@ -28,7 +30,7 @@ func (c *Cache) AddPodInfos(pis []*framework.PodInfo) error {
 		}
 		c.addPodKeyLocked(pi, key, false, c.item(pi.Pod.NodeName))
 		if !ok || ps.info.Pod.NodeName != pi.Pod.NodeName {
-			c.placed.record(pi)
+			placed.record(pi)
 		}
 	}
 	return firstErr

@@ -31,6 +31,24 @@ func (l *placementLog) record(pi *framework.PodInfo) {
 	l.seq.Store(next)
 }
 
+// placementRun records many placements under one write lock: seq moves
+// once, at end. The atomic store record makes per pod waits for every
+// write before it to drain, which at a restart's bulk load of a million
+// pods was a tenth of a microsecond each.
+type placementRun struct {
+	log *placementLog
+	seq int64
+}
+
+func (l *placementLog) startRun() placementRun { return placementRun{log: l, seq: l.seq.Load()} }
+
+func (r *placementRun) record(pi *framework.PodInfo) {
+	r.seq++
+	r.log.ring[r.seq%recentPlacements] = pi
+}
+
+func (r *placementRun) end() { r.log.seq.Store(r.seq) }
+
 // Placements is the number of placements so far.
 func (c *Cache) Placements() int64 {
 	return c.placed.seq.Load()
