@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,7 +16,11 @@ import (
 type sharedDeadline struct {
 	timeout, window time.Duration
 
-	mu  sync.Mutex
+	current atomic.Pointer[deadlineSlot]
+	mu      sync.Mutex // serializes renewals; readers take current alone
+}
+
+type deadlineSlot struct {
 	ctx context.Context
 	end time.Time
 }
@@ -30,17 +35,23 @@ func newSharedDeadline(timeout time.Duration) *sharedDeadline {
 // timeout+window after now.
 func (d *sharedDeadline) context(now time.Time) context.Context {
 	want := now.Add(d.timeout)
+	// Every binding cycle asks, from its own goroutine: a lock here was
+	// where they queued, so the common case reads one pointer.
+	if s := d.current.Load(); s != nil && !s.end.Before(want) {
+		return s.ctx
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.ctx == nil || d.end.Before(want) {
-		d.end = want.Add(d.window)
-		// The context ends at its deadline on its own; callers still
-		// holding it must not be cut short, so it is never cancelled.
-		ctx, cancel := context.WithDeadline(context.Background(), d.end)
-		_ = cancel
-		d.ctx = ctx
+	if s := d.current.Load(); s != nil && !s.end.Before(want) {
+		return s.ctx // renewed while this caller waited
 	}
-	return d.ctx
+	end := want.Add(d.window)
+	// The context ends at its deadline on its own; callers still holding
+	// it must not be cut short, so it is never cancelled.
+	ctx, cancel := context.WithDeadline(context.Background(), end)
+	_ = cancel
+	d.current.Store(&deadlineSlot{ctx: ctx, end: end})
+	return ctx
 }
 
 // bindDeadline bounds a binding cycle by BindTimeout. A cycle with nothing

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -17,8 +19,8 @@ func TestSharedDeadlineBoundsEveryCaller(t *testing.T) {
 		if !ok {
 			t.Fatalf("context at +%v has no deadline", now.Sub(start))
 		}
-		if min, max := now.Add(timeout), now.Add(timeout+d.window); dl.Before(min) || dl.After(max) {
-			t.Fatalf("context at +%v ends at +%v, want within [+%v, +%v]", now.Sub(start), dl.Sub(start), min.Sub(start), max.Sub(start))
+		if lo, hi := now.Add(timeout), now.Add(timeout+d.window); dl.Before(lo) || dl.After(hi) {
+			t.Fatalf("context at +%v ends at +%v, want within [+%v, +%v]", now.Sub(start), dl.Sub(start), lo.Sub(start), hi.Sub(start))
 		}
 		return ctx
 	}
@@ -44,5 +46,30 @@ func TestSharedDeadlineEnds(t *testing.T) {
 	}
 	if fresh := d.context(time.Now()); fresh.Err() != nil {
 		t.Fatalf("context after the old one ended: Err = %v, want a live one", fresh.Err())
+	}
+}
+
+// Binding cycles ask from many goroutines at once; none may get a context
+// that ends too soon.
+func TestSharedDeadlineConcurrentCallers(t *testing.T) {
+	const timeout = 640 * time.Millisecond
+	d := newSharedDeadline(timeout)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for range 8 {
+		wg.Go(func() {
+			for range 2000 {
+				now := time.Now()
+				if dl, _ := d.context(now).Deadline(); dl.Before(now.Add(timeout)) {
+					errs <- fmt.Sprintf("deadline %v before now+timeout %v", dl, now.Add(timeout))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
