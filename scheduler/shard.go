@@ -15,6 +15,7 @@ import (
 	"github.com/berth-io/berth/scheduler/framework"
 	fwruntime "github.com/berth-io/berth/scheduler/framework/runtime"
 	"github.com/berth-io/berth/scheduler/plugins/names"
+	"github.com/berth-io/berth/scheduler/plugins/queuesort"
 	"github.com/berth-io/berth/scheduler/queue"
 )
 
@@ -100,7 +101,11 @@ func newShard(ctx context.Context, s *Scheduler, id int) (*shard, error) {
 			}
 		}
 	}
-	sh.queue = queue.New(first.QueueSortFunc(),
+	less := first.QueueSortFunc()
+	if _, ok := first.QueueSortPlugin().(*queuesort.PrioritySort); ok {
+		less = nil // the queue's own, faster PrioritySort
+	}
+	sh.queue = queue.New(less,
 		queue.WithQueueingHints(hints),
 		queue.WithPreEnqueue(func(p *framework.Pod) *framework.Status {
 			fwk := sh.frameworkFor(p)

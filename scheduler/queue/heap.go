@@ -6,6 +6,9 @@ package queue
 type entryHeap struct {
 	items []*entry
 	less  func(a, b *entry) bool
+	// rekey, if set, refreshes the sort keys an entry keeps of its pod,
+	// as the entry enters the heap or is re-sorted after its pod changed.
+	rekey func(*entry)
 }
 
 func (h *entryHeap) len() int { return len(h.items) }
@@ -18,6 +21,9 @@ func (h *entryHeap) peek() *entry {
 }
 
 func (h *entryHeap) push(e *entry) {
+	if h.rekey != nil {
+		h.rekey(e)
+	}
 	e.index = len(h.items)
 	h.items = append(h.items, e)
 	h.up(e.index)
@@ -46,7 +52,15 @@ func (h *entryHeap) remove(i int) *entry {
 	return e
 }
 
-// fix restores order after the entry at i changed.
+// changed re-sorts the entry at i after its pod changed.
+func (h *entryHeap) changed(i int) {
+	if h.rekey != nil {
+		h.rekey(h.items[i])
+	}
+	h.fix(i)
+}
+
+// fix restores order after the entry at i moved.
 func (h *entryHeap) fix(i int) {
 	if !h.down(i) {
 		h.up(i)

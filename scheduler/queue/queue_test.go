@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -436,13 +437,28 @@ func TestPopBlocks(t *testing.T) {
 	})
 }
 
-func BenchmarkAddPop10000(b *testing.B) {
-	const n = 10000
+// BenchmarkAddPop fills activeQ and drains it. order=default is New(nil),
+// which keeps each pod's sort keys beside it; order=given hands the same
+// DefaultLess in as any QueueSort plugin's Less, read through the pods.
+func BenchmarkAddPop(b *testing.B) {
+	for _, n := range []int{10000, 50000} {
+		for _, order := range []struct {
+			name string
+			less framework.LessFunc
+		}{{"default", nil}, {"given", DefaultLess}} {
+			b.Run(fmt.Sprintf("pods=%d/order=%s", n, order.name), func(b *testing.B) {
+				benchAddPop(b, n, order.less)
+			})
+		}
+	}
+}
+
+func benchAddPop(b *testing.B, n int, less framework.LessFunc) {
 	pods := make([]*framework.Pod, n)
 	for i := range pods {
 		pods[i] = newPod("p"+strconv.Itoa(i), int32(i%7))
 	}
-	q := New(nil)
+	q := New(less)
 	defer q.Close()
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -19,6 +19,9 @@ func (f *Framework) QueueSortFunc() framework.LessFunc {
 	return f.queueSort.Less
 }
 
+// QueueSortPlugin returns the QueueSort plugin, or nil.
+func (f *Framework) QueueSortPlugin() framework.QueueSortPlugin { return f.queueSort }
+
 // PreEnqueuePlugins returns the PreEnqueue plugins.
 func (f *Framework) PreEnqueuePlugins() []framework.PreEnqueuePlugin { return f.preEnqueue }
 
