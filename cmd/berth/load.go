@@ -47,6 +47,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	// The server's page faults depend on it (docs/operations.md), so its
+	// figures do: say it before them.
+	fmt.Fprintf(stdout, "transparent huge pages %s\n", hugePagesMode(thpModePath))
 	return bench.Load(ctx, lc, stdout)
 }
 
