@@ -77,7 +77,6 @@ func (e *entry) podKey() string {
 // hints) run under its lock and must not call back into it.
 type PriorityQueue struct {
 	opts options
-	less framework.LessFunc
 	// interesting lists every registered event, to drop others early.
 	interesting []framework.ClusterEvent
 
@@ -118,25 +117,14 @@ func New(less framework.LessFunc, opts ...Option) *PriorityQueue {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	defaultOrder := less == nil
-	if defaultOrder {
-		less = DefaultLess
-	}
 	q := &PriorityQueue{
 		opts:     o,
-		less:     less,
 		entries:  map[string]*entry{},
 		unsched:  map[string]*entry{},
 		inFlight: newInFlightTracker(),
 		stop:     make(chan struct{}),
 	}
-	q.active.less = func(a, b *entry) bool {
-		if less(a.qpi, b.qpi) {
-			return true
-		}
-		return !less(b.qpi, a.qpi) && a.seq < b.seq
-	}
-	if defaultOrder {
+	if less == nil {
 		// DefaultLess on keys each entry keeps: every comparison of a
 		// sift read the pod and its info through two more pointers, a
 		// cache miss each in an activeQ of tens of thousands.
@@ -149,6 +137,13 @@ func New(less framework.LessFunc, opts ...Option) *PriorityQueue {
 				return true
 			}
 			return !b.timestamp.Before(a.timestamp) && a.seq < b.seq
+		}
+	} else {
+		q.active.less = func(a, b *entry) bool {
+			if less(a.qpi, b.qpi) {
+				return true
+			}
+			return !less(b.qpi, a.qpi) && a.seq < b.seq
 		}
 	}
 	q.backoff.less = func(a, b *entry) bool {
