@@ -94,9 +94,9 @@ func BenchmarkAssumeConfirm(b *testing.B) {
 	for i := range pis {
 		p := pod(fmt.Sprint("bench-", i), fmt.Sprint("node-", i), 100)
 		pis[i] = framework.NewPodInfo(p)
-		b := *p
-		b.Phase = framework.PodRunning
-		bound[i] = &b
+		confirmed := *p
+		confirmed.Phase = framework.PodRunning
+		bound[i] = &confirmed
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

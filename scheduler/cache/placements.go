@@ -32,9 +32,9 @@ func (l *placementLog) record(pi *framework.PodInfo) {
 }
 
 // placementRun records many placements under one write lock: seq moves
-// once, at end. The atomic store record makes per pod waits for every
-// write before it to drain, which at a restart's bulk load of a million
-// pods was a tenth of a microsecond each.
+// once, at end. record's atomic store, made per pod, waits for every write
+// before it to drain: a tenth of a microsecond each at a restart's bulk
+// load of a million pods.
 type placementRun struct {
 	log *placementLog
 	seq int64
