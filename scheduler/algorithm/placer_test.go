@@ -261,14 +261,16 @@ func TestSelectHostDrawsOnce(t *testing.T) {
 		s := New(0, WithRandSeed(11, 13))
 		ref := rand.New(rand.NewPCG(11, 13))
 		best := selectHost(tc.totals, s.ties)
-		want := slices.Index(tc.totals, slices.Max(tc.totals))
-		for _, n := range tc.draws {
-			k := ref.IntN(n)
-			for i := want + 1; k > 0; i++ {
-				if tc.totals[i] == tc.totals[want] {
-					want, k = i, k-1
-				}
+		var tiedAt []int // the nodes at the best total, in order
+		top := slices.Max(tc.totals)
+		for i, v := range tc.totals {
+			if v == top {
+				tiedAt = append(tiedAt, i)
 			}
+		}
+		want := tiedAt[0]
+		for _, n := range tc.draws {
+			want = tiedAt[ref.IntN(n)]
 		}
 		if best != want {
 			t.Errorf("selectHost(%v) = %d, want %d", tc.totals[:min(len(tc.totals), 8)], best, want)
