@@ -17,6 +17,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,8 +35,21 @@ var ErrClosed = errors.New("queue: closed")
 // DefaultLess is kube-scheduler's PrioritySort: higher priority first, then
 // the pod queued earlier.
 func DefaultLess(a, b *framework.QueuedPodInfo) bool {
-	pa, pb := a.Pod.Priority, b.Pod.Priority
-	return pa > pb || (pa == pb && a.Timestamp.Before(b.Timestamp))
+	return priorityOrder(a.Pod.Priority, b.Pod.Priority, a.Timestamp, b.Timestamp) < 0
+}
+
+// priorityOrder is DefaultLess as a comparison of the keys it reads:
+// negative when a goes first, positive when b does, 0 when neither.
+func priorityOrder(pa, pb int32, ta, tb time.Time) int {
+	switch {
+	case pa != pb:
+		return cmp.Compare(pb, pa)
+	case ta.Before(tb):
+		return -1
+	case tb.Before(ta):
+		return 1
+	}
+	return 0
 }
 
 type pool uint8
@@ -130,13 +144,10 @@ func New(less framework.LessFunc, opts ...Option) *PriorityQueue {
 		// cache miss each in an activeQ of tens of thousands.
 		q.active.rekey = func(e *entry) { e.priority, e.timestamp = e.qpi.Pod.Priority, e.qpi.Timestamp }
 		q.active.less = func(a, b *entry) bool {
-			if a.priority != b.priority {
-				return a.priority > b.priority
+			if c := priorityOrder(a.priority, b.priority, a.timestamp, b.timestamp); c != 0 {
+				return c < 0
 			}
-			if a.timestamp.Before(b.timestamp) {
-				return true
-			}
-			return !b.timestamp.Before(a.timestamp) && a.seq < b.seq
+			return a.seq < b.seq
 		}
 	} else {
 		q.active.less = func(a, b *entry) bool {
