@@ -83,14 +83,12 @@ func (s *Scheduler) podBound(p *framework.Pod) {
 	s.forgetForeign(p) // its charge, if any, becomes the binding below
 	s.shardFor(p).forgetPending(key)
 	s.nominator.forget(p)
-	if old, assumed, ok := s.cache.LookupPod(key); ok && !assumed {
-		if err := s.cache.UpdatePod(old, p); err != nil {
-			s.logger.Warn("cache update of bound pod failed", zap.String("pod", p.Key()), zap.Error(err))
-		}
-		return
+	wasBound, err := s.cache.AddBoundPod(p)
+	if err != nil {
+		s.logger.Warn("cache add of bound pod failed", zap.String("pod", key), zap.Bool("was_bound", wasBound), zap.Error(err))
 	}
-	if err := s.cache.AddPod(p); err != nil {
-		s.logger.Warn("cache add of bound pod failed", zap.String("pod", p.Key()), zap.Error(err))
+	if wasBound {
+		return // an update of a pod already placed, not a placement
 	}
 	// A pod newly on a node can satisfy affinity or spreading that failed
 	// before; only pods rejected by plugins that registered this event are

@@ -311,38 +311,47 @@ func (c *Cache) removePodLocked(key string, ps *podState) error {
 // pod already added is replaced, so a watch re-list may re-add everything.
 // A terminal pod holds no resources: it is removed if cached, else ignored.
 func (c *Cache) AddPod(p *framework.Pod) error {
+	_, err := c.AddBoundPod(p)
+	return err
+}
+
+// AddBoundPod is AddPod, also reporting whether the cache already held
+// the pod as bound (not assumed): the record is then an update of a pod
+// already placed, not a new placement. Every binding's confirmation comes
+// here, so the question and the change take one lock and one lookup.
+func (c *Cache) AddBoundPod(p *framework.Pod) (wasBound bool, err error) {
 	if p.NodeName == "" {
-		return fmt.Errorf("cache: pod %s has no node", p.Key())
+		return false, fmt.Errorf("cache: pod %s has no node", p.Key())
 	}
 	key := p.Key()
 	var pi *framework.PodInfo
 	if !p.Phase.Terminal() {
-		// Built before the lock: every binding's confirmation comes
-		// here, and the shard loops' assumptions wait for the lock.
+		// Built before the lock: the shard loops' assumptions wait for it.
 		pi = framework.NewPodInfo(p)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ps, ok := c.pods[key]
+	wasBound = ok && !ps.assumed
 	if pi == nil {
 		if ok {
-			return c.removePodLocked(key, ps)
+			return wasBound, c.removePodLocked(key, ps)
 		}
-		return nil
+		return false, nil
 	}
 	if ok && ps.info.Pod.NodeName == p.NodeName && c.replaceOnNodeLocked(ps, pi) {
-		return nil
+		return wasBound, nil
 	}
 	if ok {
 		if err := c.removePodLocked(key, ps); err != nil {
-			return err
+			return wasBound, err
 		}
 	}
 	c.addPodKeyLocked(pi, key, false, c.item(p.NodeName))
 	if !ok || ps.info.Pod.NodeName != p.NodeName {
 		c.placed.record(pi)
 	}
-	return nil
+	return wasBound, nil
 }
 
 // UpdatePod makes the cache reflect newPod: a terminal pod is removed; a

@@ -257,6 +257,47 @@ func TestGetPodAndIsAssumed(t *testing.T) {
 	}
 }
 
+// AddBoundPod tells a placement (a confirmation, or a pod bound elsewhere)
+// from an update of a pod already bound: the scheduler broadcasts a new
+// assigned pod only for the first.
+func TestAddBoundPodReportsWasBound(t *testing.T) {
+	c := New()
+	c.AddNode(stdNode("a"))
+	c.AddNode(stdNode("b"))
+	assumed := pod("p", "a", 100)
+	if err := c.AssumePod(framework.NewPodInfo(assumed)); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name     string
+		p        *framework.Pod
+		wasBound bool
+		cpuA     int64
+		cpuB     int64
+	}{
+		{"confirmation of an assumption", withNode(assumed, "a"), false, 100, 0},
+		{"update of the bound pod", withNode(assumed, "a"), true, 100, 0},
+		{"bound pod moved", withNode(assumed, "b"), true, 0, 100},
+		{"pod bound elsewhere", pod("q", "a", 50), false, 50, 100},
+		{"terminal bound pod", withPhase(pod("q", "a", 50), framework.PodSucceeded), true, 0, 100},
+		{"terminal unknown pod", withPhase(pod("r", "a", 50), framework.PodSucceeded), false, 0, 100},
+	}
+	for _, st := range steps {
+		wasBound, err := c.AddBoundPod(st.p)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if wasBound != st.wasBound {
+			t.Errorf("%s: wasBound = %v, want %v", st.name, wasBound, st.wasBound)
+		}
+		got := stateOf(c)
+		if got.Nodes["a"].CPU != st.cpuA || got.Nodes["b"].CPU != st.cpuB || len(got.Assumed) != 0 {
+			t.Errorf("%s: cpu a=%d b=%d assumed %v; want a=%d b=%d, none assumed", st.name,
+				got.Nodes["a"].CPU, got.Nodes["b"].CPU, got.Assumed, st.cpuA, st.cpuB)
+		}
+	}
+}
+
 func TestAssumePodConflict(t *testing.T) {
 	port := func(p *framework.Pod, ip string, proto framework.Protocol, hostPort int32) *framework.Pod {
 		p.Containers[0].Ports = append(p.Containers[0].Ports, framework.ContainerPort{ContainerPort: 80, HostPort: hostPort, HostIP: ip, Protocol: proto})
