@@ -153,6 +153,13 @@ func (s *bridge) PodPut(p store.PodRecord, _ store.PrevPod) {
 	s.revision(p.ModRevision)
 }
 
+// IgnoresPrev implements store.NoPrevHandler: the scheduler finds what a
+// deleted pod held by its key, so the name is all a delete needs, and
+// etcd is spared reading back every change's previous value for the
+// watch.
+func (s *bridge) IgnoresPrev() {}
+
+// PodDeleted gets the pod's namespace and name only (IgnoresPrev).
 func (s *bridge) PodDeleted(prev *berthv1.Pod, rev int64) {
 	if prev != nil {
 		s.sched.DeletePod(convert.PodToCore(prev, rev))

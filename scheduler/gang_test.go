@@ -237,9 +237,29 @@ func eventually(t *testing.T, what string, fn func() error) {
 	}
 }
 
-// A deleted pod known only by name (what the store reports when etcd
-// cannot supply the last value) leaves its shard's queue even when it is
-// a gang member, whose shard follows its group and not its name.
+// A bound pod deleted by name alone (what the replica's watch reports, as
+// it does not ask etcd for previous values) gives its node's room back.
+func TestDeleteByNameFreesABoundPod(t *testing.T) {
+	s, err := New(context.Background(), Config{Shards: 2}, nopCommitter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.UpsertNode(&framework.Node{Name: "n1", Allocatable: framework.ResourceList{framework.ResourceCPU: 1000, framework.ResourcePods: 10}})
+	bound := gangMember("p", "", 300)
+	bound.NodeName, bound.Phase = "n1", framework.PodRunning
+	s.UpsertPod(bound)
+	if got, want := loadedState(s).Nodes["n1"], "node=true cpu=300 pods=[ns/p]"; got != want {
+		t.Fatalf("before the delete: %s, want %s", got, want)
+	}
+	s.DeletePod(&framework.Pod{Namespace: "ns", Name: "p"})
+	if got, want := loadedState(s).Nodes["n1"], "node=true cpu=0 pods=[]"; got != want {
+		t.Errorf("after the delete: %s, want %s", got, want)
+	}
+}
+
+// A deleted pod known only by name (what the replica's watch reports)
+// leaves its shard's queue even when it is a gang member, whose shard
+// follows its group and not its name.
 func TestDeleteByNameForgetsAPendingGangMember(t *testing.T) {
 	s, err := New(context.Background(), Config{Shards: 2}, nopCommitter{})
 	if err != nil {

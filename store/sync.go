@@ -22,11 +22,12 @@ type SyncHandler interface {
 	NodePut(n *berthv1.Node, rev int64)
 	NodeDeleted(name string, rev int64)
 	// PodPut reports a created or changed pod and its previous value
-	// (none on creation), which the handler decodes if it needs it.
+	// (none on creation, or for a NoPrevHandler), which the handler
+	// decodes if it needs it.
 	PodPut(p PodRecord, prev PrevPod)
-	// PodDeleted reports a removed pod with its last value (or, if etcd
-	// could not supply it, only its namespace and name) and the revision of
-	// the delete.
+	// PodDeleted reports a removed pod with its last value (or, for a
+	// NoPrevHandler or if etcd could not supply it, only its namespace and
+	// name) and the revision of the delete.
 	PodDeleted(prev *berthv1.Pod, rev int64)
 }
 
@@ -59,6 +60,16 @@ func (p PrevPod) Pod() *berthv1.Pod {
 type StoredPodHandler interface {
 	SyncHandler
 	ConvertsStoredPods()
+}
+
+// NoPrevHandler is an optional part of a SyncHandler that never reads a
+// pod's previous value. Sync then watches without previous values, which
+// etcd reads back from its database for each change it sends to a watch
+// that asks (a twentieth of a replica's CPU under a binding load): PodPut's
+// PrevPod is empty, and PodDeleted gets the pod's namespace and name only.
+type NoPrevHandler interface {
+	SyncHandler
+	IgnoresPrev()
 }
 
 // AppliedHandler is an optional part of a SyncHandler: Applied(rev) says
@@ -229,8 +240,11 @@ func (s *Store) followSyncTo(ctx context.Context, h SyncHandler, rev, target int
 	// wedge the stream they share (see catchUp), and this one feeds the
 	// scheduler.
 	wctx = metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(wctx), watchStreamKey, "sync")
-	wch := s.client.Watch(wctx, start,
-		clientv3.WithRange(end), clientv3.WithRev(rev+1), clientv3.WithPrevKV())
+	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithRev(rev + 1)}
+	if _, ignores := h.(NoPrevHandler); !ignores {
+		opts = append(opts, clientv3.WithPrevKV())
+	}
+	wch := s.client.Watch(wctx, start, opts...)
 	seen := rev // every change up to seen has been delivered
 	stopProving := s.proveViews(wctx, seen)
 	defer stopProving()
@@ -342,8 +356,9 @@ func (s *Store) deliverNode(h SyncHandler, ev *clientv3.Event) {
 }
 
 // deliverPod decodes the previous value only for a delete, where
-// handlers need it to undo what the pod held (or its name alone when it
-// cannot be decoded); a put passes it along undecoded.
+// handlers need it to undo what the pod held (or its name alone when there
+// is none, as for a NoPrevHandler, or it cannot be decoded); a put passes
+// it along undecoded.
 func (s *Store) deliverPod(h SyncHandler, ev *clientv3.Event) {
 	key, rev := eventKey(ev), ev.Kv.ModRevision
 	var prev PrevPod

@@ -170,6 +170,38 @@ func TestSyncDeliversResetThenEvents(t *testing.T) {
 	}
 }
 
+// noPrevHandler records as recordingHandler does, and says it never reads
+// previous values.
+type noPrevHandler struct{ *recordingHandler }
+
+func (noPrevHandler) IgnoresPrev() {}
+
+// A handler that ignores previous values gets none: its watch does not ask
+// etcd for them. A put's PrevPod is empty; a delete names the pod only.
+func TestSyncWithoutPrevValues(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	ctx := testCtx(t)
+	c := mustCreate(t, s, pendingPod("ns", "a", "ua"), pendingPod("ns", "b", "ub"))
+
+	h := noPrevHandler{newRecordingHandler()}
+	runSync(t, s, h)
+	if reset := h.next(t, 1)[0]; reset.Kind != "Reset" {
+		t.Fatalf("first call %+v, want Reset", reset)
+	}
+	ra := mustUpdate(t, s, boundTo(c[0].Pod, "n2"), c[0].Revision)
+	rb, err := s.DeletePod(ctx, "ns", "b", "ub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []call{
+		{Kind: "PodPut", Rev: ra, Names: []string{"ns/a"}, State: "ua/POD_PHASE_BOUND/n2"},
+		{Kind: "PodDeleted", Rev: rb, Names: []string{"ns/b"}, Prev: "/POD_PHASE_UNSPECIFIED"},
+	}
+	if diff := cmp.Diff(want, h.next(t, len(want))); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
 func TestSyncRelistsAfterFallingBehindCompaction(t *testing.T) {
 	e := ownEtcd(t, t.TempDir(), "")
 	m := NewMetrics(prometheus.NewRegistry())
