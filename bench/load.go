@@ -332,6 +332,7 @@ func (l *loader) load(ctx context.Context, w *workload, srv *serverProcess, pid 
 	r.progressEvery = l.lc.Progress
 	var mem memTracker
 	if pid > 0 {
+		r.serverCPU = func() (time.Duration, error) { return readCPU(pid) }
 		r.progressExtra = func() string {
 			m := mem.read(pid)
 			return fmt.Sprintf("server rss %s (peak %s)", formatBytes(m.RSS), formatBytes(m.HWM))

@@ -13,6 +13,7 @@ const (
 	metricStoreAll     = "time_to_store_all"
 	metricSubmitRate   = "SubmitThroughput"
 	metricServerMemory = "server_memory"
+	metricServerCPU    = "server_cpu"
 	metricRestart      = "restart"
 )
 
@@ -28,6 +29,10 @@ func printLoaded(out io.Writer, r loadResult) {
 	}
 	if r.retried > 0 {
 		fmt.Fprintf(out, "retried:          %d pods refused for a transient reason (Unavailable, ResourceExhausted) were sent again\n", r.retried)
+	}
+	if r.run.serverCPU > 0 {
+		fmt.Fprintf(out, "server CPU:       %s (user + system) over the measured pods, %.0f ms per 1,000 pods bound\n",
+			r.run.serverCPU.Round(10*time.Millisecond), r.run.cpuPerThousand())
 	}
 	if r.loaded.HWM > 0 {
 		fmt.Fprintf(out, "server memory:    peak %s (VmHWM, pid %d), %s after the load (VmRSS); per pod %s peak, %s after\n",
@@ -82,8 +87,8 @@ func loadSummary(r loadResult) string {
 		restart[signalName(rr.signal)] = rr
 	}
 	term, kill := restart["SIGTERM"], restart["SIGKILL"]
-	return fmt.Sprintf("summary: workload=%s nodes=%d pods=%d bound=%d retried=%d submit-pods/s=%.0f pods/s=%.0f store-all=%s peak-rss=%d rss-after=%d peak-bytes/pod=%d bytes/pod-after=%d term-serving=%s term-bound=%s kill-serving=%s kill-bound=%s status=%q",
-		r.run.workload, r.run.nodes, r.run.pods, r.run.bound, r.retried, r.submitRate(), r.run.podsPerSec(),
+	return fmt.Sprintf("summary: workload=%s nodes=%d pods=%d bound=%d retried=%d submit-pods/s=%.0f pods/s=%.0f server-cpu-ms/1k-pods=%.0f store-all=%s peak-rss=%d rss-after=%d peak-bytes/pod=%d bytes/pod-after=%d term-serving=%s term-bound=%s kill-serving=%s kill-bound=%s status=%q",
+		r.run.workload, r.run.nodes, r.run.pods, r.run.bound, r.retried, r.submitRate(), r.run.podsPerSec(), r.run.cpuPerThousand(),
 		r.storeTime().Round(time.Millisecond), r.loaded.HWM, r.loaded.RSS, perPod(r.loaded.HWM, r.run.pods), perPod(r.loaded.RSS, r.run.pods),
 		term.toServing.Round(time.Millisecond), term.toBound.Round(time.Millisecond),
 		kill.toServing.Round(time.Millisecond), kill.toBound.Round(time.Millisecond), firstLine(r.err))
@@ -118,6 +123,12 @@ func loadPerfData(r loadResult) PerfData {
 		pd.DataItems = append(pd.DataItems,
 			DataItem{Data: map[string]float64{"Average": ms(r.run.submitDur)}, Unit: "ms", Labels: labels(metricStoreAll)},
 			DataItem{Data: map[string]float64{"Average": r.run.submitPerSec()}, Unit: "pods/s", Labels: labels(metricSubmitRate)})
+	}
+	if r.run.serverCPU > 0 {
+		pd.DataItems = append(pd.DataItems, DataItem{
+			Data: map[string]float64{"Total": ms(r.run.serverCPU), "PerThousandPods": r.run.cpuPerThousand()},
+			Unit: "ms", Labels: labels(metricServerCPU),
+		})
 	}
 	if r.loaded.HWM > 0 {
 		pd.DataItems = append(pd.DataItems, DataItem{

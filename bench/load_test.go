@@ -39,7 +39,7 @@ func sampleLoadResult() loadResult {
 	return loadResult{
 		run: runResult{
 			workload: WorkloadScale, nodes: 2, pods: 4, bound: 4,
-			submitDur: 2 * time.Second, elapsed: 4 * time.Second,
+			submitDur: 2 * time.Second, elapsed: 4 * time.Second, serverCPU: 6 * time.Second,
 			latencies: []time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond, 4 * time.Millisecond},
 		},
 		pid:    7,
@@ -54,14 +54,15 @@ func sampleLoadResult() loadResult {
 
 func TestLoadSummary(t *testing.T) {
 	got := loadSummary(sampleLoadResult())
-	want := `summary: workload=scale nodes=2 pods=4 bound=4 retried=0 submit-pods/s=2 pods/s=1 store-all=2s peak-rss=4000 rss-after=2000 peak-bytes/pod=1000 bytes/pod-after=500 term-serving=2s term-bound=3s kill-serving=4s kill-bound=5s status="ok"`
+	want := `summary: workload=scale nodes=2 pods=4 bound=4 retried=0 submit-pods/s=2 pods/s=1 server-cpu-ms/1k-pods=1500000 store-all=2s peak-rss=4000 rss-after=2000 peak-bytes/pod=1000 bytes/pod-after=500 term-serving=2s term-bound=3s kill-serving=4s kill-bound=5s status="ok"`
 	if got != want {
 		t.Errorf("summary\n got %s\nwant %s", got, want)
 	}
 }
 
 // The load's items: the bench's two, the time to store and submit rate,
-// memory after the load, and per restart its timings and memory.
+// the server's CPU and memory over the load, and per restart its timings
+// and memory.
 func TestLoadPerfData(t *testing.T) {
 	items := loadPerfData(sampleLoadResult()).DataItems
 	type key struct{ metric, unit, phase, signal string }
@@ -77,6 +78,7 @@ func TestLoadPerfData(t *testing.T) {
 		{metricSubmitToBound, "ms", "", ""},
 		{metricStoreAll, "ms", "", ""},
 		{metricSubmitRate, "pods/s", "", ""},
+		{metricServerCPU, "ms", "", ""},
 		{metricServerMemory, "bytes", "load", ""},
 		{metricRestart, "ms", "", "SIGTERM"},
 		{metricServerMemory, "bytes", "restart", "SIGTERM"},
@@ -86,10 +88,13 @@ func TestLoadPerfData(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(key{})); diff != "" {
 		t.Fatalf("items (-want,+got):\n%s", diff)
 	}
-	if d := items[4].Data; d["Peak"] != 4000 || d["PeakPerPod"] != 1000 || d["AfterLoadPerPod"] != 500 {
+	if d := items[4].Data; d["Total"] != 6000 || d["PerThousandPods"] != 1_500_000 {
+		t.Errorf("server CPU %v, want 6000 ms in all, 1,500,000 per 1,000 of the 4 pods", d)
+	}
+	if d := items[5].Data; d["Peak"] != 4000 || d["PeakPerPod"] != 1000 || d["AfterLoadPerPod"] != 500 {
 		t.Errorf("load memory %v", d)
 	}
-	if d := items[7].Data; d["ToServing"] != 4000 || d["ToFirstBinding"] != 5000 {
+	if d := items[8].Data; d["ToServing"] != 4000 || d["ToFirstBinding"] != 5000 {
 		t.Errorf("SIGKILL restart %v", d)
 	}
 

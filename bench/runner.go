@@ -44,6 +44,9 @@ type runResult struct {
 	callLatencies []time.Duration
 	sentRate      float64
 	sendLag       time.Duration
+	// serverCPU is the server's CPU time (user and system) over the
+	// measured phase; 0 when not read.
+	serverCPU time.Duration
 	// Under --rate, callLatencies split at each pod's acknowledgement
 	// (podRecord.ackSplit), sorted each; and floorLatencies, a trivial
 	// call's latency sampled meanwhile (floorProbe), sorted.
@@ -56,6 +59,15 @@ func (r runResult) podsPerSec() float64 {
 		return 0
 	}
 	return float64(r.bound) / r.elapsed.Seconds()
+}
+
+// cpuPerThousand is the server's CPU milliseconds per 1,000 measured pods
+// bound; 0 when the CPU was not read.
+func (r runResult) cpuPerThousand() float64 {
+	if r.serverCPU <= 0 || r.bound <= 0 {
+		return 0
+	}
+	return float64(r.serverCPU.Milliseconds()) * 1000 / float64(r.bound)
 }
 
 // submitPerSec is the rate of durable acknowledgements.
@@ -113,6 +125,11 @@ type runner struct {
 	progressExtra func() string
 	// submitRetries is the submitter's retries of transient refusals.
 	submitRetries int
+	// serverCPU, when set, reads the CPU time the server has used so far
+	// (berth load, which knows its pid): the measured phase's share is
+	// reported per pod, a figure the load generator's own share of the
+	// cores does not move the way it moves pods/s.
+	serverCPU func() (time.Duration, error)
 }
 
 func newRunner(bc Config, w *workload, run string, conn grpc.ClientConnInterface, out io.Writer) *runner {
@@ -209,6 +226,14 @@ func (r *runner) execute(ctx context.Context, res *runResult) error {
 	return nil
 }
 
+// readServerCPU is serverCPU, or an error when there is none to read.
+func (r *runner) readServerCPU() (time.Duration, error) {
+	if r.serverCPU == nil {
+		return 0, errors.New("no server process to read")
+	}
+	return r.serverCPU()
+}
+
 // phases binds the init pods, then measures the others.
 func (r *runner) phases(ctx context.Context, res *runResult) error {
 	if r.w.initPods > 0 {
@@ -224,7 +249,11 @@ func (r *runner) phases(ctx context.Context, res *runResult) error {
 	if r.bc.Rate > 0 {
 		floor.start(ctx)
 	}
+	cpuBefore, cpuErr := r.readServerCPU()
 	submitDur, err := r.phase(ctx, phaseMeasured, r.w.pods, r.w.pod)
+	if cpuAfter, afterErr := r.readServerCPU(); cpuErr == nil && afterErr == nil {
+		res.serverCPU = cpuAfter - cpuBefore
+	}
 	res.floorLatencies = floor.finish()
 	res.submitDur = submitDur
 	r.measure(res, start)

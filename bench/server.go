@@ -191,6 +191,43 @@ func parseMemStatus(b []byte) (memStatus, error) {
 	return m, nil
 }
 
+// userHZ is the unit of a process's CPU times in /proc/PID/stat: Linux
+// reports them in USER_HZ, 100 per second, whatever the kernel's own tick.
+const userHZ = 100
+
+// readCPU reads the CPU time (user and system) a process has used.
+func readCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseCPU(b)
+}
+
+// parseCPU takes utime and stime (fields 14 and 15) from a /proc/PID/stat
+// line. The command name (field 2) is in parentheses and may hold spaces
+// or parentheses itself, so the fields are counted from its last ")".
+func parseCPU(b []byte) (time.Duration, error) {
+	end := bytes.LastIndexByte(b, ')')
+	if end < 0 {
+		return 0, errors.New("no command name in the process stat")
+	}
+	fields := strings.Fields(string(b[end+1:]))
+	// fields[0] is field 3 (state): utime and stime are fields[11] and [12].
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("process stat has %d fields after the command name, want at least 13", len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("process stat: CPU time %q", f)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * (time.Second / userHZ), nil
+}
+
 // reservePort picks a free loopback port for the child. The port is free
 // again before the child binds it; a restart reuses it, so the replica's
 // address (and default identity) stay what they were, as for an operator

@@ -156,6 +156,35 @@ func TestServerProcessStopKillsStubbornChild(t *testing.T) {
 	}
 }
 
+// The CPU times are counted from the command name's last ")", which may
+// hold spaces and parentheses of its own.
+func TestParseCPU(t *testing.T) {
+	stat := "4242 (odd (name) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 9 0 123 456 789\n"
+	got, err := parseCPU([]byte(stat))
+	if err != nil || got != 3250*time.Millisecond {
+		t.Errorf("parseCPU = %v, %v; want 3.25s (250 + 75 ticks)", got, err)
+	}
+	for _, bad := range []string{"4242 odd S 1", "4242 (x) S 1 2 3", "4242 (x) S 1 4242 4242 0 -1 4194560 100 0 0 0 -5 75 0"} {
+		if _, err := parseCPU([]byte(bad)); err == nil {
+			t.Errorf("parseCPU(%q) succeeded", bad)
+		}
+	}
+	// This process's own: it grows as it works.
+	deadline := time.Now().Add(10 * time.Second)
+	for sum := 0; ; sum++ {
+		cpu, err := readCPU(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cpu > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("own CPU still %v after 10s of work (%d)", cpu, sum)
+		}
+	}
+}
+
 func TestParseMemStatus(t *testing.T) {
 	status := "Name:\tberth\nVmPeak:\t 2000 kB\nVmHWM:\t    4096 kB\nVmRSS:\t    1024 kB\nThreads:\t9\n"
 	m, err := parseMemStatus([]byte(status))

@@ -82,7 +82,7 @@ func assertServersGone(t *testing.T, out string) []int {
 }
 
 // berth load at CI size, the test binary standing in for berth as its
-// child: every pod bound, memory read, both restarts timed to a new pod's
+// child: every pod bound, CPU and memory read, both restarts timed to a new pod's
 // binding, the JSON complete, and no server left behind.
 func TestLoadSmallWithRestarts(t *testing.T) {
 	t.Setenv(runMainEnv, "1") // the children run main(); this process is past TestMain
@@ -100,7 +100,7 @@ func TestLoadSmallWithRestarts(t *testing.T) {
 	}
 	for _, want := range []string{
 		"summary: workload=scale nodes=200 pods=2000 bound=2000 ", `status="ok"`,
-		"restart after SIGTERM: ", "restart after SIGKILL: ", "server memory:    peak ",
+		"restart after SIGTERM: ", "restart after SIGKILL: ", "server memory:    peak ", "server CPU:       ",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
@@ -130,6 +130,7 @@ func TestLoadSmallWithRestarts(t *testing.T) {
 		"submit_to_bound//":             {"Perc50", "Perc99"},
 		"time_to_store_all//":           {"Average"},
 		"SubmitThroughput//":            {"Average"},
+		"server_cpu//":                  {"Total", "PerThousandPods"},
 		"server_memory/load/":           {"Peak", "AfterLoad", "PeakPerPod", "AfterLoadPerPod"},
 		"restart//SIGTERM":              {"Stop", "ToServing", "ToFirstBinding"},
 		"restart//SIGKILL":              {"ToServing", "ToFirstBinding"},
