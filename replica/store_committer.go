@@ -153,6 +153,11 @@ func victimOf(victims []*framework.Pod, p *berthv1.Pod) *framework.Pod {
 
 // coreConflict translates the store's conflicts into the core's.
 func (c storeCommitter) coreConflict(err error) error {
+	if err == nil {
+		// Nearly every binding: spares the heap the target errors.As
+		// needs below.
+		return nil
+	}
 	var stale *store.StaleViewError
 	switch {
 	case errors.As(err, &stale):
