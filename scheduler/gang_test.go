@@ -245,9 +245,7 @@ func TestDeleteByNameFreesABoundPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.UpsertNode(&framework.Node{Name: "n1", Allocatable: framework.ResourceList{framework.ResourceCPU: 1000, framework.ResourcePods: 10}})
-	bound := gangMember("p", "", 300)
-	bound.NodeName, bound.Phase = "n1", framework.PodRunning
-	s.UpsertPod(bound)
+	s.UpsertPod(cpuPod("p", 0, 300, "n1"))
 	if got, want := loadedState(s).Nodes["n1"], "node=true cpu=300 pods=[ns/p]"; got != want {
 		t.Fatalf("before the delete: %s, want %s", got, want)
 	}
