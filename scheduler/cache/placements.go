@@ -22,13 +22,13 @@ type placementLog struct {
 	ring [recentPlacements]*framework.PodInfo
 }
 
+// record is a run of one placement. The ring slot is written before seq
+// moves, and both under the write lock, so whoever reads a seq and then
+// takes the read lock finds the slot filled.
 func (l *placementLog) record(pi *framework.PodInfo) {
-	// The ring slot is written before seq moves, and both under the write
-	// lock, so whoever reads a seq and then takes the read lock finds the
-	// slot filled.
-	next := l.seq.Load() + 1
-	l.ring[next%recentPlacements] = pi
-	l.seq.Store(next)
+	r := l.startRun()
+	r.record(pi)
+	r.end()
 }
 
 // placementRun records many placements under one write lock: seq moves
