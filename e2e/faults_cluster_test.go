@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -27,17 +28,31 @@ import (
 type child struct {
 	name string
 	args []string
+	// addrs are the loopback addresses the child listens on. While it is
+	// down the suite holds them, so that no other test's listener (an
+	// embedded etcd, a gRPC server in a package tested alongside) takes
+	// the port and answers the load in its place.
+	addrs []string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  []byte
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{}
+	log      []byte
+	held     []net.Listener
+	unholdOn bool // the cleanup that frees held addresses is registered
 }
 
 const logKeep = 64 << 10
 
 func (c *child) start(t *testing.T) {
 	t.Helper()
+	c.unhold()
+	c.mu.Lock()
+	if !c.unholdOn {
+		c.unholdOn = true
+		t.Cleanup(c.unhold)
+	}
+	c.mu.Unlock()
 	cmd := exec.Command(berthBin, c.args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -63,8 +78,44 @@ func (c *child) start(t *testing.T) {
 			c.mu.Unlock()
 		}
 		_ = cmd.Wait()
+		c.hold()
 		close(done)
 	}()
+}
+
+// hold takes the child's addresses the moment it has exited. A listener
+// that closes every connection makes clients see the child as down, as
+// they would if the port were closed. An address someone else took first
+// is left to them.
+func (c *child) hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, addr := range c.addrs {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		c.held = append(c.held, l)
+		go func() {
+			for {
+				conn, err := l.Accept()
+				if err != nil {
+					return
+				}
+				conn.Close()
+			}
+		}()
+	}
+}
+
+// unhold frees the held addresses for the child's next start.
+func (c *child) unhold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.held {
+		l.Close()
+	}
+	c.held = nil
 }
 
 func (c *child) running() (*exec.Cmd, chan struct{}) {
@@ -145,7 +196,8 @@ func startEtcdCluster(t *testing.T, n int) *etcdCluster {
 		_, peer, _ := strings.Cut(peers[i], "=")
 		ec.endpoints = append(ec.endpoints, "http://"+clientAddrs[i])
 		ec.members = append(ec.members, &child{
-			name: fmt.Sprintf("etcd e%d", i),
+			name:  fmt.Sprintf("etcd e%d", i),
+			addrs: []string{clientAddrs[i], strings.TrimPrefix(peer, "http://")},
 			args: []string{"etcd", "--name", fmt.Sprintf("e%d", i), "--data-dir", filepath.Join(dir, fmt.Sprintf("e%d", i)),
 				"--listen-client", clientAddrs[i], "--listen-peer", strings.TrimPrefix(peer, "http://"),
 				"--initial-cluster", strings.Join(peers, ","), "--initial-cluster-token", token,
@@ -290,7 +342,7 @@ func startReplicas(t *testing.T, ec *etcdCluster, n int, opt replicaOptions) []*
 		if flags["shards"] && opt.shards > 0 {
 			args = append(args, "--shards", fmt.Sprint(opt.shards))
 		}
-		r.child = &child{name: "replica " + r.id, args: args}
+		r.child = &child{name: "replica " + r.id, args: args, addrs: []string{r.addr}}
 		c, err := berth.Dial(context.Background(), r.addr, berth.WithMaxAttempts(2), berth.WithBackoff(50*time.Millisecond, 500*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
