@@ -34,12 +34,11 @@ type child struct {
 	// the port and answers the load in its place.
 	addrs []string
 
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	done     chan struct{}
-	log      []byte
-	held     []net.Listener
-	unholdOn bool // the cleanup that frees held addresses is registered
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  []byte
+	held []net.Listener
 }
 
 const logKeep = 64 << 10
@@ -47,12 +46,6 @@ const logKeep = 64 << 10
 func (c *child) start(t *testing.T) {
 	t.Helper()
 	c.unhold()
-	c.mu.Lock()
-	if !c.unholdOn {
-		c.unholdOn = true
-		t.Cleanup(c.unhold)
-	}
-	c.mu.Unlock()
 	cmd := exec.Command(berthBin, c.args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -108,7 +101,8 @@ func (c *child) hold() {
 	}
 }
 
-// unhold frees the held addresses for the child's next start.
+// unhold frees the held addresses for the child's next start, or at the
+// end of the test.
 func (c *child) unhold() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -193,13 +187,14 @@ func startEtcdCluster(t *testing.T, n int) *etcdCluster {
 	dir := t.TempDir()
 	token := fmt.Sprintf("faults-%d", rand.Int64())
 	for i := range n {
-		_, peer, _ := strings.Cut(peers[i], "=")
+		_, peerURL, _ := strings.Cut(peers[i], "=")
+		peer := strings.TrimPrefix(peerURL, "http://")
 		ec.endpoints = append(ec.endpoints, "http://"+clientAddrs[i])
 		ec.members = append(ec.members, &child{
 			name:  fmt.Sprintf("etcd e%d", i),
-			addrs: []string{clientAddrs[i], strings.TrimPrefix(peer, "http://")},
+			addrs: []string{clientAddrs[i], peer},
 			args: []string{"etcd", "--name", fmt.Sprintf("e%d", i), "--data-dir", filepath.Join(dir, fmt.Sprintf("e%d", i)),
-				"--listen-client", clientAddrs[i], "--listen-peer", strings.TrimPrefix(peer, "http://"),
+				"--listen-client", clientAddrs[i], "--listen-peer", peer,
 				"--initial-cluster", strings.Join(peers, ","), "--initial-cluster-token", token,
 				"--auto-compaction-retention", "0", "--log-level", "error"},
 		})
@@ -213,6 +208,7 @@ func startEtcdCluster(t *testing.T, n int) *etcdCluster {
 	t.Cleanup(func() {
 		for _, m := range ec.members {
 			m.kill9()
+			m.unhold()
 		}
 		if t.Failed() {
 			for _, m := range ec.members {
@@ -361,6 +357,7 @@ func startReplicas(t *testing.T, ec *etcdCluster, n int, opt replicaOptions) []*
 	t.Cleanup(func() {
 		for _, r := range rs {
 			r.kill9()
+			r.unhold()
 		}
 		if t.Failed() {
 			for _, r := range rs {
