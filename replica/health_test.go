@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/replica"
+	"github.com/berth-io/berth/replica/replicatest"
 	"github.com/berth-io/berth/server"
 	"github.com/berth-io/berth/store"
 )
@@ -197,5 +199,23 @@ func TestAdvertisedAddress(t *testing.T) {
 	defer conn.Close()
 	if got := advertisedAddress(t, berthv1.NewSchedulerServiceClient(conn)); got != "berth-0.berth:7070" {
 		t.Errorf("advertised %q, want berth-0.berth:7070", got)
+	}
+}
+
+// OnServing runs before the front first answers SERVING, and only then:
+// berth serve ends the collector's start-up target there.
+func TestOnServingRunsAtTheFirstServing(t *testing.T) {
+	var calls atomic.Int32
+	srv, _ := replicatest.Start(t, func(c *replica.Config) {
+		c.OnServing = func() { calls.Add(1) }
+	})
+	conn, err := grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	waitHealth(t, healthpb.NewHealthClient(conn), healthpb.HealthCheckResponse_SERVING, time.Minute)
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("OnServing ran %d times by the first SERVING; want 1", n)
 	}
 }

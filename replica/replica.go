@@ -77,6 +77,11 @@ type Config struct {
 	// while the cache changes; default 30s.
 	SnapshotInterval time.Duration
 
+	// OnServing, if set, is called once, when the replica first reports
+	// SERVING: its start-up load is over. berth serve ends the collector's
+	// start-up target there.
+	OnServing func()
+
 	// beforeLoad, for tests, runs after each listing (or start-up
 	// snapshot) is read and before it is loaded into the core.
 	beforeLoad func()
@@ -141,6 +146,8 @@ type Replica struct {
 	ownershipKnown atomic.Bool
 	// startup times the phases of Start and what follows it.
 	startup *startupClock
+	// servingOnce calls Config.OnServing at the first SERVING.
+	servingOnce sync.Once
 	// submits links scheduling cycles to the submits of their pods; nil
 	// unless tracing.
 	submits *submitLinks
@@ -467,6 +474,9 @@ func (r *Replica) newHealthProbe() *healthProbe {
 			// Marked first, so whoever sees SERVING finds the phase too.
 			if h.Storage && h.Scheduling {
 				r.startup.mark(phaseServing)
+				if r.cfg.OnServing != nil {
+					r.servingOnce.Do(r.cfg.OnServing)
+				}
 			}
 			r.front.SetHealth(h)
 		},

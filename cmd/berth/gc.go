@@ -61,6 +61,9 @@ type gcSettings struct {
 	// 0: gcPercent is fixed.
 	headroom int64
 	tuner    *gcTuner
+	// startupPercent is the target held until the replica first serves
+	// (see holdForStartup); 0: none.
+	startupPercent int
 	// hugePages is the kernel's transparent huge page mode. Go asks for
 	// none, so its heap has them only under "always", where this machine
 	// started a replica of 200,000 pods with a quarter less CPU (fewer
@@ -121,6 +124,18 @@ func (s *gcSettings) adapt(headroom string) error {
 	return nil
 }
 
+// holdForStartup raises the adaptive target for a replica's start-up load
+// (see startupPercent) and returns what ends it; nil when the target is
+// fixed, by GOGC or --gc-headroom 0, which an operator chose as it is.
+func (s *gcSettings) holdForStartup() func() {
+	if s.tuner == nil {
+		return nil
+	}
+	s.tuner.startup()
+	s.startupPercent = max(startupPercent, s.gcPercent)
+	return s.tuner.started
+}
+
 // parseHeadroom reads --gc-headroom: "0" or a memory quantity.
 func parseHeadroom(v string) (int64, error) {
 	if strings.TrimSpace(v) == "0" {
@@ -153,7 +168,7 @@ func (s gcSettings) limitString() string {
 func (s gcSettings) log(logger *zap.Logger) {
 	logger.Info("garbage collector",
 		zap.Int("gc_percent", s.gcPercent), zap.String("gc_percent_source", s.gcPercentSource),
-		zap.Int64("gc_headroom_bytes", s.headroom),
+		zap.Int64("gc_headroom_bytes", s.headroom), zap.Int("startup_gc_percent", s.startupPercent),
 		zap.String("memory_limit", s.limitString()), zap.Int64("memory_limit_bytes", s.memoryLimit),
 		zap.String("memory_limit_source", s.memoryLimitSource),
 		zap.String("transparent_huge_pages", s.hugePages))

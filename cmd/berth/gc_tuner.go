@@ -27,6 +27,17 @@ const defaultGCHeadroom = "256Mi"
 // then missed their deadlines and the load failed (issue 11).
 const minAdaptivePercent = 50
 
+// startupPercent is the target while a replica loads its state at start,
+// until it first reports SERVING. The cache and etcd's key index are both
+// built then, in one heap, and each collection marks all of both built so
+// far: a geometric series of marking that ends several times the size of
+// what is finally live. Restarting a replica of 100,000 nodes and
+// 1,000,000 pods on a 2-core VM, GOGC 200 collected 5-6 times instead of
+// 12 and reached SERVING in 8.3-9.5 s against 9.1-10.0 s (four alternating
+// runs each), with peak RSS 130-250 MiB higher, still under the peak of
+// the load that built that state. A memory limit caps it as ever.
+const startupPercent = 200
+
 const gcHeadroomUsage = "growth of the Go heap over what is live that the collector allows before it runs, once --gc-percent would allow more " +
 	"(a quantity such as 256Mi): a large heap then peaks near live + this (but at least live + " +
 	"50%) instead of live times (1 + --gc-percent/100). 0 keeps --gc-percent fixed, as does the GOGC environment variable"
@@ -55,6 +66,9 @@ type gcTuner struct {
 	// after stop has given the ceiling back.
 	mu      sync.Mutex
 	stopped bool
+	// starting holds the target at startupPercent or above (see
+	// startup).
+	starting bool
 }
 
 // gcSentinel is garbage from birth: its cleanup runs once after the next
@@ -89,6 +103,12 @@ func (t *gcTuner) afterGC() bool {
 	if t.stopped {
 		return false
 	}
+	t.applyLocked()
+	return true
+}
+
+// applyLocked sets the target for the heap the last collection left.
+func (t *gcTuner) applyLocked() {
 	metrics.Read(t.samples)
 	var v [3]uint64
 	for i, s := range t.samples {
@@ -97,11 +117,38 @@ func (t *gcTuner) afterGC() bool {
 		}
 	}
 	p := adaptivePercent(t.ceiling, t.headroom, v[0], v[0]+v[1]+v[2])
+	if t.starting {
+		p = max(p, startupPercent)
+	}
 	if int64(p) != t.set.Load() {
 		debug.SetGCPercent(p)
 		t.set.Store(int64(p))
 	}
-	return true
+}
+
+// startup holds the target at startupPercent (or the ceiling, if higher)
+// until started.
+func (t *gcTuner) startup() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return
+	}
+	t.starting = true
+	t.applyLocked()
+}
+
+// started ends the start-up target at once: until the next collection
+// the heap could otherwise grow to three times what was last live. It is
+// safe to call more than once.
+func (t *gcTuner) started() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped || !t.starting {
+		return
+	}
+	t.starting = false
+	t.applyLocked()
 }
 
 // stop ends the tuner and gives the target back its ceiling.

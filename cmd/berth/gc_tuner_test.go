@@ -91,3 +91,71 @@ func TestAdaptLeavesAFixedTargetAlone(t *testing.T) {
 	}
 	s.tuner.stop()
 }
+
+// During a start-up load the target stays at startupPercent although the
+// live heap calls for far less; started lowers it at once, without
+// waiting for a collection, and a second call changes nothing.
+func TestGCTunerHoldsTheStartupTarget(t *testing.T) {
+	keepCollector(t)
+	live := make([]byte, 32<<20)
+	tuner := startGCTuner(100, 1<<20)
+	defer tuner.stop()
+	runtime.GC() // so the live heap the tuner reads holds live
+	tuner.startup()
+	if got := tuner.set.Load(); got != startupPercent {
+		t.Fatalf("while starting the target is %d; want %d", got, startupPercent)
+	}
+	if rt := debug.SetGCPercent(startupPercent); rt != startupPercent {
+		t.Errorf("runtime target %d while starting; want %d", rt, startupPercent)
+	}
+	tuner.started()
+	runtime.KeepAlive(live)
+	got := tuner.set.Load()
+	if got < minAdaptivePercent-1 || got > minAdaptivePercent+25 {
+		t.Errorf("after started the target is %d; want near the %d%% floor for 32 MiB live and 1 MiB of headroom", got, minAdaptivePercent)
+	}
+	tuner.started()
+	if again := tuner.set.Load(); again != got {
+		t.Errorf("a second started moved the target from %d to %d", got, again)
+	}
+}
+
+// Only an adaptive target is held for the start-up: a fixed one (GOGC,
+// or --gc-headroom 0) is the operator's and stays as set.
+func TestHoldForStartupOnlyAdaptive(t *testing.T) {
+	keepCollector(t)
+	noCgroup(t)
+	t.Setenv("GOMEMLIMIT", "")
+	t.Setenv("GOGC", "")
+	if err := os.Unsetenv("GOGC"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := applyGC(100, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.adapt("0"); err != nil {
+		t.Fatal(err)
+	}
+	if end := s.holdForStartup(); end != nil || s.startupPercent != 0 {
+		t.Errorf("fixed target: holdForStartup gave %v, startup percent %d; want none", end != nil, s.startupPercent)
+	}
+	if rt := debug.SetGCPercent(100); rt != 100 {
+		t.Errorf("fixed target moved to %d", rt)
+	}
+	if err := s.adapt(defaultGCHeadroom); err != nil {
+		t.Fatal(err)
+	}
+	defer s.tuner.stop()
+	end := s.holdForStartup()
+	if end == nil || s.startupPercent != startupPercent {
+		t.Fatalf("adaptive target: holdForStartup gave %v, startup percent %d; want an end and %d", end != nil, s.startupPercent, startupPercent)
+	}
+	if got := s.tuner.set.Load(); got != startupPercent {
+		t.Errorf("held target %d; want %d", got, startupPercent)
+	}
+	end()
+	if got := s.tuner.set.Load(); got >= startupPercent {
+		t.Errorf("after the end the target is still %d", got)
+	}
+}

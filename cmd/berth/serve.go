@@ -174,6 +174,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := gc.adapt(*gcHeadroom); err != nil {
 		return err
 	}
+	cfg.OnServing = gc.holdForStartup()
 	if *configPath != "" {
 		if err := applySchedulerConfig(fs, *configPath, &cfg); err != nil {
 			return err
