@@ -17,6 +17,16 @@ func noCgroup(t *testing.T) string {
 	return cgroupRoot
 }
 
+// noGCEnv clears GOGC and GOMEMLIMIT for the test, so flags decide.
+func noGCEnv(t *testing.T) {
+	t.Helper()
+	t.Setenv("GOMEMLIMIT", "")
+	t.Setenv("GOGC", "") // restored after the test; unset for it below
+	if err := os.Unsetenv("GOGC"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // keepCollector restores the collector's settings after the test.
 func keepCollector(t *testing.T) {
 	t.Helper()
@@ -120,11 +130,7 @@ func TestCgroupMemoryLimit(t *testing.T) {
 func TestApplyGCMemoryLimit(t *testing.T) {
 	keepCollector(t)
 	root := noCgroup(t)
-	t.Setenv("GOMEMLIMIT", "")
-	t.Setenv("GOGC", "")
-	if err := os.Unsetenv("GOGC"); err != nil {
-		t.Fatal(err)
-	}
+	noGCEnv(t)
 
 	s, err := applyGC(300, "")
 	if err != nil || s.memoryLimitSource != "none" || s.memoryLimit != math.MaxInt64 {
@@ -163,11 +169,7 @@ func TestApplyGCMemoryLimit(t *testing.T) {
 func TestDefaultGCPercentIsGos(t *testing.T) {
 	keepCollector(t)
 	noCgroup(t)
-	t.Setenv("GOMEMLIMIT", "")
-	t.Setenv("GOGC", "")
-	if err := os.Unsetenv("GOGC"); err != nil {
-		t.Fatal(err)
-	}
+	noGCEnv(t)
 	s, err := applyGC(defaultGCPercent, "")
 	if err != nil || s.gcPercent != 100 || s.gcPercentSource != "flag" {
 		t.Errorf("default: %+v, %v; want GOGC 100 from the flag's default", s, err)

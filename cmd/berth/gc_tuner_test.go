@@ -125,11 +125,7 @@ func TestGCTunerHoldsTheStartupTarget(t *testing.T) {
 func TestHoldForStartupOnlyAdaptive(t *testing.T) {
 	keepCollector(t)
 	noCgroup(t)
-	t.Setenv("GOMEMLIMIT", "")
-	t.Setenv("GOGC", "")
-	if err := os.Unsetenv("GOGC"); err != nil {
-		t.Fatal(err)
-	}
+	noGCEnv(t)
 	s, err := applyGC(100, "")
 	if err != nil {
 		t.Fatal(err)
