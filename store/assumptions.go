@@ -13,12 +13,12 @@ import (
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
 
-func (k keyspace) assume(namespace, name string) string { return k.assumes + namespace + "/" + name }
+func (k *keyspace) assume(namespace, name string) string { return k.assumes + namespace + "/" + name }
 
-func (k keyspace) isAssume(key string) bool { return strings.HasPrefix(key, k.assumes) }
+func (k *keyspace) isAssume(key string) bool { return strings.HasPrefix(key, k.assumes) }
 
 // assumeName splits an assumption key into namespace and name.
-func (k keyspace) assumeName(key string) (namespace, name string) {
+func (k *keyspace) assumeName(key string) (namespace, name string) {
 	namespace, name, _ = strings.Cut(strings.TrimPrefix(key, k.assumes), "/")
 	return namespace, name
 }

@@ -62,46 +62,58 @@ func newKeyspace(prefix string) keyspace {
 	}
 }
 
-func (k keyspace) node(name string) string { return k.nodes + name }
+func (k *keyspace) node(name string) string { return k.nodes + name }
 
-func (k keyspace) allocation(node string) string { return k.alloc + node }
+func (k *keyspace) allocation(node string) string { return k.alloc + node }
 
-func (k keyspace) shard(i int) string { return fmt.Sprintf("%s%03d", k.shards, i) }
+// shard is shard i's claim key, i in at least three digits so that the
+// keys sort by shard. Every binding's fence names one: fmt's formatting
+// cost more than the rest of the key work, and its deep frames made the
+// binding goroutine's stack outgrow its start.
+func (k *keyspace) shard(i int) string {
+	if i < 0 || i > 999 {
+		return k.shardFormatted(i)
+	}
+	digits := [3]byte{byte('0' + i/100), byte('0' + i/10%10), byte('0' + i%10)}
+	return k.shards + string(digits[:])
+}
 
-func (k keyspace) replicaKey(id string) string { return k.replica + id }
+func (k *keyspace) shardFormatted(i int) string { return fmt.Sprintf("%s%03d", k.shards, i) }
 
-func (k keyspace) pod(namespace, name string) string { return k.pods + namespace + "/" + name }
+func (k *keyspace) replicaKey(id string) string { return k.replica + id }
 
-func (k keyspace) uid(uid string) string { return k.uids + uid }
+func (k *keyspace) pod(namespace, name string) string { return k.pods + namespace + "/" + name }
+
+func (k *keyspace) uid(uid string) string { return k.uids + uid }
 
 // podNamespace is the prefix of every pod key in one namespace.
-func (k keyspace) podNamespace(namespace string) string { return k.pods + namespace + "/" }
+func (k *keyspace) podNamespace(namespace string) string { return k.pods + namespace + "/" }
 
-func (k keyspace) budget(namespace, name string) string { return k.budgets + namespace + "/" + name }
+func (k *keyspace) budget(namespace, name string) string { return k.budgets + namespace + "/" + name }
 
 // cachedRange is [start, end) holding every assumption, budget, node and
 // pod key and nothing else.
-func (k keyspace) cachedRange() (start, end string) {
+func (k *keyspace) cachedRange() (start, end string) {
 	return k.assumes, clientv3.GetPrefixRangeEnd(k.pods)
 }
 
-func (k keyspace) isBudget(key string) bool { return strings.HasPrefix(key, k.budgets) }
+func (k *keyspace) isBudget(key string) bool { return strings.HasPrefix(key, k.budgets) }
 
 // budgetName splits a budget key into namespace and name.
-func (k keyspace) budgetName(key string) (namespace, name string) {
+func (k *keyspace) budgetName(key string) (namespace, name string) {
 	namespace, name, _ = strings.Cut(strings.TrimPrefix(key, k.budgets), "/")
 	return namespace, name
 }
 
 // isNode and isPod tell what a key under cachedRange holds.
-func (k keyspace) isNode(key string) bool { return strings.HasPrefix(key, k.nodes) }
-func (k keyspace) isPod(key string) bool  { return strings.HasPrefix(key, k.pods) }
+func (k *keyspace) isNode(key string) bool { return strings.HasPrefix(key, k.nodes) }
+func (k *keyspace) isPod(key string) bool  { return strings.HasPrefix(key, k.pods) }
 
 // nodeName returns the node name in a node key.
-func (k keyspace) nodeName(key string) string { return strings.TrimPrefix(key, k.nodes) }
+func (k *keyspace) nodeName(key string) string { return strings.TrimPrefix(key, k.nodes) }
 
 // podName splits a pod key into namespace and name.
-func (k keyspace) podName(key string) (namespace, name string) {
+func (k *keyspace) podName(key string) (namespace, name string) {
 	namespace, name, _ = strings.Cut(strings.TrimPrefix(key, k.pods), "/")
 	return namespace, name
 }

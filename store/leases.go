@@ -38,11 +38,11 @@ const MaxNodeLeaseTTL = 3600
 // lease TTL.
 var ErrNoLease = errors.New("store: node has no lease")
 
-func (k keyspace) nodeLease(name string) string { return k.nodeLeases + name }
+func (k *keyspace) nodeLease(name string) string { return k.nodeLeases + name }
 
-func (k keyspace) isNodeLease(key string) bool { return strings.HasPrefix(key, k.nodeLeases) }
+func (k *keyspace) isNodeLease(key string) bool { return strings.HasPrefix(key, k.nodeLeases) }
 
-func (k keyspace) nodeLeaseName(key string) string { return strings.TrimPrefix(key, k.nodeLeases) }
+func (k *keyspace) nodeLeaseName(key string) string { return strings.TrimPrefix(key, k.nodeLeases) }
 
 // RenewNodeLease keeps a node's lease alive for another TTL and returns the
 // TTL in seconds. If the lease had expired it starts a new one, and restored

@@ -20,12 +20,12 @@ const DefaultScheduleTimeout = 60 * time.Second
 // memory anyway.
 const maxPodGroups = 100000
 
-func (k keyspace) group(namespace, name string) string { return k.groups + namespace + "/" + name }
+func (k *keyspace) group(namespace, name string) string { return k.groups + namespace + "/" + name }
 
-func (k keyspace) isGroup(key string) bool { return strings.HasPrefix(key, k.groups) }
+func (k *keyspace) isGroup(key string) bool { return strings.HasPrefix(key, k.groups) }
 
 // groupName splits a pod group key into namespace and name.
-func (k keyspace) groupName(key string) (namespace, name string) {
+func (k *keyspace) groupName(key string) (namespace, name string) {
 	namespace, name, _ = strings.Cut(strings.TrimPrefix(key, k.groups), "/")
 	return namespace, name
 }
