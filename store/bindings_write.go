@@ -94,28 +94,40 @@ func (s *Store) bindAll(ctx context.Context, bindings []Binding, held []int64, e
 // that the assumption still stands (every writer since saw the charge)
 // instead of the node's allocation key, which it leaves alone.
 func (s *Store) addBinding(u *commitUnit, b Binding, heldAt int64) error {
-	if err := validatePodKey(b.Pod); err != nil {
+	val, err := bindingValue(b)
+	if err != nil {
 		return err
-	}
-	if b.Pod.NodeName == "" {
-		return fmt.Errorf("%w: binding of %s/%s names no node", ErrInvalidArgument, b.Pod.Namespace, b.Pod.Name)
-	}
-	val := b.Value
-	if val == nil {
-		var err error
-		if val, err = marshalOpts.Marshal(b.Pod); err != nil {
-			return fmt.Errorf("store: encode pod: %w", err)
-		}
 	}
 	key := s.keys.pod(b.Pod.Namespace, b.Pod.Name)
 	u.cmps = append(u.cmps, modRevIs(key, b.ExpectedModRevision))
-	u.ops = append(u.ops, putValue(key, val))
+	u.ops = appendPut(u.ops, key, val)
 	if heldAt > 0 {
 		s.fence(u, b.Shard, b.ShardEpoch)
 		u.cmps = append(u.cmps, modRevIs(s.keys.assume(b.Pod.Namespace, b.Pod.Name), heldAt))
 		return nil
 	}
 	return s.charge(u, b.Pod.NodeName, b.ViewRevision, b.Shard, b.ShardEpoch)
+}
+
+// bindingValue checks a binding and returns the value it writes. It is
+// kept out of addBinding, whose frame every binding goroutine holds on its
+// way into the commit: its error paths' locals made that stack outgrow
+// the one the goroutine started with.
+func bindingValue(b Binding) ([]byte, error) {
+	if err := validatePodKey(b.Pod); err != nil {
+		return nil, err
+	}
+	if b.Pod.NodeName == "" {
+		return nil, fmt.Errorf("%w: binding of %s/%s names no node", ErrInvalidArgument, b.Pod.Namespace, b.Pod.Name)
+	}
+	if b.Value != nil {
+		return b.Value, nil
+	}
+	val, err := marshalOpts.Marshal(b.Pod)
+	if err != nil {
+		return nil, fmt.Errorf("store: encode pod: %w", err)
+	}
+	return val, nil
 }
 
 // charge adds to u what every write that adds a pod to node must check

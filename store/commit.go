@@ -224,7 +224,8 @@ func (u *commitUnit) prepare() {
 		}
 		u.bytes += len(k) + len(u.cmps[i].ValueBytes()) + 16
 	}
-	for _, op := range u.ops {
+	for i := range u.ops {
+		op := &u.ops[i] // an Op is 248 bytes: not copied per iteration
 		add(op.KeyBytes())
 		u.bytes += len(op.KeyBytes()) + len(op.ValueBytes()) + 16
 	}

@@ -81,3 +81,16 @@ func putValue(key string, val []byte) clientv3.Op {
 	op.WithValueBytes(val)
 	return op
 }
+
+// appendPut is append(ops, putValue(key, val)) with the Op built in its
+// place in ops. An Op is 248 bytes, and built in the caller's frame and
+// copied in it took several of them there: enough, on the path every
+// binding cycle runs, for its goroutine to outgrow its first stack and
+// copy it once per pod.
+func appendPut(ops []clientv3.Op, key string, val []byte) []clientv3.Op {
+	ops = append(ops, putTemplate)
+	op := &ops[len(ops)-1]
+	op.WithKeyBytes(keyBytes(key))
+	op.WithValueBytes(val)
+	return ops
+}
