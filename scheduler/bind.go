@@ -26,23 +26,7 @@ func (sh *shard) bind(base context.Context, fwk *fwruntime.Framework, state *fra
 	}
 	st = sh.bindStep(ctx, fwk, state, assumed, st) // Bind plugins, or a gang's joint commit: gang.go
 	if !st.IsSuccess() {
-		fwk.RunReservePluginsUnreserve(ctx, state, assumed, node)
-		sh.forget(assumed)
-		if errors.Is(st.AsError(), ErrCommitConflict) {
-			// The pod changed, another writer added to the node, or the
-			// shard moved. The watch brings the news; retry at once
-			// against it (settle drops the pod if the shard is gone).
-			sh.s.metrics.bindError("conflict")
-			retry := func() { sh.queue.Requeue(qpi) }
-			if stale := (*NodeChargedError)(nil); errors.As(st.AsError(), &stale) {
-				retry = func() { sh.s.afterView(stale.Revision, func() { sh.queue.Requeue(qpi) }) }
-			}
-			sh.settle(key, retry)
-			return
-		}
-		sh.s.metrics.bindError("error")
-		sh.s.logger.Warn("binding failed", zap.String("pod", key), zap.String("node", node), zap.Error(st.AsError()))
-		sh.retryLater(qpi)
+		sh.bindFailed(ctx, fwk, state, qpi, key, assumed, st)
 		return
 	}
 	// The watch may already have confirmed the binding: that is fine.
@@ -54,6 +38,31 @@ func (sh *shard) bind(base context.Context, fwk *fwruntime.Framework, state *fra
 	}
 	sh.s.metrics.bound(time.Since(start).Seconds(), e2e.Seconds())
 	sh.settle(key, nil)
+}
+
+// bindFailed undoes a binding cycle that did not commit and sends the pod
+// back. It is not part of bind because every binding goroutine holds
+// bind's frame all the way down into the commit: with these locals in it,
+// the stack outgrew the one the goroutine started with, a copy per pod.
+func (sh *shard) bindFailed(ctx context.Context, fwk *fwruntime.Framework, state *framework.CycleState, qpi *framework.QueuedPodInfo, key string, assumed *framework.Pod, st *framework.Status) {
+	node := assumed.NodeName
+	fwk.RunReservePluginsUnreserve(ctx, state, assumed, node)
+	sh.forget(assumed)
+	if errors.Is(st.AsError(), ErrCommitConflict) {
+		// The pod changed, another writer added to the node, or the
+		// shard moved. The watch brings the news; retry at once
+		// against it (settle drops the pod if the shard is gone).
+		sh.s.metrics.bindError("conflict")
+		retry := func() { sh.queue.Requeue(qpi) }
+		if stale := (*NodeChargedError)(nil); errors.As(st.AsError(), &stale) {
+			retry = func() { sh.s.afterView(stale.Revision, func() { sh.queue.Requeue(qpi) }) }
+		}
+		sh.settle(key, retry)
+		return
+	}
+	sh.s.metrics.bindError("error")
+	sh.s.logger.Warn("binding failed", zap.String("pod", key), zap.String("node", node), zap.Error(st.AsError()))
+	sh.retryLater(qpi)
 }
 
 func (sh *shard) forget(assumed *framework.Pod) {
