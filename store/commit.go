@@ -88,10 +88,11 @@ func (u *commitUnit) currentKV(key string) *mvccpb.KeyValue {
 // bindings, first: see takeLocked) that fit in one Txn (at most maxOps
 // compares, ops and keys, about maxBytes) and sends If(all compares)
 // Then(all ops). While one Txn is in flight the others' units accumulate,
-// so batches grow with load without any linger. When a Txn's compares fail, every key is read at the revision they failed at,
-// which tells which units broke them; those are settled and the rest are
-// resent. (Reading afterwards rather than in the Txn's Else keeps the reads
-// out of the raft log and the WAL of every Txn that succeeds: most of them.)
+// so batches grow with load without any linger. When a Txn's compares
+// fail, every key is read at the revision they failed at, which tells
+// which units broke them; those are settled and the rest are resent.
+// (Reading afterwards rather than in the Txn's Else keeps the reads out of
+// the raft log and the WAL of every Txn that succeeds: most of them.)
 //
 // A key is in at most one in-flight Txn at a time: a unit that touches a key
 // already taken waits for the next batch. So two writers racing on one key
