@@ -109,10 +109,10 @@ func (s *Store) addBinding(u *commitUnit, b Binding, heldAt int64) error {
 	return s.charge(u, b.Pod.NodeName, b.ViewRevision, b.Shard, b.ShardEpoch)
 }
 
-// bindingValue checks a binding and returns the value it writes. It is
-// kept out of addBinding, whose frame every binding goroutine holds on its
-// way into the commit: its error paths' locals made that stack outgrow
-// the one the goroutine started with.
+// bindingValue checks a binding and returns the value it writes, apart
+// from addBinding so that its error paths' locals stay out of that frame,
+// which every binding goroutine holds on its way into the commit (see
+// appendPut).
 func bindingValue(b Binding) ([]byte, error) {
 	if err := validatePodKey(b.Pod); err != nil {
 		return nil, err

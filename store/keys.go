@@ -67,9 +67,9 @@ func (k *keyspace) node(name string) string { return k.nodes + name }
 func (k *keyspace) allocation(node string) string { return k.alloc + node }
 
 // shard is shard i's claim key, i in at least three digits so that the
-// keys sort by shard. Every binding's fence names one: fmt's formatting
-// cost more than the rest of the key work, and its deep frames made the
-// binding goroutine's stack outgrow its start.
+// keys sort by shard. Every binding's fence names one, and fmt cost more
+// than the rest of building it (and deepened the binding's stack: see
+// appendPut).
 func (k *keyspace) shard(i int) string {
 	if i < 0 || i > 999 {
 		return k.shardFormatted(i)
