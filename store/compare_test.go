@@ -62,6 +62,27 @@ func TestPutValueLendsTheValue(t *testing.T) {
 	}
 }
 
+// appendPut appends what putValue builds, after the ops already there,
+// and leaves the template it starts from as it was.
+func TestAppendPutMatchesPutValue(t *testing.T) {
+	val := []byte("encoded pod")
+	first := putValue("/a", []byte("x"))
+	ops := appendPut([]clientv3.Op{first}, "/k", val)
+	if len(ops) != 2 || string(ops[0].KeyBytes()) != "/a" {
+		t.Fatalf("appendPut lost the ops before it: %d ops", len(ops))
+	}
+	got, want := ops[1], putValue("/k", val)
+	if !got.IsPut() || string(got.KeyBytes()) != string(want.KeyBytes()) || string(got.ValueBytes()) != string(want.ValueBytes()) {
+		t.Fatalf("appendPut = put %q=%q, want put %q=%q", got.KeyBytes(), got.ValueBytes(), want.KeyBytes(), want.ValueBytes())
+	}
+	if &got.ValueBytes()[0] != &val[0] {
+		t.Fatal("appendPut copied the value")
+	}
+	if len(putTemplate.KeyBytes()) != 0 || len(putTemplate.ValueBytes()) != 0 {
+		t.Fatal("appendPut changed the template")
+	}
+}
+
 // eventKey reads a watched key in place.
 func TestEventKeyDoesNotCopy(t *testing.T) {
 	ev := &clientv3.Event{Kv: &mvccpb.KeyValue{Key: []byte("/berth/v1/pods/shop/web")}}
