@@ -196,8 +196,10 @@ func TestPreFilterSkipAndErrors(t *testing.T) {
 // Long for its table: one case per behaviour, kept together so they
 // read side by side.
 func TestFilter(t *testing.T) {
-	unsched := framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch)
-	missing := framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
+	// Filter names itself in its rejections (they are shared), as the
+	// framework would.
+	unsched := framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch).WithPlugin(Name)
+	missing := framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch).WithPlugin(Name)
 	withZ := func(taint bool) []*framework.Node {
 		z := mkNode("z").label("zone", "zone3").label("node", "z")
 		if taint {
@@ -382,6 +384,30 @@ func TestFilter(t *testing.T) {
 				t.Errorf("rejections (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A rejection costs no allocation: a tight spread rejects most of the
+// nodes a cycle asks about.
+func TestFilterRejectsWithoutAllocating(t *testing.T) {
+	infos := place(fourNodes(), concat(podsOn("a", 1), podsOn("b", 1)))
+	pl, _ := newPlugin(t, listArgs, infos...)
+	state := framework.NewCycleState()
+	pod := mkPod("p").label("foo", "").spread(1, "zone", hard, exists("foo")).info()
+	if _, st := pl.PreFilter(ctx, state, pod, infos); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	var a *framework.NodeInfo
+	for _, ni := range infos {
+		if ni.Node().Name == "a" {
+			a = ni
+		}
+	}
+	if st := pl.Filter(ctx, state, pod, a); st.Code() != framework.Unschedulable {
+		t.Fatalf("Filter(a) = %v, want Unschedulable", st)
+	}
+	if allocs := testing.AllocsPerRun(20, func() { pl.Filter(ctx, state, pod, a) }); allocs != 0 {
+		t.Errorf("a rejection allocated %v times", allocs)
 	}
 }
 
