@@ -77,6 +77,15 @@ var skipped = &Status{code: Skip}
 // framework records only the skip itself.
 func SkipStatus() *Status { return skipped }
 
+// NewRejection returns the status a Filter plugin returns for every node
+// it rejects for one fixed reason, built once by the plugin and shared: a
+// cycle asks a plugin about thousands of nodes, and a status per rejection
+// was an allocation per node. It carries plugin so the framework never
+// sets it, and like SkipStatus's it must not be changed.
+func NewRejection(code Code, plugin, reason string) *Status {
+	return &Status{code: code, reasons: []string{reason}, plugin: plugin}
+}
+
 // AsStatus wraps an error in an Error status; nil stays nil.
 func AsStatus(err error) *Status {
 	if err == nil {

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +135,31 @@ func TestRunFilterPluginsStopsAtFirstFailure(t *testing.T) {
 	got = fw.RunFilterPlugins(ctx, st, podInfo("p"), fwtest.NodeInfo(fwtest.Node("n", 1, 1, 1)))
 	if got.Code() != framework.Error || got.Plugin() != "W" || !strings.Contains(got.Message(), `running "W" filter plugin`) {
 		t.Errorf("wait from filter = %v / %v / %q", got.Code(), got.Plugin(), got.Message())
+	}
+}
+
+// A plugin's shared rejection (framework.NewRejection) comes back as it
+// is, from every node at once, and nothing writes to it: under -race a
+// write from the framework would be a race between the walk's goroutines.
+func TestRunFilterPluginsLeavesASharedRejection(t *testing.T) {
+	shared := framework.NewRejection(framework.Unschedulable, "S", "full")
+	s := &filterPlugin{name: "S", filter: func(*framework.NodeInfo) *framework.Status { return shared }}
+	f := mustFramework(t, registryOf(s), &runtime.Profile{Plugins: runtime.Plugins{Filter: runtime.PluginSet{Enabled: refs("S")}}})
+	nodes := make([]*framework.NodeInfo, 64)
+	for i := range nodes {
+		nodes[i] = fwtest.NodeInfo(fwtest.Node(fmt.Sprint("n", i), 1, 1, 1))
+	}
+	got := make([]*framework.Status, len(nodes))
+	framework.NewParallelizer(4).Until(ctx, len(nodes), func(i int) {
+		got[i] = f.RunFilterPlugins(ctx, framework.NewCycleState(), podInfo("p"), nodes[i])
+	})
+	for i, st := range got {
+		if st != shared {
+			t.Fatalf("node %d: got %v, want the shared status itself", i, st)
+		}
+	}
+	if want := framework.NewStatus(framework.Unschedulable, "full").WithPlugin("S"); !shared.Equal(want) {
+		t.Errorf("shared status became %v (plugin %q)", shared, shared.Plugin())
 	}
 }
 

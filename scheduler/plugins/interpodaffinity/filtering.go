@@ -347,14 +347,21 @@ func (*InterPodAffinity) Filter(_ context.Context, state *framework.CycleState, 
 	}
 	switch s.verdict(nodeInfo) {
 	case affinityUnmet:
-		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
+		return affinityUnmetStatus
 	case antiAffinityUnmet:
-		return framework.NewStatus(framework.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
+		return antiAffinityUnmetStatus
 	case existingAntiAffinityUnmet:
-		return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
+		return existingAntiAffinityUnmetStatus
 	}
 	return nil
 }
+
+// Filter's rejections (framework.NewRejection).
+var (
+	affinityUnmetStatus             = framework.NewRejection(framework.UnschedulableAndUnresolvable, Name, ErrReasonAffinityRulesNotMatch)
+	antiAffinityUnmetStatus         = framework.NewRejection(framework.Unschedulable, Name, ErrReasonAntiAffinityRulesNotMatch)
+	existingAntiAffinityUnmetStatus = framework.NewRejection(framework.Unschedulable, Name, ErrReasonExistingAntiAffinityRulesNotMatch)
+)
 
 // verdict is Filter's decision; its values are Filter stamps.
 type verdict uint64

@@ -169,7 +169,7 @@ func (pl *NodeAffinity) Filter(_ context.Context, state *framework.CycleState, p
 	node := nodeInfo.Node()
 	if pl.addedSelector != nil {
 		if ok, _ := pl.addedSelector.match(node); !ok {
-			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonEnforced)
+			return enforcedAffinityUnmet
 		}
 	}
 	s, err := framework.ReadState[*preFilterState](state, preFilterStateKey)
@@ -178,10 +178,17 @@ func (pl *NodeAffinity) Filter(_ context.Context, state *framework.CycleState, p
 		s = &preFilterState{required: GetRequiredNodeAffinity(pod.Pod)}
 	}
 	if ok, _ := s.required.Match(node); !ok {
-		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonPod)
+		return podAffinityUnmet
 	}
 	return nil
 }
+
+// Filter's rejections (framework.NewRejection): a pod bound to a few zones
+// rejects every node of the others.
+var (
+	enforcedAffinityUnmet = framework.NewRejection(framework.UnschedulableAndUnresolvable, Name, ErrReasonEnforced)
+	podAffinityUnmet      = framework.NewRejection(framework.UnschedulableAndUnresolvable, Name, ErrReasonPod)
+)
 
 // preScoreState is the pod's parsed preferences.
 type preScoreState struct {

@@ -34,10 +34,14 @@ func (*NodeName) Name() string { return Name }
 // pkg/scheduler/framework/plugins/nodename/node_name.go.
 func (*NodeName) Filter(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
 	if !Fits(pod.Pod, nodeInfo.Node()) {
-		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReason)
+		return otherNode
 	}
 	return nil
 }
+
+// otherNode is Filter's rejection (framework.NewRejection): a pod that
+// names its node rejects every other.
+var otherNode = framework.NewRejection(framework.UnschedulableAndUnresolvable, Name, ErrReason)
 
 // Fits reports whether the pod names no node or names this one.
 func Fits(pod *framework.Pod, node *framework.Node) bool {

@@ -81,10 +81,13 @@ func (*NodePorts) Filter(_ context.Context, state *framework.CycleState, _ *fram
 		return framework.AsStatus(err)
 	}
 	if !fitsPorts(ports, nodeInfo.UsedPorts) {
-		return framework.NewStatus(framework.Unschedulable, ErrReason)
+		return portsTaken
 	}
 	return nil
 }
+
+// portsTaken is Filter's rejection (framework.NewRejection).
+var portsTaken = framework.NewRejection(framework.Unschedulable, Name, ErrReason)
 
 // Fits reports whether none of the pod's host ports conflicts with the
 // ports in use on the node.

@@ -39,10 +39,13 @@ func (*NodeUnschedulable) Name() string { return Name }
 // pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go.
 func (*NodeUnschedulable) Filter(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
 	if nodeInfo.Unschedulable() && !fits(pod.Pod, nodeInfo.Node()) {
-		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonUnschedulable)
+		return cordoned
 	}
 	return nil
 }
+
+// cordoned is Filter's rejection (framework.NewRejection).
+var cordoned = framework.NewRejection(framework.UnschedulableAndUnresolvable, Name, ErrReasonUnschedulable)
 
 func fits(pod *framework.Pod, node *framework.Node) bool {
 	return !node.Unschedulable || framework.TolerationsTolerateTaint(pod.Tolerations, &unschedulableTaint)

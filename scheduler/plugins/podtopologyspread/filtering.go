@@ -301,13 +301,11 @@ func (pl *PodTopologySpread) Filter(_ context.Context, state *framework.CycleSta
 	return nil
 }
 
-// Filter's two rejections, shared, so they carry the plugin's name already
-// (the framework then never sets it). A tight spread rejects most nodes it
-// is asked about, and a status for each was an allocation per node: at
-// 100,000 nodes, 5,000 per pod.
+// Filter's rejections (framework.NewRejection). A tight spread rejects
+// most of the nodes it is asked about.
 var (
-	labelNotMatched       = framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch).WithPlugin(Name)
-	constraintsNotMatched = framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch).WithPlugin(Name)
+	labelNotMatched       = framework.NewRejection(framework.UnschedulableAndUnresolvable, Name, ErrReasonNodeLabelNotMatch)
+	constraintsNotMatched = framework.NewRejection(framework.Unschedulable, Name, ErrReasonConstraintsNotMatch)
 )
 
 // verdict is Filter's decision; its values are Filter stamps.

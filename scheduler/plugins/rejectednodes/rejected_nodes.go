@@ -38,10 +38,13 @@ func (*RejectedNodes) Name() string { return Name }
 func (*RejectedNodes) Filter(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo, nodeInfo *framework.NodeInfo) *framework.Status {
 	// Most pods were never rejected: no need to read the Node.
 	if len(pod.Pod.Rejections()) > 0 && rejects(pod.Pod, nodeInfo.Node()) {
-		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonRejected)
+		return rejectedByOrchestrator
 	}
 	return nil
 }
+
+// rejectedByOrchestrator is Filter's rejection (framework.NewRejection).
+var rejectedByOrchestrator = framework.NewRejection(framework.UnschedulableAndUnresolvable, Name, ErrReasonRejected)
 
 func rejects(pod *framework.Pod, node *framework.Node) bool {
 	rev, ok := pod.Rejections()[node.Name]
