@@ -76,10 +76,16 @@ var putTemplate = clientv3.OpPut("", "")
 // value to the Op. val must not change once passed: every caller encodes
 // it afresh for the write.
 func putValue(key string, val []byte) clientv3.Op {
-	op := putTemplate
+	var op clientv3.Op
+	fillPut(&op, key, val)
+	return op
+}
+
+// fillPut makes op putValue's put.
+func fillPut(op *clientv3.Op, key string, val []byte) {
+	*op = putTemplate
 	op.WithKeyBytes(keyBytes(key))
 	op.WithValueBytes(val)
-	return op
 }
 
 // appendPut is append(ops, putValue(key, val)) with the Op built in its
@@ -89,9 +95,7 @@ func putValue(key string, val []byte) clientv3.Op {
 // that large its stack outgrew the size it started with, which the runtime
 // then copied: once per pod, 3-5% of the CPU of an end-to-end run.
 func appendPut(ops []clientv3.Op, key string, val []byte) []clientv3.Op {
-	ops = append(ops, putTemplate)
-	op := &ops[len(ops)-1]
-	op.WithKeyBytes(keyBytes(key))
-	op.WithValueBytes(val)
+	ops = append(ops, clientv3.Op{})
+	fillPut(&ops[len(ops)-1], key, val)
 	return ops
 }

@@ -190,17 +190,16 @@ type singleKey struct {
 }
 
 // singleReason holds a status for each built-in resource a node may lack
-// alone, resolvable or not. They are shared, so they carry the plugin's
-// name already and the framework never needs to set it.
+// alone, resolvable or not: shared rejections (framework.NewRejection).
 var singleReason = func() map[singleKey]*framework.Status {
 	m := map[singleKey]*framework.Status{}
 	for name, reason := range map[string]string{
 		framework.ResourcePods: "Too many pods", framework.ResourceCPU: "Insufficient cpu",
 		framework.ResourceMemory: "Insufficient memory", framework.ResourceEphemeralStorage: "Insufficient ephemeral-storage",
 	} {
-		m[singleKey{name, false}] = framework.NewStatus(framework.Unschedulable, reason).WithPlugin(Name)
+		m[singleKey{name, false}] = framework.NewRejection(framework.Unschedulable, Name, reason)
 		if name != framework.ResourcePods {
-			m[singleKey{name, true}] = framework.NewStatus(framework.UnschedulableAndUnresolvable, reason).WithPlugin(Name)
+			m[singleKey{name, true}] = framework.NewRejection(framework.UnschedulableAndUnresolvable, Name, reason)
 		}
 	}
 	return m
