@@ -128,26 +128,20 @@ func (t *gcTuner) applyLocked() {
 
 // startup holds the target at startupPercent (or the ceiling, if higher)
 // until started.
-func (t *gcTuner) startup() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.stopped {
-		return
-	}
-	t.starting = true
-	t.applyLocked()
-}
+func (t *gcTuner) startup() { t.setStarting(true) }
 
 // started ends the start-up target at once: until the next collection
 // the heap could otherwise grow to three times what was last live. It is
 // safe to call more than once.
-func (t *gcTuner) started() {
+func (t *gcTuner) started() { t.setStarting(false) }
+
+func (t *gcTuner) setStarting(on bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stopped || !t.starting {
+	if t.stopped || t.starting == on {
 		return
 	}
-	t.starting = false
+	t.starting = on
 	t.applyLocked()
 }
 
