@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+	"unique"
 )
 
 // PodInfo is a pod with what every cycle needs of it computed once.
@@ -289,6 +290,12 @@ func (n *NodeInfo) SetNode(node *Node) {
 	n.topology, n.hasTopology = [len(wellKnownTopology)]string{}, 0
 	for i, key := range wellKnownTopology {
 		if v, ok := node.Labels[key]; ok {
+			if key != LabelHostname {
+				// The nodes of a zone share one canonical copy, which stays
+				// in cache through a walk that hashes it per node (spreading
+				// looks up its domain's count so). Hostnames are one a node.
+				v = unique.Make(v).Value()
+			}
 			n.topology[i], n.hasTopology = v, n.hasTopology|1<<i
 		}
 	}

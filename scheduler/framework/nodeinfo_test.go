@@ -1,6 +1,10 @@
 package framework
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unsafe"
+)
 
 func TestFreedBelow(t *testing.T) {
 	pod := func(name string, prio int32, cpu, mem int64) *PodInfo {
@@ -93,6 +97,30 @@ func TestLabel(t *testing.T) {
 	moved := map[string]string{LabelTopologyRegion: "r9", "rack": "r2"}
 	n.SetNode(&Node{Name: "n1", Labels: moved})
 	check(n, moved, "set again")
+}
+
+// Nodes of one zone share its value's bytes, however their labels were
+// decoded: spreading hashes that value for every node it filters.
+func TestLabelSharesZoneValues(t *testing.T) {
+	node := func(name string) *NodeInfo {
+		// strings.Clone: each node's labels own their bytes, as decoded ones do.
+		n := NewNodeInfo()
+		n.SetNode(&Node{Name: name, Labels: map[string]string{
+			LabelHostname:       strings.Clone(name),
+			LabelTopologyZone:   strings.Clone("zone-a"),
+			LabelTopologyRegion: strings.Clone("region-1"),
+		}})
+		return n
+	}
+	a, b := node("n1"), node("n2")
+	for _, key := range []string{LabelTopologyZone, LabelTopologyRegion} {
+		va, _ := a.Label(NewLabelKey(key))
+		vb, _ := b.Label(NewLabelKey(key))
+		if va != vb || unsafe.StringData(va) != unsafe.StringData(vb) {
+			t.Errorf("Label(%q) of two nodes: %q at %p and %q at %p; want one shared value",
+				key, va, unsafe.StringData(va), vb, unsafe.StringData(vb))
+		}
+	}
 }
 
 // A confirmation that charges what its assumption did takes its place;
