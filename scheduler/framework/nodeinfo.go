@@ -123,6 +123,11 @@ type NodeInfo struct {
 	// (wellKnownTopology order); bit i of hasTopology says label i is set.
 	topology    [len(wellKnownTopology)]string
 	hasTopology uint8
+	// canonical holds the handles of the zone and region values in
+	// topology. unique keeps a canonical copy only while a handle to it is
+	// reachable: holding just the string, nodes set after a collection got
+	// a new copy, and spreading's lookups by address missed.
+	canonical [len(wellKnownTopology) - 1]unique.Handle[string]
 
 	// byPriority totals the pods' requests per priority, lowest first, so
 	// preemption can tell what evicting every pod below a priority would
@@ -175,6 +180,11 @@ func NewLabelKey(name string) LabelKey {
 	}
 	return LabelKey{Name: name}
 }
+
+// Canonical reports whether Label's values of k are canonical (unique.Make),
+// so that nodes with equal values share their bytes, at one address while
+// any node has the value: zone and region.
+func (k LabelKey) Canonical() bool { return k.wellKnown > 1 }
 
 // Label returns the node's value of the label k, as Node().Labels does.
 func (n *NodeInfo) Label(k LabelKey) (string, bool) {
@@ -288,13 +298,15 @@ func (n *NodeInfo) SetNode(node *Node) {
 	n.nameHash = NodeNameHash(node.Name)
 	n.unschedulable, n.tainted = node.Unschedulable, len(node.Taints) > 0
 	n.topology, n.hasTopology = [len(wellKnownTopology)]string{}, 0
+	n.canonical = [len(n.canonical)]unique.Handle[string]{}
 	for i, key := range wellKnownTopology {
 		if v, ok := node.Labels[key]; ok {
-			if key != LabelHostname {
+			if i > 0 {
 				// The nodes of a zone share one canonical copy, which stays
-				// in cache through a walk that hashes it per node (spreading
-				// looks up its domain's count so). Hostnames are one a node.
-				v = unique.Make(v).Value()
+				// in cache through a walk that reads it per node (spreading
+				// finds its domain's count so). Hostnames are one a node.
+				n.canonical[i-1] = unique.Make(v)
+				v = n.canonical[i-1].Value()
 			}
 			n.topology[i], n.hasTopology = v, n.hasTopology|1<<i
 		}
@@ -504,6 +516,7 @@ func (n *NodeInfo) CloneInto(dst *NodeInfo) {
 		unschedulable:    n.unschedulable,
 		tainted:          n.tainted,
 		topology:         n.topology,
+		canonical:        n.canonical,
 		hasTopology:      n.hasTopology,
 	}
 	c := dst
