@@ -4,6 +4,9 @@ import (
 	"context"
 	"maps"
 	"math"
+	"slices"
+	"unique"
+	"unsafe"
 
 	"github.com/berth-io/berth/scheduler/framework"
 	"github.com/berth-io/berth/scheduler/plugins/nodeaffinity"
@@ -70,6 +73,20 @@ type preFilterState struct {
 	// tpValueToMatchNum[i] maps each eligible domain of constraint i to
 	// its number of matching pods.
 	tpValueToMatchNum []map[string]int
+	// shared[i] repeats tpValueToMatchNum[i] by canonical value when
+	// constraint i's label has them (framework.LabelKey.Canonical) and at
+	// most maxSharedDomains domains; nil otherwise. Filter then finds a
+	// node's count by the address of its value, not by hashing it.
+	shared [][]domainCount
+}
+
+// maxSharedDomains bounds shared: past a few domains a scan costs more
+// than the hash.
+const maxSharedDomains = 16
+
+type domainCount struct {
+	value string // canonical
+	num   int
 }
 
 // Clone implements framework.StateData.
@@ -87,7 +104,66 @@ func (s *preFilterState) Clone() framework.StateData {
 	for i, m := range s.tpValueToMatchNum {
 		c.tpValueToMatchNum[i] = maps.Clone(m)
 	}
+	if s.shared != nil {
+		c.shared = make([][]domainCount, len(s.shared))
+		for i, t := range s.shared {
+			c.shared[i] = slices.Clone(t)
+		}
+	}
 	return c
+}
+
+// indexShared builds shared from tpValueToMatchNum.
+func (s *preFilterState) indexShared() {
+	for i := range s.constraints {
+		m := s.tpValueToMatchNum[i]
+		if !s.constraints[i].label.Canonical() || len(m) > maxSharedDomains {
+			continue
+		}
+		if s.shared == nil {
+			s.shared = make([][]domainCount, len(s.constraints))
+		}
+		t := make([]domainCount, 0, len(m))
+		for v, num := range m {
+			t = append(t, domainCount{value: unique.Make(v).Value(), num: num})
+		}
+		s.shared[i] = t
+	}
+}
+
+// setShared records in shared that domain v of constraint i has num
+// matching pods, dropping the constraint's list if it grows too long.
+func (s *preFilterState) setShared(i int, v string, num int) {
+	if s.shared == nil || s.shared[i] == nil {
+		return
+	}
+	v = unique.Make(v).Value()
+	t := s.shared[i]
+	for j := range t {
+		if t[j].value == v {
+			t[j].num = num
+			return
+		}
+	}
+	if len(t) == maxSharedDomains {
+		s.shared[i] = nil
+		return
+	}
+	s.shared[i] = append(t, domainCount{value: v, num: num})
+}
+
+// matchNum is tpValueToMatchNum[i][value].
+func (s *preFilterState) matchNum(i int, value string) int {
+	if s.shared != nil {
+		for _, d := range s.shared[i] {
+			// Equal addresses and lengths are equal strings; a value not
+			// canonical, or a domain not counted, is looked up below.
+			if unsafe.StringData(d.value) == unsafe.StringData(value) && len(d.value) == len(value) {
+				return d.num
+			}
+		}
+	}
+	return s.tpValueToMatchNum[i][value]
 }
 
 // minMatchNum is the global minimum the skew of constraint i is measured
@@ -150,6 +226,7 @@ func (s *preFilterState) updateWithPod(updated, incoming *framework.Pod, node *f
 		}
 		v := node.Labels[c.topologyKey]
 		s.tpValueToMatchNum[i][v] += delta
+		s.setShared(i, v, s.tpValueToMatchNum[i][v])
 		paths := &s.criticalPaths[i]
 		if delta > 0 && (v == paths[0].topologyValue || v == paths[1].topologyValue) {
 			// A tracked domain grew, so an untracked one may now be the
@@ -212,6 +289,7 @@ func (pl *PodTopologySpread) calPreFilterState(ctx context.Context, pod *framewo
 			s.criticalPaths[i].update(v, num)
 		}
 	}
+	s.indexShared()
 	return s, nil
 }
 
@@ -328,7 +406,7 @@ func (s *preFilterState) verdict(nodeInfo *framework.NodeInfo) verdict {
 		if s.selfMatch[i] {
 			self = 1
 		}
-		if skew := s.tpValueToMatchNum[i][value] + self - s.minMatchNum(i); skew > int(c.maxSkew) {
+		if skew := s.matchNum(i, value) + self - s.minMatchNum(i); skew > int(c.maxSkew) {
 			return tooSkewed
 		}
 	}
