@@ -544,8 +544,8 @@ func TestPreFilterParallelMatchesSerial(t *testing.T) {
 		}
 		states = append(states, s)
 	}
-	opt := cmp.AllowUnexported(preFilterState{}, topologyPair{})
-	if diff := cmp.Diff(states[0], states[1], opt); diff != "" {
+	opts := cmp.Options{cmp.AllowUnexported(preFilterState{}, topologyPair{}), cmpopts.EquateComparable(framework.LabelKey{})}
+	if diff := cmp.Diff(states[0], states[1], opts); diff != "" {
 		t.Errorf("serial vs parallel (-serial,+parallel):\n%s", diff)
 	}
 	if got := states[0].affinityCounts[topologyPair{"zone", "z1"}]; got != 9 {
