@@ -28,6 +28,7 @@ func TestForAddingKnowsEveryNodeInfoField(t *testing.T) {
 		"tainted":                      "a value, set with the node",
 		"topology":                     "a value, set with the node",
 		"hasTopology":                  "a value, set with the node",
+		"canonical":                    "a value, set with the node",
 	}
 	typ := reflect.TypeFor[framework.NodeInfo]()
 	for i := range typ.NumField() {
