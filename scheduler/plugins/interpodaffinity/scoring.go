@@ -13,14 +13,10 @@ const preScoreStateKey framework.StateKey = "PreScore" + Name
 // scoreMap sums term weights per topology key and value.
 type scoreMap map[string]map[string]int64
 
-// add adds delta to the domain of node under key; nodes without the key
-// belong to no domain. An entry is created even when the sum is zero: it
-// records that some term applied, which keeps the plugin from skipping.
-func (m *scoreMap) add(node *framework.Node, key string, delta int64) {
-	value, ok := node.Labels[key]
-	if !ok {
-		return
-	}
+// add adds delta to the domain value of key. An entry is created even
+// when the sum is zero: it records that some term applied, which keeps the
+// plugin from skipping.
+func (m *scoreMap) add(key, value string, delta int64) {
 	if *m == nil {
 		*m = scoreMap{}
 	}
@@ -52,6 +48,22 @@ func (m *scoreMap) merge(o scoreMap) {
 // reads it, so Clone shares it.
 type preScoreState struct {
 	topologyScore scoreMap
+	// byKey is topologyScore by resolved key, so that Score reads the
+	// well-known keys from NodeInfo rather than from the node's labels.
+	byKey []keyScores
+}
+
+type keyScores struct {
+	key    framework.LabelKey
+	values map[string]int64
+}
+
+func newPreScoreState(topologyScore scoreMap) *preScoreState {
+	s := &preScoreState{topologyScore: topologyScore}
+	for key, values := range topologyScore {
+		s.byKey = append(s.byKey, keyScores{key: framework.NewLabelKey(key), values: values})
+	}
+	return s
 }
 
 func (s *preScoreState) Clone() framework.StateData { return s }
@@ -84,19 +96,28 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 		return framework.SkipStatus()
 	}
 	results := forEachChunk(ctx, pl.handle.Parallelizer(), nodes, func(ni *framework.NodeInfo, out *scoreChunk) {
-		node := ni.Node()
-		if len(node.Labels) == 0 {
+		if len(ni.Node().Labels) == 0 {
 			return
 		}
 		pods := ni.PodsWithAffinity
 		if hasConstraints {
 			pods = ni.Pods
 		}
+		// Summed per key over the node's pods first: one map update per
+		// key and node instead of one per pod and term.
+		sums := out.sums[:0]
 		for _, existing := range pods {
 			for _, c := range out.contributions(pl, pod, preferred, preferredAnti, existing) {
-				out.scores.add(node, c.key, c.delta)
+				sums = addContribution(sums, c)
 			}
 		}
+		for _, c := range sums {
+			// Nodes without the key belong to no domain.
+			if value, ok := ni.Label(c.key); ok {
+				out.scores.add(c.key.Name, value, c.delta)
+			}
+		}
+		out.sums = sums
 	})
 	var total scoreMap
 	for _, r := range results {
@@ -105,7 +126,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 	if len(total) == 0 {
 		return framework.SkipStatus()
 	}
-	state.Write(preScoreStateKey, &preScoreState{topologyScore: total})
+	state.Write(preScoreStateKey, newPreScoreState(total))
 	return nil
 }
 
@@ -114,13 +135,25 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 type scoreChunk struct {
 	scores  scoreMap
 	byClass classMemo[[]contribution]
+	sums    []contribution // one node's, reused
 }
 
 // contribution is one matching term: delta for the domain of the
 // existing pod's node under key.
 type contribution struct {
-	key   string
+	key   framework.LabelKey
 	delta int64
+}
+
+// addContribution adds c to the sum of its key in sums.
+func addContribution(sums []contribution, c contribution) []contribution {
+	for i := range sums {
+		if sums[i].key == c.key {
+			sums[i].delta += c.delta
+			return sums
+		}
+	}
+	return append(sums, c)
 }
 
 func (c *scoreChunk) contributions(pl *InterPodAffinity, incoming *framework.Pod, preferred, preferredAnti []framework.WeightedPodAffinityTerm,
@@ -138,7 +171,7 @@ func (pl *InterPodAffinity) scoreExistingPod(incoming *framework.Pod, preferred,
 	addWeighted := func(terms []framework.WeightedPodAffinityTerm, owner, target *framework.Pod, sign int32) {
 		for i := range terms {
 			if termMatches(&terms[i].Term, owner, target) {
-				out = append(out, contribution{terms[i].Term.TopologyKey, int64(terms[i].Weight * sign)})
+				out = append(out, contribution{framework.NewLabelKey(terms[i].Term.TopologyKey), int64(terms[i].Weight * sign)})
 			}
 		}
 	}
@@ -151,7 +184,7 @@ func (pl *InterPodAffinity) scoreExistingPod(incoming *framework.Pod, preferred,
 		required := requiredAffinityTerms(existing)
 		for i := range required {
 			if termMatches(&required[i], existing, incoming) {
-				out = append(out, contribution{required[i].TopologyKey, int64(pl.hardPodAffinityWeight)})
+				out = append(out, contribution{framework.NewLabelKey(required[i].TopologyKey), int64(pl.hardPodAffinityWeight)})
 			}
 		}
 	}
@@ -167,11 +200,10 @@ func (*InterPodAffinity) Score(_ context.Context, state *framework.CycleState, _
 	if err != nil {
 		return 0, framework.AsStatus(err)
 	}
-	labels := nodeInfo.Node().Labels
 	var score int64
-	for key, values := range s.topologyScore {
-		if value, ok := labels[key]; ok {
-			score += values[value]
+	for _, k := range s.byKey {
+		if value, ok := nodeInfo.Label(k.key); ok {
+			score += k.values[value]
 		}
 	}
 	return score, nil

@@ -234,7 +234,7 @@ func TestNormalizeScoreRounding(t *testing.T) {
 	}
 	pl := newPlugin(t, nil, 1)
 	state := framework.NewCycleState()
-	state.Write(preScoreStateKey, &preScoreState{topologyScore: scoreMap{"zone": {"z1": 1}}})
+	state.Write(preScoreStateKey, newPreScoreState(scoreMap{"zone": {"z1": 1}}))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			scores := make(framework.NodeScoreList, len(tt.raw))
@@ -346,7 +346,10 @@ func TestPreScoreJudgesEachClassOnce(t *testing.T) {
 		for _, ni := range nodes {
 			for _, existing := range ni.Pods {
 				for _, c := range pl.scoreExistingPod(incoming, preferred, preferredAnti, existing.Pod) {
-					want.add(ni.Node(), c.key, c.delta)
+					// Each pod on its own, its node's label read from the map.
+					if value, ok := ni.Node().Labels[c.key.Name]; ok {
+						want.add(c.key.Name, value, c.delta)
+					}
 				}
 			}
 		}
@@ -363,7 +366,8 @@ func TestPreScoreJudgesEachClassOnce(t *testing.T) {
 func randomAffinityCluster(rng *rand.Rand) ([]*framework.NodeInfo, *framework.Pod) {
 	pick := func(vals ...string) string { return vals[rng.IntN(len(vals))] }
 	randomTerm := func() framework.PodAffinityTerm {
-		t := termIn("app", pick("host", "zone"), pick("web", "db"))
+		// Custom keys, and the well-known ones NodeInfo answers for itself.
+		t := termIn("app", pick("host", "zone", framework.LabelHostname, framework.LabelTopologyZone), pick("web", "db"))
 		if rng.IntN(3) == 0 {
 			t.Namespaces = []string{pick("ns1", "ns2")}
 		}
@@ -393,7 +397,9 @@ func randomAffinityCluster(rng *rand.Rand) ([]*framework.NodeInfo, *framework.Po
 			pods = append(pods, randomPod(fmt.Sprintf("p%d-%d", i, j)))
 		}
 		name := fmt.Sprintf("n%d", i)
-		nodes = append(nodes, nodeInfo(node(name, "host", name, "zone", fmt.Sprintf("z%d", i%3)), pods...))
+		zone := fmt.Sprintf("z%d", i%3)
+		nodes = append(nodes, nodeInfo(node(name, "host", name, "zone", zone,
+			framework.LabelHostname, name, framework.LabelTopologyZone, zone), pods...))
 	}
 	return nodes, randomPod("incoming")
 }
