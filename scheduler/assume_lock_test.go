@@ -31,7 +31,7 @@ func TestAssumeSharesThePlacementLock(t *testing.T) {
 			fwk := sh.frameworkFor(p)
 			placedBefore := s.cache.Placements()
 			pi := framework.NewPodInfo(p)
-			_, err := sh.assume(ctx, fwk, framework.NewCycleState(), placedBefore, pi, withPod(pi, assumedCopy(p, "n1", 0, 0)))
+			_, err := sh.assume(ctx, fwk, framework.NewCycleState(), placedBefore, pi, pi.WithPod(assumedCopy(p, "n1", 0, 0)))
 			done <- err
 		}()
 		return done

@@ -75,7 +75,7 @@ func TestAssumeRechecksPodsPlacedSinceSnapshot(t *testing.T) {
 				t.Fatal(err)
 			}
 			assumed := assumedCopy(tc.pod, "n1", 0, 0)
-			_, err = sh.assume(ctx, fwk, state, placedBefore, pi, withPod(pi, assumed))
+			_, err = sh.assume(ctx, fwk, state, placedBefore, pi, pi.WithPod(assumed))
 			if refused := errors.Is(err, cache.ErrNodeChanged); refused != tc.wantRefused {
 				t.Fatalf("assume = %v; refused %v, want %v", err, refused, tc.wantRefused)
 			}

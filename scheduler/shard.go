@@ -282,7 +282,7 @@ func (sh *shard) claim(qpi *framework.QueuedPodInfo) (key string, shardID int, e
 		sh.queue.Done(key)
 		return "", 0, 0, false
 	} else if latest != pod {
-		qpi.PodInfo = withPod(qpi.PodInfo, latest)
+		qpi.PodInfo = qpi.PodInfo.WithPod(latest)
 		pod = latest
 	}
 	shardID = sh.s.ShardOf(pod)
@@ -303,7 +303,7 @@ func (sh *shard) assumeAndBind(ctx context.Context, fwk *fwruntime.Framework, st
 	start time.Time, qpi *framework.QueuedPodInfo, key, node string, shardID int, epoch int64) {
 	pod := qpi.Pod
 	assumed := assumedCopy(pod, node, shardID, epoch)
-	assumedInfo := withPod(qpi.PodInfo, assumed)
+	assumedInfo := qpi.PodInfo.WithPod(assumed)
 	assumption, err := sh.assume(ctx, fwk, state, placedBefore, qpi.PodInfo, assumedInfo)
 	if err != nil {
 		// Another shard filled the node after our snapshot: try again now,
@@ -456,12 +456,4 @@ func (sh *shard) settleLeftLocked() {
 	for n := sh.leftSettled.Swap(nil); n != nil; n = n.next {
 		sh.settleLocked(n.key, nil)
 	}
-}
-
-// withPod returns a copy of pi describing p, keeping the precomputed parts:
-// only the pod's node or stored revision differ.
-func withPod(pi *framework.PodInfo, p *framework.Pod) *framework.PodInfo {
-	c := *pi
-	c.Pod = p
-	return &c
 }

@@ -145,7 +145,7 @@ func (sh *shard) preempt(ctx context.Context, fwk *fwruntime.Framework, state *f
 	}
 	nominated := *qpi.Pod
 	nominated.EditExtras().NominatedNodeName = node
-	pi := withPod(qpi.PodInfo, &nominated)
+	pi := qpi.PodInfo.WithPod(&nominated)
 	sh.s.nominator.set(pi, node)
 	if node != "" {
 		sh.s.metrics.event("Preemption")

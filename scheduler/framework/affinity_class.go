@@ -28,9 +28,6 @@ var affinityClasses struct {
 
 // AffinityClass returns the pod's class number, computed on first use.
 func (pi *PodInfo) AffinityClass() uint64 {
-	if pi.class == nil {
-		return affinityClassOf(pi.Pod)
-	}
 	if c := pi.class.Load(); c != 0 {
 		return c
 	}

@@ -30,9 +30,10 @@ type PodInfo struct {
 	startNsec int32
 	startSec  int64
 
-	// class caches AffinityClass; copies made for a new node or revision
-	// share it, as they share the labels and terms it stands for.
-	class *atomic.Uint64
+	// class caches AffinityClass (0: not yet). It is held here, not behind
+	// a pointer, because a walk over every pod reads it: one cache miss a
+	// pod instead of two. WithPod carries it to a copy.
+	class atomic.Uint64
 	// sig caches the pod's signature (see SignPlugin); one pointer, as
 	// most PodInfos (the bound pods') never have one.
 	sig *podSignature
@@ -43,7 +44,18 @@ type PodInfo struct {
 func NewPodInfo(p *Pod) *PodInfo {
 	return &PodInfo{Pod: p, Requests: PodRequests(p, false), NonZeroRequests: PodRequests(p, true),
 		priority: p.Priority, hostPorts: usesHostPorts(p), affinity: HasAffinity(p), requiredAntiAffinity: HasRequiredAntiAffinity(p),
-		startSec: p.StartTime.Unix(), startNsec: int32(p.StartTime.Nanosecond()), class: new(atomic.Uint64)}
+		startSec: p.StartTime.Unix(), startNsec: int32(p.StartTime.Nanosecond())}
+}
+
+// WithPod returns a copy of pi for p, a version of the same pod whose spec
+// is unchanged (its node, status or revision differ): what pi computed
+// from the spec, and the start time, are kept.
+func (pi *PodInfo) WithPod(p *Pod) *PodInfo {
+	c := &PodInfo{Pod: p, Requests: pi.Requests, NonZeroRequests: pi.NonZeroRequests,
+		priority: pi.priority, hostPorts: pi.hostPorts, affinity: pi.affinity, requiredAntiAffinity: pi.requiredAntiAffinity,
+		startNsec: pi.startNsec, startSec: pi.startSec, sig: pi.sig}
+	c.class.Store(pi.class.Load())
+	return c
 }
 
 // StartTime is the pod's start time as of NewPodInfo (zero: not started).

@@ -1,9 +1,11 @@
 package framework
 
 import (
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -162,5 +164,40 @@ func TestReplacePodInfo(t *testing.T) {
 	}
 	if n.Pods[1] != confirmed || n.Generation != gen || n.FreedBelow(1).MilliCPU != 600 {
 		t.Errorf("a refused replacement changed the node: pods %v, generation %d (was %d)", n.Pods, n.Generation, gen)
+	}
+}
+
+// WithPod names every PodInfo field it copies; a new field must be added
+// there (or left out on purpose) and then listed here.
+func TestWithPodKeepsEveryField(t *testing.T) {
+	known := map[string]bool{
+		"Pod": true, "Requests": true, "NonZeroRequests": true, "priority": true, "hostPorts": true,
+		"affinity": true, "requiredAntiAffinity": true, "startNsec": true, "startSec": true, "class": true, "sig": true,
+	}
+	typ := reflect.TypeFor[PodInfo]()
+	for i := range typ.NumField() {
+		if !known[typ.Field(i).Name] {
+			t.Errorf("PodInfo.%s is new: copy it in WithPod, then list it here", typ.Field(i).Name)
+		}
+	}
+
+	p := &Pod{Name: "a", Namespace: "ns", Priority: 7, Labels: map[string]string{"app": "web"},
+		StartTime:  time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
+		Containers: []Container{{Requests: ResourceList{ResourceCPU: 100}, Ports: []ContainerPort{{HostPort: 80}}}},
+		Affinity: &Affinity{PodAntiAffinity: &PodAntiAffinity{Required: []PodAffinityTerm{{TopologyKey: LabelHostname,
+			LabelSelector: &LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}}
+	pi := NewPodInfo(p)
+	class := pi.AffinityClass()
+	pi.sig = &podSignature{}
+	moved := *p
+	moved.NodeName = "n1"
+	c := pi.WithPod(&moved)
+	if c.Pod != &moved || !reflect.DeepEqual(c.Requests, pi.Requests) || !reflect.DeepEqual(c.NonZeroRequests, pi.NonZeroRequests) ||
+		c.Priority() != 7 || !c.UsesHostPorts() || c.affinity != pi.affinity || !c.requiredAntiAffinity ||
+		!c.StartTime().Equal(p.StartTime) || c.sig != pi.sig {
+		t.Errorf("WithPod lost a field: %+v from %+v", c, pi)
+	}
+	if got := c.class.Load(); got != class {
+		t.Errorf("WithPod's class = %d, want %d carried", got, class)
 	}
 }

@@ -278,9 +278,7 @@ func setPod(qpi *framework.QueuedPodInfo, p *framework.Pod, specChanged bool) {
 		qpi.PodInfo = framework.NewPodInfo(p)
 		return
 	}
-	pi := *qpi.PodInfo
-	pi.Pod = p
-	qpi.PodInfo = &pi
+	qpi.PodInfo = qpi.PodInfo.WithPod(p)
 }
 
 // sameSpec reports whether two versions of a pod differ only in status:

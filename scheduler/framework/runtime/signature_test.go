@@ -113,9 +113,8 @@ func TestPodSignatureIsCachedPerFramework(t *testing.T) {
 	// signature.
 	rejected := *pi.Pod
 	rejected.EditExtras().Rejections = map[string]int64{"n1": 1}
-	copied := *pi
-	copied.Pod = &rejected
-	if sig, ok := f2.PodSignature(&copied); ok {
+	copied := pi.WithPod(&rejected)
+	if sig, ok := f2.PodSignature(copied); ok {
 		t.Errorf("a rejected pod's copied PodInfo signs %q", sig)
 	}
 }
