@@ -77,7 +77,7 @@ func (pl *PodTopologySpread) initPreScoreState(s *preScoreState, pod *framework.
 			// A node lacking the key (possible only with system defaults)
 			// still forms the "" domain, which counts towards the weight,
 			// exactly as in kube.
-			v := node.Labels[cs[i].topologyKey]
+			v, _ := ni.Label(cs[i].label)
 			if _, ok := s.index[i][v]; !ok {
 				s.index[i][v] = len(s.index[i])
 			}
@@ -151,8 +151,10 @@ func (pl *PodTopologySpread) PreScore(ctx context.Context, state *framework.Cycl
 				continue
 			}
 			// Domains without a filtered node are not scored; hostname
-			// has no domains here at all.
-			slot, ok := s.index[i][node.Labels[c.topologyKey]]
+			// has no domains here at all. A node lacking the key is in
+			// the "" domain, as above.
+			v, _ := all[n].Label(c.label)
+			slot, ok := s.index[i][v]
 			if !ok {
 				continue
 			}
