@@ -47,19 +47,19 @@ func (m *scoreMap) merge(o scoreMap) {
 // preScoreState is what Score needs, computed once per cycle. Score only
 // reads it, so Clone shares it.
 type preScoreState struct {
-	topologyScore scoreMap
-	// byKey is topologyScore by resolved key, so that Score reads the
-	// well-known keys from NodeInfo rather than from the node's labels.
+	// byKey holds PreScore's sums by resolved topology key, so that Score
+	// reads the well-known keys from NodeInfo rather than from the node's
+	// labels.
 	byKey []keyScores
 }
 
 type keyScores struct {
 	key    framework.LabelKey
-	values map[string]int64
+	values map[string]int64 // sum by domain value
 }
 
 func newPreScoreState(topologyScore scoreMap) *preScoreState {
-	s := &preScoreState{topologyScore: topologyScore}
+	s := &preScoreState{}
 	for key, values := range topologyScore {
 		s.byKey = append(s.byKey, keyScores{key: framework.NewLabelKey(key), values: values})
 	}
@@ -225,7 +225,7 @@ func (*InterPodAffinity) NormalizeScore(_ context.Context, state *framework.Cycl
 	if err != nil {
 		return framework.AsStatus(err)
 	}
-	if len(s.topologyScore) == 0 {
+	if len(s.byKey) == 0 {
 		return nil
 	}
 	var minScore int64 = math.MaxInt64

@@ -306,7 +306,7 @@ func TestPreScoreParallelMatchesSerial(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, s.topologyScore)
+		got = append(got, s.scores())
 	}
 	if diff := cmp.Diff(got[0], got[1]); diff != "" {
 		t.Errorf("serial vs parallel (-serial,+parallel):\n%s", diff)
@@ -337,7 +337,7 @@ func TestPreScoreJudgesEachClassOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got = s.topologyScore
+			got = s.scores()
 		} else if !st.IsSkip() {
 			t.Fatal(st)
 		}
@@ -402,4 +402,16 @@ func randomAffinityCluster(rng *rand.Rand) ([]*framework.NodeInfo, *framework.Po
 			framework.LabelHostname, name, framework.LabelTopologyZone, zone), pods...))
 	}
 	return nodes, randomPod("incoming")
+}
+
+// scores is the state's sums as one map, as PreScore summed them.
+func (s *preScoreState) scores() scoreMap {
+	var m scoreMap
+	for _, k := range s.byKey {
+		if m == nil {
+			m = scoreMap{}
+		}
+		m[k.key.Name] = k.values
+	}
+	return m
 }
