@@ -176,7 +176,7 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 	}
 	s := &preFilterState{pod: pod, affinityTerms: affinity, antiAffinityTerms: anti,
 		affinityKeys: topologyKeys(affinity), antiAffinityKeys: topologyKeys(anti)}
-	s.existingAntiAffinityCounts, s.existingAntiAffinityKeys = pl.existingAntiAffinityCounts(ctx, pod, antiNodes)
+	s.existingAntiAffinityCounts, s.existingAntiAffinityKeys = pl.existingAntiAffinityCounts(ctx, pod, nodes, antiNodes)
 	s.affinityCounts, s.antiAffinityCounts = pl.incomingCounts(ctx, s, nodes)
 	if len(s.existingAntiAffinityCounts) == 0 && len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
 		return nil, framework.SkipStatus()
@@ -186,36 +186,28 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 }
 
 // existingAntiAffinityCounts counts the required anti-affinity terms of
-// existing pods (on nodes, those running such pods) that select pod.
-func (pl *InterPodAffinity) existingAntiAffinityCounts(ctx context.Context, pod *framework.Pod, nodes []*framework.NodeInfo) (topologyCounts, []framework.LabelKey) {
+// existing pods (on antiNodes, those of nodes running such pods) that
+// select pod, from counts kept across cycles when it can (see
+// incremental_existing.go).
+func (pl *InterPodAffinity) existingAntiAffinityCounts(ctx context.Context, pod *framework.Pod, nodes, antiNodes []*framework.NodeInfo) (topologyCounts, []framework.LabelKey) {
+	if len(antiNodes) == 0 {
+		return topologyCounts{}, nil
+	}
+	if counts, keys, ok := pl.keptExistingCounts(ctx, pod, nodes, antiNodes); ok {
+		return counts, keys
+	}
 	type found struct {
-		counts topologyCounts
-		keys   []framework.LabelKey
-		// byClass holds, per affinity class, the topology keys of the
-		// terms that repel pod: all pods of a class repel it alike.
+		counts  topologyCounts
+		keys    []framework.LabelKey
 		byClass classMemo[[]framework.LabelKey]
 	}
-	results := forEachChunk(ctx, pl.handle.Parallelizer(), nodes, func(ni *framework.NodeInfo, out *found) {
-		for _, existing := range ni.PodsWithRequiredAntiAffinity {
-			repelling := out.byClass.get(existing, func() []framework.LabelKey {
-				var keys []framework.LabelKey
-				terms := requiredAntiAffinityTerms(existing.Pod)
-				for i := range terms {
-					if termMatches(&terms[i], existing.Pod, pod) {
-						keys = append(keys, framework.NewLabelKey(terms[i].TopologyKey))
-					}
-				}
-				return keys
-			})
-			for _, key := range repelling {
-				if value, ok := ni.Label(key); ok {
-					out.counts.inc(topologyPair{key: key.Name, value: value})
-					if !slices.Contains(out.keys, key) {
-						out.keys = append(out.keys, key)
-					}
-				}
+	results := forEachChunk(ctx, pl.handle.Parallelizer(), antiNodes, func(ni *framework.NodeInfo, out *found) {
+		forEachRepelling(ni, pod, &out.byClass, func(key framework.LabelKey, value string) {
+			out.counts.inc(topologyPair{key: key.Name, value: value})
+			if !slices.Contains(out.keys, key) {
+				out.keys = append(out.keys, key)
 			}
-		}
+		})
 	})
 	parts := make([]topologyCounts, len(results))
 	var keys []framework.LabelKey
@@ -228,6 +220,30 @@ func (pl *InterPodAffinity) existingAntiAffinityCounts(ctx context.Context, pod 
 		}
 	}
 	return mergeCounts(parts), keys
+}
+
+// forEachRepelling calls found once per required anti-affinity term of
+// ni's pods that selects pod, with the term's domain on ni; terms whose
+// key ni lacks repel nowhere. byClass remembers, per affinity class, the
+// keys of the terms that select pod: all pods of a class repel it alike.
+func forEachRepelling(ni *framework.NodeInfo, pod *framework.Pod, byClass *classMemo[[]framework.LabelKey], found func(key framework.LabelKey, value string)) {
+	for _, existing := range ni.PodsWithRequiredAntiAffinity {
+		repelling := byClass.get(existing, func() []framework.LabelKey {
+			var keys []framework.LabelKey
+			terms := requiredAntiAffinityTerms(existing.Pod)
+			for i := range terms {
+				if termMatches(&terms[i], existing.Pod, pod) {
+					keys = append(keys, framework.NewLabelKey(terms[i].TopologyKey))
+				}
+			}
+			return keys
+		})
+		for _, key := range repelling {
+			if value, ok := ni.Label(key); ok {
+				found(key, value)
+			}
+		}
+	}
 }
 
 // incomingCounts counts the existing pods matching the incoming pod's

@@ -53,6 +53,14 @@ type termIndex struct {
 	// recounts and catchUps say how rules were brought up to date, for
 	// tests.
 	recounts, catchUps int
+
+	// repel holds existing pods' anti-affinity counts per label set of
+	// incoming pods (incremental_existing.go); recentRepelKeys are label
+	// sets seen once and not kept yet.
+	repel                        [maxTermRules]*repelTotals
+	recentRepelKeys              [8]string
+	nextRecent                   int
+	repelRecounts, repelCatchUps int
 }
 
 // ruleKey encodes everything the incoming pod's required terms read: the

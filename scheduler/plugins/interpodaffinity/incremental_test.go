@@ -12,10 +12,10 @@ import (
 )
 
 // TestKeptCountsMatchRecount drives a plugin over a real cache snapshot,
-// whose change log lets it keep the incoming pods' term counts across
-// cycles, through random cluster changes, and checks every cycle's
-// PreFilter state against a fresh plugin's over a plain lister (which
-// counts every pod).
+// whose change log lets it keep the incoming pods' term counts, and the
+// counts of existing pods' anti-affinity against them, across cycles,
+// through random cluster changes, and checks every cycle's PreFilter state
+// against a fresh plugin's over a plain lister (which counts every pod).
 func TestKeptCountsMatchRecount(t *testing.T) {
 	keyed := termIn("app", "zone", "a")
 	keyed.MatchLabelKeys = []string{"team"}
@@ -26,6 +26,17 @@ func TestKeptCountsMatchRecount(t *testing.T) {
 		pod("p").ns("other").labels("app", "b").requiredAnti(termExists("app", "zone")).obj(),
 		pod("p").labels("app", "a", "team", "t1").requiredAffinity(keyed).obj(),
 		pod("p").labels("app", "a", "team", "t2").requiredAffinity(keyed).obj(),
+	}
+	// Terms existing pods repel with.
+	byTeam := termExists("app", "zone")
+	byTeam.MatchLabelKeys = []string{"team"}
+	anywhere := termIn("app", "rack", "x")
+	anywhere.AllNamespaces = true
+	repelling := [][]framework.PodAffinityTerm{
+		{termIn("app", framework.LabelHostname, "x")},
+		{termIn("app", "zone", "a", "x"), termExists("team", "rack")},
+		{byTeam},
+		{anywhere},
 	}
 	for seed := range uint64(10) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
@@ -65,6 +76,9 @@ func TestKeptCountsMatchRecount(t *testing.T) {
 				nextPod++
 				if rng.IntN(4) == 0 {
 					p = p.ns("other")
+				}
+				if rng.IntN(3) == 0 {
+					p = p.requiredAnti(repelling[rng.IntN(len(repelling))]...)
 				}
 				if err := c.AddPod(p.obj()); err != nil {
 					t.Fatal(err)
@@ -137,10 +151,18 @@ func TestKeptCountsMatchRecount(t *testing.T) {
 			if pl.terms.catchUps == 0 {
 				t.Errorf("no counts were caught up from the change log (%d recounts)", pl.terms.recounts)
 			}
+			if pl.terms.repelCatchUps == 0 {
+				t.Errorf("no existing pods' counts were caught up from the change log (%d recounts)", pl.terms.repelRecounts)
+			}
 		})
 	}
 }
 
 func countsOf(s *preFilterState) map[string]map[topologyPair]int64 {
-	return map[string]map[topologyPair]int64{"affinity": s.affinityCounts, "anti": s.antiAffinityCounts}
+	keys := map[topologyPair]int64{}
+	for _, k := range s.existingAntiAffinityKeys {
+		keys[topologyPair{key: k.Name}]++
+	}
+	return map[string]map[topologyPair]int64{"affinity": s.affinityCounts, "anti": s.antiAffinityCounts,
+		"existing": s.existingAntiAffinityCounts, "existing keys": keys}
 }
