@@ -55,12 +55,15 @@ type termIndex struct {
 	recounts, catchUps int
 
 	// repel holds existing pods' anti-affinity counts per label set of
-	// incoming pods (incremental_existing.go); recentRepelKeys are label
-	// sets seen once and not kept yet.
+	// incoming pods (incremental_existing.go), scores PreScore's sums
+	// (incremental_scores.go); the recent keys are those seen once and not
+	// kept yet.
 	repel                        [maxTermRules]*repelTotals
-	recentRepelKeys              [8]string
-	nextRecent                   int
+	recentRepel                  recentKeys
 	repelRecounts, repelCatchUps int
+	scores                       [maxTermRules]*scoreTotals
+	recentScores                 recentKeys
+	scoreRecounts, scoreCatchUps int
 }
 
 // ruleKey encodes everything the incoming pod's required terms read: the

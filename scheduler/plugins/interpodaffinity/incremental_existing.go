@@ -111,23 +111,29 @@ func (x *termIndex) repelFor(key string) *repelTotals {
 			victim = t
 		}
 	}
-	if !x.seenOnce(key) {
+	if !x.recentRepel.seenBefore(key) {
 		return nil
 	}
 	*victim = repelTotals{key: key, lastUse: x.tick}
 	return victim
 }
 
-// seenOnce reports whether key was asked for before among the last few
-// keys not kept, remembering it.
-func (x *termIndex) seenOnce(key string) bool {
-	for _, k := range x.recentRepelKeys {
+// recentKeys remembers the last few keys asked for and not kept: keeping
+// counts for a key starts on its second request.
+type recentKeys struct {
+	keys [8]string
+	next int
+}
+
+// seenBefore reports whether key is among the recent keys, remembering it.
+func (r *recentKeys) seenBefore(key string) bool {
+	for _, k := range r.keys {
 		if k == key {
 			return true
 		}
 	}
-	x.recentRepelKeys[x.nextRecent] = key
-	x.nextRecent = (x.nextRecent + 1) % len(x.recentRepelKeys)
+	r.keys[r.next] = key
+	r.next = (r.next + 1) % len(r.keys)
 	return false
 }
 

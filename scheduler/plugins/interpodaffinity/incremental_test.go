@@ -13,9 +13,10 @@ import (
 
 // TestKeptCountsMatchRecount drives a plugin over a real cache snapshot,
 // whose change log lets it keep the incoming pods' term counts, and the
-// counts of existing pods' anti-affinity against them, across cycles,
-// through random cluster changes, and checks every cycle's PreFilter state
-// against a fresh plugin's over a plain lister (which counts every pod).
+// counts of existing pods' anti-affinity against them, and PreScore's
+// sums, across cycles, through random cluster changes, and checks every
+// cycle's PreFilter and PreScore states against a fresh plugin's over a
+// plain lister (which counts every pod).
 func TestKeptCountsMatchRecount(t *testing.T) {
 	keyed := termIn("app", "zone", "a")
 	keyed.MatchLabelKeys = []string{"team"}
@@ -26,6 +27,8 @@ func TestKeptCountsMatchRecount(t *testing.T) {
 		pod("p").ns("other").labels("app", "b").requiredAnti(termExists("app", "zone")).obj(),
 		pod("p").labels("app", "a", "team", "t1").requiredAffinity(keyed).obj(),
 		pod("p").labels("app", "a", "team", "t2").requiredAffinity(keyed).obj(),
+		pod("p").labels("app", "a").preferredAffinity(5, termIn("app", framework.LabelHostname, "a")).obj(),
+		pod("p").labels("app", "b", "team", "t1").preferredAnti(3, termIn("app", "zone", "a", "b")).preferredAffinity(2, keyed).obj(),
 	}
 	// Terms existing pods repel with.
 	byTeam := termExists("app", "zone")
@@ -38,6 +41,10 @@ func TestKeptCountsMatchRecount(t *testing.T) {
 		{byTeam},
 		{anywhere},
 	}
+	// Few cycles score with kept sums in some seeds (a third of the
+	// incoming pods have preferred terms, and node changes rebuild the
+	// list), so catch-ups are counted over all seeds.
+	scoreCatchUps := 0
 	for seed := range uint64(10) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 11))
@@ -77,8 +84,13 @@ func TestKeptCountsMatchRecount(t *testing.T) {
 				if rng.IntN(4) == 0 {
 					p = p.ns("other")
 				}
-				if rng.IntN(3) == 0 {
+				switch rng.IntN(6) {
+				case 0, 1:
 					p = p.requiredAnti(repelling[rng.IntN(len(repelling))]...)
+				case 2:
+					p = p.preferredAffinity(4, termIn("app", "zone", "a")).preferredAnti(1, termIn("app", "rack", "b"))
+				case 3:
+					p = p.requiredAffinity(termIn("app", "rack", "a", "b"))
 				}
 				if err := c.AddPod(p.obj()); err != nil {
 					t.Fatal(err)
@@ -139,22 +151,43 @@ func TestKeptCountsMatchRecount(t *testing.T) {
 				if st1.Code() != st2.Code() {
 					t.Fatalf("step %d: PreFilter %v vs fresh %v", step, st1, st2)
 				}
-				if !st1.IsSuccess() {
-					continue
+				if st1.IsSuccess() {
+					got, _ := framework.ReadState[*preFilterState](gotState, preFilterStateKey)
+					want, _ := framework.ReadState[*preFilterState](wantState, preFilterStateKey)
+					if diff := cmp.Diff(countsOf(want), countsOf(got)); diff != "" {
+						t.Fatalf("step %d: counts (-fresh,+kept):\n%s", step, diff)
+					}
 				}
-				got, _ := framework.ReadState[*preFilterState](gotState, preFilterStateKey)
-				want, _ := framework.ReadState[*preFilterState](wantState, preFilterStateKey)
-				if diff := cmp.Diff(countsOf(want), countsOf(got)); diff != "" {
-					t.Fatalf("step %d: counts (-fresh,+kept):\n%s", step, diff)
+				if held {
+					pl.terms.mu.Lock()
+				}
+				st1 = pl.PreScore(ctx, gotState, p, infos)
+				st2 = fresh.PreScore(ctx, wantState, p, infos)
+				if held {
+					pl.terms.mu.Unlock()
+				}
+				if st1.Code() != st2.Code() {
+					t.Fatalf("step %d: PreScore %v vs fresh %v", step, st1, st2)
+				}
+				if st1.IsSuccess() {
+					got, _ := framework.ReadState[*preScoreState](gotState, preScoreStateKey)
+					want, _ := framework.ReadState[*preScoreState](wantState, preScoreStateKey)
+					if diff := cmp.Diff(want.scores(), got.scores()); diff != "" {
+						t.Fatalf("step %d: scores (-fresh,+kept):\n%s", step, diff)
+					}
 				}
 			}
 			if pl.terms.catchUps == 0 {
 				t.Errorf("no counts were caught up from the change log (%d recounts)", pl.terms.recounts)
 			}
+			scoreCatchUps += pl.terms.scoreCatchUps
 			if pl.terms.repelCatchUps == 0 {
 				t.Errorf("no existing pods' counts were caught up from the change log (%d recounts)", pl.terms.repelRecounts)
 			}
 		})
+	}
+	if scoreCatchUps == 0 {
+		t.Error("no scores were caught up from the change log")
 	}
 }
 
@@ -165,4 +198,42 @@ func countsOf(s *preFilterState) map[string]map[topologyPair]int64 {
 	}
 	return map[string]map[topologyPair]int64{"affinity": s.affinityCounts, "anti": s.antiAffinityCounts,
 		"existing": s.existingAntiAffinityCounts, "existing keys": keys}
+}
+
+// TestKeptScoresDropDomainsNoPodAddsTo: once the last pod a preferred term
+// selects is gone, kept sums must skip Score as a recount does, not keep
+// its domain at zero.
+func TestKeptScoresDropDomainsNoPodAddsTo(t *testing.T) {
+	c := cache.New()
+	c.AddNode(node("n1", framework.LabelHostname, "n1"))
+	c.AddNode(node("n2", framework.LabelHostname, "n2"))
+	selected := pod("e").on("n1").labels("app", "a").obj()
+	if err := c.AddPod(selected); err != nil {
+		t.Fatal(err)
+	}
+	snap := cache.NewEmptySnapshot()
+	pl := newPluginOver(t, nil, 1, snap)
+	incoming := framework.NewPodInfo(pod("p").labels("app", "b").preferredAffinity(5, termIn("app", framework.LabelHostname, "a")).obj())
+	preScore := func() *framework.Status {
+		t.Helper()
+		if err := c.UpdateSnapshot(snap); err != nil {
+			t.Fatal(err)
+		}
+		return pl.PreScore(ctx, framework.NewCycleState(), incoming, snap.List())
+	}
+	// The second cycle keeps the sums, the third finds them current.
+	for range 3 {
+		if st := preScore(); !st.IsSuccess() {
+			t.Fatalf("with a selected pod: %v", st)
+		}
+	}
+	if err := c.RemovePod(selected); err != nil {
+		t.Fatal(err)
+	}
+	if st := preScore(); !st.IsSkip() {
+		t.Errorf("without a selected pod: %v, want skip", st)
+	}
+	if pl.terms.scoreCatchUps == 0 {
+		t.Errorf("the removal was not caught up (%d recounts)", pl.terms.scoreRecounts)
+	}
 }

@@ -95,29 +95,19 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 	if len(nodes) == 0 {
 		return framework.SkipStatus()
 	}
+	if hasConstraints {
+		if st, ok := pl.keptScores(ctx, pod, preferred, preferredAnti, nodes); ok {
+			if st == nil {
+				return framework.SkipStatus()
+			}
+			state.Write(preScoreStateKey, st)
+			return nil
+		}
+	}
 	results := forEachChunk(ctx, pl.handle.Parallelizer(), nodes, func(ni *framework.NodeInfo, out *scoreChunk) {
-		if len(ni.Node().Labels) == 0 {
-			return
-		}
-		pods := ni.PodsWithAffinity
-		if hasConstraints {
-			pods = ni.Pods
-		}
-		// Summed per key over the node's pods first: one map update per
-		// key and node instead of one per pod and term.
-		sums := out.sums[:0]
-		for _, existing := range pods {
-			for _, c := range out.contributions(pl, pod, preferred, preferredAnti, existing) {
-				sums = addContribution(sums, c)
-			}
-		}
-		for _, c := range sums {
-			// Nodes without the key belong to no domain.
-			if value, ok := ni.Label(c.key); ok {
-				out.scores.add(c.key.Name, value, c.delta)
-			}
-		}
-		out.sums = sums
+		out.forEachNodeSum(pl, ni, pod, preferred, preferredAnti, hasConstraints, func(key framework.LabelKey, value string, delta int64) {
+			out.scores.add(key.Name, value, delta)
+		})
 	})
 	var total scoreMap
 	for _, r := range results {
@@ -128,6 +118,35 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 	}
 	state.Write(preScoreStateKey, newPreScoreState(total))
 	return nil
+}
+
+// forEachNodeSum calls found with what the pods of ni contribute, summed
+// per topology key, and ni's value of the key; a node without the key
+// belongs to no domain, and one without labels to none at all. Only pods
+// with affinity can contribute unless the incoming pod has preferred terms
+// (hasConstraints). Summing per node first makes one map update per key
+// and node instead of one per pod and term.
+func (c *scoreChunk) forEachNodeSum(pl *InterPodAffinity, ni *framework.NodeInfo, pod *framework.Pod, preferred, preferredAnti []framework.WeightedPodAffinityTerm,
+	hasConstraints bool, found func(key framework.LabelKey, value string, delta int64)) {
+	if len(ni.Node().Labels) == 0 {
+		return
+	}
+	pods := ni.PodsWithAffinity
+	if hasConstraints {
+		pods = ni.Pods
+	}
+	sums := c.sums[:0]
+	for _, existing := range pods {
+		for _, con := range c.contributions(pl, pod, preferred, preferredAnti, existing) {
+			sums = addContribution(sums, con)
+		}
+	}
+	for _, con := range sums {
+		if value, ok := ni.Label(con.key); ok {
+			found(con.key, value, con.delta)
+		}
+	}
+	c.sums = sums
 }
 
 // scoreChunk is one PreScore worker's sums, and what it learnt of each
