@@ -2,37 +2,20 @@ package interpodaffinity
 
 import (
 	"context"
-	"sync"
 
 	"github.com/berth-io/berth/scheduler/framework"
 )
 
-// Incremental counts for the incoming pod's required terms. incomingCounts
-// visits every pod of the cluster, which at 100,000 nodes is most of a
-// cycle for a pod with terms. Pods of one workload carry the same terms,
-// and between two of their cycles only a few nodes change; when the
-// snapshot lists the NodeInfos its updates overwrote
-// (framework.NodeChangeLog), the
-// plugin keeps the counts per rule (the terms and what of the incoming pod
-// they read) across cycles, with each node's contribution, and replaces
-// only the changed nodes' contributions. Anything it cannot vouch for (a
-// rebuilt node list, a change log that no longer reaches back, another
-// lister or node list) is recounted from every node.
-
-// maxTermRules bounds the rules kept: each costs about 20 bytes per node
-// and term.
-const maxTermRules = 4
+// Kept counts for the incoming pod's required terms (see kept.go).
+// incomingCounts visits every pod of the cluster, which at 100,000 nodes
+// is most of a cycle for a pod with terms; pods of one workload carry the
+// same terms, and the counts are kept per rule: the terms and what of the
+// incoming pod they read.
 
 // termTotals is one rule's counts: per node and term, the domain value
 // and the pods counted there (0 when the node lacks the key), and their
 // sums per domain, with zero sums deleted as topologyCounts requires.
 type termTotals struct {
-	key     string
-	lastUse uint64
-	// kept is the snapshot, list and generation the counts are at.
-	kept  framework.KeptAt
-	valid bool
-
 	// numTerms contributions per node: affinity terms first, then
 	// anti-affinity terms.
 	numTerms int
@@ -40,30 +23,6 @@ type termTotals struct {
 	counts   []int32
 	affinity topologyCounts
 	anti     topologyCounts
-}
-
-// termIndex holds the kept rules. A plugin belongs to one framework whose
-// cycles run one at a time; the TryLock only keeps an unexpected
-// concurrent cycle out (it counts without the index).
-type termIndex struct {
-	mu        sync.Mutex
-	tick      uint64
-	rules     [maxTermRules]*termTotals
-	positions framework.NodePositions
-	// recounts and catchUps say how rules were brought up to date, for
-	// tests.
-	recounts, catchUps int
-
-	// repel holds existing pods' anti-affinity counts per label set of
-	// incoming pods (incremental_existing.go), scores PreScore's sums
-	// (incremental_scores.go); the recent keys are those seen once and not
-	// kept yet.
-	repel                        [maxTermRules]*repelTotals
-	recentRepel                  recentKeys
-	repelRecounts, repelCatchUps int
-	scores                       [maxTermRules]*scoreTotals
-	recentScores                 recentKeys
-	scoreRecounts, scoreCatchUps int
 }
 
 // ruleKey encodes everything the incoming pod's required terms read: the
@@ -123,108 +82,44 @@ func appendStrings(b []byte, ss []string) []byte {
 
 // keptIncomingCounts returns copies of the kept counts for s's terms over
 // nodes, brought up to date; ok is false when they must be counted from
-// every pod (see the comment at the top).
+// every pod.
 func (pl *InterPodAffinity) keptIncomingCounts(ctx context.Context, s *preFilterState, nodes []*framework.NodeInfo) (affinity, anti topologyCounts, ok bool) {
-	src, ok := framework.ChangeLogFor(pl.handle.SnapshotSharedLister(), nodes)
+	src, ok := pl.lockKept(nodes)
 	if !ok {
 		return nil, nil, false
 	}
-	x := &pl.terms
-	if !x.mu.TryLock() {
+	defer pl.kept.mu.Unlock()
+	x := &pl.kept
+	e, t := x.terms.slot(ruleKey(s), x.tick)
+	var classes classMemo[matched]
+	renew := func(pos int, ni *framework.NodeInfo) {
+		t.apply(s, pos, -1)
+		t.contribute(s, pos, ni, &classes)
+		t.apply(s, pos, 1)
+	}
+	if !x.terms.refresh(x, e, src, nodes, renew, func() bool { return t.recount(ctx, pl.handle.Parallelizer(), s, nodes) }) {
 		return nil, nil, false
 	}
-	defer x.mu.Unlock()
-	x.tick++
-	t := x.totalsFor(ruleKey(s))
-	if t == nil {
-		return nil, nil, false
-	}
-	gen := src.Generation()
-	switch {
-	case t.valid && t.kept.Current(src, nodes, gen):
-	case t.valid && x.catchUp(t, s, src, nodes):
-		x.catchUps++
-	default:
-		x.recounts++
-		if !t.recount(ctx, pl.handle.Parallelizer(), s, nodes) {
-			return nil, nil, false
-		}
-	}
-	t.kept.Mark(src, nodes, gen)
 	// Copies: AddPod and RemovePod change a state's counts, and the kept
 	// ones change next cycle.
 	return cloneCounts(t.affinity), cloneCounts(t.anti), true
 }
 
-// totalsFor returns the rule of key, taking over the least recently used
-// one (invalidated) if key is new.
-func (x *termIndex) totalsFor(key string) *termTotals {
-	var victim *termTotals
-	for i, t := range x.rules {
-		if t == nil {
-			t = &termTotals{}
-			x.rules[i] = t
-		}
-		if t.key == key && t.valid {
-			t.lastUse = x.tick
-			return t
-		}
-		if victim == nil || t.lastUse < victim.lastUse {
-			victim = t
-		}
-	}
-	*victim = termTotals{key: key, lastUse: x.tick, values: victim.values[:0], counts: victim.counts[:0]}
-	return victim
-}
-
-// catchUp replaces the contributions of the nodes changed since t's
-// generation; false if they cannot all be found.
-func (x *termIndex) catchUp(t *termTotals, s *preFilterState, src framework.NodeChangeLog, nodes []*framework.NodeInfo) bool {
-	changed, ok := t.kept.Changed(src, nodes)
-	if !ok || !x.positions.Index(nodes) {
-		return false
-	}
-	var classes classMemo[matched]
-	for _, ni := range changed {
-		pos, ok := x.positions.Of(ni)
-		if !ok {
-			return false
-		}
-		t.apply(s, pos, -1)
-		t.contribute(s, pos, ni, &classes)
-		t.apply(s, pos, 1)
-	}
-	return true
-}
-
 // recount builds t from every node; false if ctx ended first.
 func (t *termTotals) recount(ctx context.Context, par framework.Parallelizer, s *preFilterState, nodes []*framework.NodeInfo) bool {
-	t.valid = false
 	t.numTerms = len(s.affinityTerms) + len(s.antiAffinityTerms)
 	size := len(nodes) * t.numTerms
 	if cap(t.counts) < size {
 		t.values, t.counts = make([]string, size), make([]int32, size)
 	}
 	t.values, t.counts = t.values[:size], t.counts[:size]
-	chunks := 1
-	if p := par.Parallelism(); p > 1 {
-		chunks = min(len(nodes), 4*p)
-	}
-	chunk := (len(nodes) + chunks - 1) / chunks
-	par.Until(ctx, chunks, func(c int) {
-		var classes classMemo[matched]
-		for n := c * chunk; n < min((c+1)*chunk, len(nodes)); n++ {
-			t.contribute(s, n, nodes[n], &classes)
-		}
-	})
-	if ctx.Err() != nil {
+	if !inChunks(ctx, par, len(nodes), func(n int, classes *classMemo[matched]) { t.contribute(s, n, nodes[n], classes) }) {
 		return false
 	}
 	t.affinity, t.anti = topologyCounts{}, topologyCounts{}
 	for n := range nodes {
 		t.apply(s, n, 1)
 	}
-	t.valid = true
 	return true
 }
 

@@ -7,20 +7,13 @@ import (
 	"github.com/berth-io/berth/scheduler/framework"
 )
 
-// Kept PreScore sums. A pod with preferred terms of its own is scored
-// against every existing pod, and that walk was two fifths of a workload of
-// such pods. What the walk reads of the incoming pod is its namespace,
-// labels and preferred terms, so pods of one workload get the same sums:
-// as for the Filter's counts (incremental.go), the plugin keeps them per
-// such key, with each node's contribution, and recomputes only the nodes
-// the snapshot's change log names. A key is kept from its second cycle on.
+// Kept PreScore sums (see kept.go). A pod with preferred terms of its own
+// is scored against every existing pod, and that walk was two fifths of a
+// workload of such pods. What it reads of the incoming pod is its
+// namespace, labels and preferred terms: the sums are kept per such key.
 
 // scoreTotals is one key's sums.
 type scoreTotals struct {
-	key     string
-	lastUse uint64
-	kept    framework.KeptAt
-	valid   bool
 	// byNode holds the contribution of each node (by position in the
 	// list) that has one.
 	byNode map[int32][]scorePair
@@ -63,18 +56,14 @@ func scoresKey(pod *framework.Pod, preferred, preferredAnti []framework.Weighted
 // anywhere) from the kept sums, brought up to date; ok is false when it
 // must be computed from every pod.
 func (pl *InterPodAffinity) keptScores(ctx context.Context, pod *framework.Pod, preferred, preferredAnti []framework.WeightedPodAffinityTerm, nodes []*framework.NodeInfo) (*preScoreState, bool) {
-	src, ok := framework.ChangeLogFor(pl.handle.SnapshotSharedLister(), nodes)
+	src, ok := pl.lockKept(nodes)
 	if !ok {
 		return nil, false
 	}
-	x := &pl.terms
-	if !x.mu.TryLock() {
-		return nil, false
-	}
-	defer x.mu.Unlock()
-	x.tick++
-	t := x.scoresFor(scoresKey(pod, preferred, preferredAnti))
-	if t == nil {
+	defer pl.kept.mu.Unlock()
+	x := &pl.kept
+	e, t := x.scores.slot(scoresKey(pod, preferred, preferredAnti), x.tick)
+	if e == nil {
 		return nil, false
 	}
 	sum := func(ni *framework.NodeInfo, c *scoreChunk) []scorePair {
@@ -87,18 +76,11 @@ func (pl *InterPodAffinity) keptScores(ctx context.Context, pod *framework.Pod, 
 		})
 		return pairs
 	}
-	gen := src.Generation()
-	switch {
-	case t.valid && t.kept.Current(src, nodes, gen):
-	case t.valid && x.catchUpScores(t, src, nodes, sum):
-		x.scoreCatchUps++
-	default:
-		x.scoreRecounts++
-		if !t.recount(ctx, pl.handle.Parallelizer(), nodes, sum) {
-			return nil, false
-		}
+	var sc scoreChunk
+	renew := func(pos int, ni *framework.NodeInfo) { t.set(int32(pos), sum(ni, &sc)) }
+	if !x.scores.refresh(x, e, src, nodes, renew, func() bool { return t.recount(ctx, pl.handle.Parallelizer(), nodes, sum) }) {
+		return nil, false
 	}
-	t.kept.Mark(src, nodes, gen)
 	s := &preScoreState{}
 	for _, k := range t.byKey {
 		if len(k.values) > 0 {
@@ -112,71 +94,15 @@ func (pl *InterPodAffinity) keptScores(ctx context.Context, pod *framework.Pod, 
 	return s, true
 }
 
-// scoresFor returns the sums of key, or nil the first time key is seen
-// (it is remembered, and kept from its next cycle on). A new key takes
-// over the least recently used sums.
-func (x *termIndex) scoresFor(key string) *scoreTotals {
-	var victim *scoreTotals
-	for i, t := range x.scores {
-		if t == nil {
-			t = &scoreTotals{}
-			x.scores[i] = t
-		}
-		if t.key == key {
-			t.lastUse = x.tick
-			return t
-		}
-		if victim == nil || t.lastUse < victim.lastUse {
-			victim = t
-		}
-	}
-	if !x.recentScores.seenBefore(key) {
-		return nil
-	}
-	*victim = scoreTotals{key: key, lastUse: x.tick}
-	return victim
-}
-
 // recount builds t from every node; false if ctx ended first.
 func (t *scoreTotals) recount(ctx context.Context, par framework.Parallelizer, nodes []*framework.NodeInfo, sum func(*framework.NodeInfo, *scoreChunk) []scorePair) bool {
-	t.valid = false
 	found := make([][]scorePair, len(nodes))
-	chunks := 1
-	if p := par.Parallelism(); p > 1 {
-		chunks = min(len(nodes), 4*p)
-	}
-	chunk := (len(nodes) + chunks - 1) / chunks
-	par.Until(ctx, chunks, func(c int) {
-		var sc scoreChunk
-		for i := c * chunk; i < min((c+1)*chunk, len(nodes)); i++ {
-			found[i] = sum(nodes[i], &sc)
-		}
-	})
-	if ctx.Err() != nil {
+	if !inChunks(ctx, par, len(nodes), func(i int, sc *scoreChunk) { found[i] = sum(nodes[i], sc) }) {
 		return false
 	}
 	t.byNode, t.byKey = map[int32][]scorePair{}, nil
 	for i, pairs := range found {
 		t.set(int32(i), pairs)
-	}
-	t.valid = true
-	return true
-}
-
-// catchUpScores recomputes the contributions of the nodes changed since
-// t's generation; false if they cannot all be found.
-func (x *termIndex) catchUpScores(t *scoreTotals, src framework.NodeChangeLog, nodes []*framework.NodeInfo, sum func(*framework.NodeInfo, *scoreChunk) []scorePair) bool {
-	changed, ok := t.kept.Changed(src, nodes)
-	if !ok || !x.positions.Index(nodes) {
-		return false
-	}
-	var sc scoreChunk
-	for _, ni := range changed {
-		pos, ok := x.positions.Of(ni)
-		if !ok {
-			return false
-		}
-		t.set(int32(pos), sum(ni, &sc))
 	}
 	return true
 }

@@ -109,7 +109,7 @@ func TestKeptCountsMatchRecount(t *testing.T) {
 				// from every pod.
 				held := step%13 == 12
 				if held {
-					pl.terms.mu.Lock()
+					pl.kept.mu.Lock()
 				}
 				for range rng.IntN(4) {
 					switch k := rng.IntN(10); {
@@ -146,7 +146,7 @@ func TestKeptCountsMatchRecount(t *testing.T) {
 				_, st1 := pl.PreFilter(ctx, gotState, p, infos)
 				_, st2 := fresh.PreFilter(ctx, wantState, p, infos)
 				if held {
-					pl.terms.mu.Unlock()
+					pl.kept.mu.Unlock()
 				}
 				if st1.Code() != st2.Code() {
 					t.Fatalf("step %d: PreFilter %v vs fresh %v", step, st1, st2)
@@ -159,12 +159,12 @@ func TestKeptCountsMatchRecount(t *testing.T) {
 					}
 				}
 				if held {
-					pl.terms.mu.Lock()
+					pl.kept.mu.Lock()
 				}
 				st1 = pl.PreScore(ctx, gotState, p, infos)
 				st2 = fresh.PreScore(ctx, wantState, p, infos)
 				if held {
-					pl.terms.mu.Unlock()
+					pl.kept.mu.Unlock()
 				}
 				if st1.Code() != st2.Code() {
 					t.Fatalf("step %d: PreScore %v vs fresh %v", step, st1, st2)
@@ -177,12 +177,12 @@ func TestKeptCountsMatchRecount(t *testing.T) {
 					}
 				}
 			}
-			if pl.terms.catchUps == 0 {
-				t.Errorf("no counts were caught up from the change log (%d recounts)", pl.terms.recounts)
+			if pl.kept.terms.catchUps == 0 {
+				t.Errorf("no counts were caught up from the change log (%d recounts)", pl.kept.terms.recounts)
 			}
-			scoreCatchUps += pl.terms.scoreCatchUps
-			if pl.terms.repelCatchUps == 0 {
-				t.Errorf("no existing pods' counts were caught up from the change log (%d recounts)", pl.terms.repelRecounts)
+			scoreCatchUps += pl.kept.scores.catchUps
+			if pl.kept.repel.catchUps == 0 {
+				t.Errorf("no existing pods' counts were caught up from the change log (%d recounts)", pl.kept.repel.recounts)
 			}
 		})
 	}
@@ -233,7 +233,7 @@ func TestKeptScoresDropDomainsNoPodAddsTo(t *testing.T) {
 	if st := preScore(); !st.IsSkip() {
 		t.Errorf("without a selected pod: %v, want skip", st)
 	}
-	if pl.terms.scoreCatchUps == 0 {
-		t.Errorf("the removal was not caught up (%d recounts)", pl.terms.scoreRecounts)
+	if pl.kept.scores.catchUps == 0 {
+		t.Errorf("the removal was not caught up (%d recounts)", pl.kept.scores.recounts)
 	}
 }

@@ -49,9 +49,8 @@ type InterPodAffinity struct {
 	handle                             framework.Handle
 	hardPodAffinityWeight              int32
 	ignorePreferredTermsOfExistingPods bool
-	// terms keep the incoming pods' term counts across cycles
-	// (incremental.go).
-	terms termIndex
+	// kept holds results kept across cycles (kept.go).
+	kept keptIndex
 }
 
 var (
@@ -81,11 +80,15 @@ func New(_ context.Context, args any, h framework.Handle) (framework.Plugin, err
 	if weight < 0 || weight > 100 {
 		return nil, fmt.Errorf("%s: hardPodAffinityWeight: %d not in valid range [0, 100]", Name, weight)
 	}
-	return &InterPodAffinity{
+	pl := &InterPodAffinity{
 		handle:                             h,
 		hardPodAffinityWeight:              weight,
 		ignorePreferredTermsOfExistingPods: a.IgnorePreferredTermsOfExistingPods,
-	}, nil
+	}
+	// Keys of these two kinds include the incoming pod's labels.
+	pl.kept.repel.keepOnSecondUse = true
+	pl.kept.scores.keepOnSecondUse = true
+	return pl, nil
 }
 
 // Name implements framework.Plugin.
