@@ -9,8 +9,11 @@ import (
 
 // Kept PreScore sums (see kept.go). A pod with preferred terms of its own
 // is scored against every existing pod, and that walk was two fifths of a
-// workload of such pods. What it reads of the incoming pod is its
-// namespace, labels and preferred terms: the sums are kept per such key.
+// workload of such pods; a pod without is scored against the pods with
+// affinity, a tenth of a workload whose pods all repel one another. What
+// the walk reads of the incoming pod is its namespace, labels and
+// preferred terms (none, for the second kind, which only pods with
+// affinity contribute to): the sums are kept per such key.
 
 // scoreTotals is one key's sums.
 type scoreTotals struct {
@@ -55,7 +58,7 @@ func scoresKey(pod *framework.Pod, preferred, preferredAnti []framework.Weighted
 // keptScores returns PreScore's state for pod (nil when no term applies
 // anywhere) from the kept sums, brought up to date; ok is false when it
 // must be computed from every pod.
-func (pl *InterPodAffinity) keptScores(ctx context.Context, pod *framework.Pod, preferred, preferredAnti []framework.WeightedPodAffinityTerm, nodes []*framework.NodeInfo) (*preScoreState, bool) {
+func (pl *InterPodAffinity) keptScores(ctx context.Context, pod *framework.Pod, preferred, preferredAnti []framework.WeightedPodAffinityTerm, hasConstraints bool, nodes []*framework.NodeInfo) (*preScoreState, bool) {
 	src, ok := pl.lockKept(nodes)
 	if !ok {
 		return nil, false
@@ -71,7 +74,7 @@ func (pl *InterPodAffinity) keptScores(ctx context.Context, pod *framework.Pod, 
 			return nil
 		}
 		var pairs []scorePair
-		c.forEachNodeSum(pl, ni, pod, preferred, preferredAnti, true, func(key framework.LabelKey, value string, delta int64) {
+		c.forEachNodeSum(pl, ni, pod, preferred, preferredAnti, hasConstraints, func(key framework.LabelKey, value string, delta int64) {
 			pairs = append(pairs, scorePair{key: key, value: value, delta: delta})
 		})
 		return pairs

@@ -95,14 +95,15 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 	if len(nodes) == 0 {
 		return framework.SkipStatus()
 	}
-	if hasConstraints {
-		if st, ok := pl.keptScores(ctx, pod, preferred, preferredAnti, nodes); ok {
-			if st == nil {
-				return framework.SkipStatus()
-			}
-			state.Write(preScoreStateKey, st)
-			return nil
+	// Kept sums cover every node of the list; without preferred terms of
+	// its own, a pod's sums come from the pods with affinity alone, which
+	// a catch-up finds on the changed nodes as a walk finds them on theirs.
+	if st, ok := pl.keptScores(ctx, pod, preferred, preferredAnti, hasConstraints, lister.NodeInfos().List()); ok {
+		if st == nil {
+			return framework.SkipStatus()
 		}
+		state.Write(preScoreStateKey, st)
+		return nil
 	}
 	results := forEachChunk(ctx, pl.handle.Parallelizer(), nodes, func(ni *framework.NodeInfo, out *scoreChunk) {
 		out.forEachNodeSum(pl, ni, pod, preferred, preferredAnti, hasConstraints, func(key framework.LabelKey, value string, delta int64) {
