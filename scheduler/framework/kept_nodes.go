@@ -61,6 +61,25 @@ func (k *KeptAt) Changed(log NodeChangeLog, all []*NodeInfo) ([]*NodeInfo, bool)
 	return log.NodesChangedSince(k.gen)
 }
 
+// CatchUp calls renew with the position and NodeInfo of every node of all
+// changed since the state's generation, indexing all in positions; false
+// when the log cannot list them or one is not in all, and the state must
+// be rebuilt from every node.
+func (k *KeptAt) CatchUp(log NodeChangeLog, all []*NodeInfo, positions *NodePositions, renew func(pos int, ni *NodeInfo)) bool {
+	changed, ok := k.Changed(log, all)
+	if !ok || !positions.Index(all) {
+		return false
+	}
+	for _, ni := range changed {
+		pos, ok := positions.Of(ni)
+		if !ok {
+			return false
+		}
+		renew(pos, ni)
+	}
+	return true
+}
+
 // Mark records that the state now reflects generation gen of log over all.
 func (k *KeptAt) Mark(log NodeChangeLog, all []*NodeInfo, gen int64) {
 	*k = KeptAt{log: log, list: all[0], size: len(all), gen: gen}

@@ -325,21 +325,9 @@ func (m *classMemo[T]) get(pi *framework.PodInfo, judge func() T) T {
 // a few contiguous chunks run on the parallelizer; each chunk writes only
 // its own result, so workers share nothing and the caller merges after.
 func forEachChunk[T any](ctx context.Context, par framework.Parallelizer, nodes []*framework.NodeInfo, visit func(*framework.NodeInfo, *T)) []T {
-	if len(nodes) == 0 {
-		return nil
-	}
-	chunks := 1
-	if p := par.Parallelism(); p > 1 {
-		chunks = min(len(nodes), 4*p)
-	}
-	results := make([]T, chunks)
-	size := (len(nodes) + chunks - 1) / chunks
-	par.Until(ctx, chunks, func(c int) {
-		out := &results[c]
-		for _, ni := range nodes[min(c*size, len(nodes)):min((c+1)*size, len(nodes))] {
-			if ni.Node() != nil {
-				visit(ni, out)
-			}
+	results, _ := inChunks(ctx, par, len(nodes), func(i int, out *T) {
+		if ni := nodes[i]; ni.Node() != nil {
+			visit(ni, out)
 		}
 	})
 	return results

@@ -113,7 +113,7 @@ func (t *termTotals) recount(ctx context.Context, par framework.Parallelizer, s 
 		t.values, t.counts = make([]string, size), make([]int32, size)
 	}
 	t.values, t.counts = t.values[:size], t.counts[:size]
-	if !inChunks(ctx, par, len(nodes), func(n int, classes *classMemo[matched]) { t.contribute(s, n, nodes[n], classes) }) {
+	if _, ok := inChunks(ctx, par, len(nodes), func(n int, classes *classMemo[matched]) { t.contribute(s, n, nodes[n], classes) }); !ok {
 		return false
 	}
 	t.affinity, t.anti = topologyCounts{}, topologyCounts{}

@@ -84,9 +84,9 @@ func (t *repelTotals) recount(ctx context.Context, par framework.Parallelizer, p
 		at[i] = int32(pos)
 	}
 	found := make([][]repelPair, len(antiNodes))
-	if !inChunks(ctx, par, len(antiNodes), func(i int, byClass *classMemo[[]framework.LabelKey]) {
+	if _, ok := inChunks(ctx, par, len(antiNodes), func(i int, byClass *classMemo[[]framework.LabelKey]) {
 		found[i] = repelContribution(antiNodes[i], pod, byClass)
-	}) {
+	}); !ok {
 		return false
 	}
 	t.byNode = make(map[int32][]repelPair, len(antiNodes))

@@ -100,7 +100,7 @@ func (pl *InterPodAffinity) keptScores(ctx context.Context, pod *framework.Pod, 
 // recount builds t from every node; false if ctx ended first.
 func (t *scoreTotals) recount(ctx context.Context, par framework.Parallelizer, nodes []*framework.NodeInfo, sum func(*framework.NodeInfo, *scoreChunk) []scorePair) bool {
 	found := make([][]scorePair, len(nodes))
-	if !inChunks(ctx, par, len(nodes), func(i int, sc *scoreChunk) { found[i] = sum(nodes[i], sc) }) {
+	if _, ok := inChunks(ctx, par, len(nodes), func(i int, sc *scoreChunk) { found[i] = sum(nodes[i], sc) }); !ok {
 		return false
 	}
 	t.byNode, t.byKey = map[int32][]scorePair{}, nil

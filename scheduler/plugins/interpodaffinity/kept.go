@@ -108,7 +108,7 @@ func (s *keptSlots[T]) refresh(x *keptIndex, e *keptEntry, src framework.NodeCha
 	gen := src.Generation()
 	switch {
 	case e.valid && e.kept.Current(src, nodes, gen):
-	case e.valid && x.catchUp(e, src, nodes, renew):
+	case e.valid && e.kept.CatchUp(src, nodes, &x.positions, renew):
 		s.catchUps++
 	default:
 		s.recounts++
@@ -119,23 +119,6 @@ func (s *keptSlots[T]) refresh(x *keptIndex, e *keptEntry, src framework.NodeCha
 		e.valid = true
 	}
 	e.kept.Mark(src, nodes, gen)
-	return true
-}
-
-// catchUp renews the contributions of the nodes changed since e's
-// generation; false if they cannot all be found.
-func (x *keptIndex) catchUp(e *keptEntry, src framework.NodeChangeLog, nodes []*framework.NodeInfo, renew func(pos int, ni *framework.NodeInfo)) bool {
-	changed, ok := e.kept.Changed(src, nodes)
-	if !ok || !x.positions.Index(nodes) {
-		return false
-	}
-	for _, ni := range changed {
-		pos, ok := x.positions.Of(ni)
-		if !ok {
-			return false
-		}
-		renew(pos, ni)
-	}
 	return true
 }
 
@@ -152,22 +135,22 @@ func (pl *InterPodAffinity) lockKept(nodes []*framework.NodeInfo) (framework.Nod
 }
 
 // inChunks calls visit for every index below n, in a few contiguous
-// chunks run on the parallelizer, each chunk with a scratch value of its
-// own; false if ctx ended first.
-func inChunks[S any](ctx context.Context, par framework.Parallelizer, n int, visit func(i int, scratch *S)) bool {
+// chunks run on the parallelizer, each chunk with a value of its own, and
+// returns those values; false if ctx ended first.
+func inChunks[S any](ctx context.Context, par framework.Parallelizer, n int, visit func(i int, chunk *S)) ([]S, bool) {
 	if n == 0 {
-		return ctx.Err() == nil
+		return nil, ctx.Err() == nil
 	}
 	chunks := 1
 	if p := par.Parallelism(); p > 1 {
 		chunks = min(n, 4*p)
 	}
 	size := (n + chunks - 1) / chunks
+	values := make([]S, chunks)
 	par.Until(ctx, chunks, func(c int) {
-		var scratch S
 		for i := c * size; i < min((c+1)*size, n); i++ {
-			visit(i, &scratch)
+			visit(i, &values[c])
 		}
 	})
-	return ctx.Err() == nil
+	return values, ctx.Err() == nil
 }

@@ -234,20 +234,11 @@ func (x *countIndex) totalsFor(ctx context.Context, pl *PodTopologySpread, r *co
 // generation; false if the snapshot cannot list them all, and then t
 // must be recounted.
 func (x *countIndex) catchUp(t *domainTotals, r *countRule, src framework.NodeChangeLog, all []*framework.NodeInfo) bool {
-	changed, ok := t.kept.Changed(src, all)
-	if !ok || !x.positions.Index(all) {
-		return false
-	}
-	for _, ni := range changed {
-		pos, ok := x.positions.Of(ni)
-		if !ok {
-			return false
-		}
+	return t.kept.CatchUp(src, all, &x.positions, func(pos int, ni *framework.NodeInfo) {
 		t.add(t.perNode[pos], -1)
 		t.perNode[pos] = t.of(r, ni)
 		t.add(t.perNode[pos], 1)
-	}
-	return true
+	})
 }
 
 // recount builds t from every node: pods are counted in parallel, and
