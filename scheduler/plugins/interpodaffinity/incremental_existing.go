@@ -72,16 +72,9 @@ func (pl *InterPodAffinity) keptExistingCounts(ctx context.Context, pod *framewo
 // recount builds t from every node with repelling pods; false if ctx
 // ended first or such a node is not in the list.
 func (t *repelTotals) recount(ctx context.Context, par framework.Parallelizer, positions *framework.NodePositions, pod *framework.Pod, nodes, antiNodes []*framework.NodeInfo) bool {
-	if !positions.Index(nodes) {
+	at, ok := positionsIn(positions, nodes, antiNodes)
+	if !ok {
 		return false
-	}
-	at := make([]int32, len(antiNodes))
-	for i, ni := range antiNodes {
-		pos, ok := positions.Of(ni)
-		if !ok {
-			return false
-		}
-		at[i] = int32(pos)
 	}
 	found := make([][]repelPair, len(antiNodes))
 	if _, ok := inChunks(ctx, par, len(antiNodes), func(i int, byClass *classMemo[[]framework.LabelKey]) {

@@ -56,9 +56,14 @@ func scoresKey(pod *framework.Pod, preferred, preferredAnti []framework.Weighted
 }
 
 // keptScores returns PreScore's state for pod (nil when no term applies
-// anywhere) from the kept sums, brought up to date; ok is false when it
-// must be computed from every pod.
-func (pl *InterPodAffinity) keptScores(ctx context.Context, pod *framework.Pod, preferred, preferredAnti []framework.WeightedPodAffinityTerm, hasConstraints bool, nodes []*framework.NodeInfo) (*preScoreState, bool) {
+// anywhere) from the sums kept over nodes, brought up to date; ok is false
+// when it must be computed from every pod. A recount visits walk, the
+// nodes whose pods can contribute (all of nodes for a pod with preferred
+// terms), as a cycle without kept sums would: with a few nodes running
+// pods with affinity, a recount of every node would cost far more than
+// that cycle.
+func (pl *InterPodAffinity) keptScores(ctx context.Context, pod *framework.Pod, preferred, preferredAnti []framework.WeightedPodAffinityTerm, hasConstraints bool,
+	nodes, walk []*framework.NodeInfo) (*preScoreState, bool) {
 	src, ok := pl.lockKept(nodes)
 	if !ok {
 		return nil, false
@@ -81,7 +86,8 @@ func (pl *InterPodAffinity) keptScores(ctx context.Context, pod *framework.Pod, 
 	}
 	var sc scoreChunk
 	renew := func(pos int, ni *framework.NodeInfo) { t.set(int32(pos), sum(ni, &sc)) }
-	if !x.scores.refresh(x, e, src, nodes, renew, func() bool { return t.recount(ctx, pl.handle.Parallelizer(), nodes, sum) }) {
+	recount := func() bool { return t.recount(ctx, pl.handle.Parallelizer(), &x.positions, nodes, walk, sum) }
+	if !x.scores.refresh(x, e, src, nodes, renew, recount) {
 		return nil, false
 	}
 	s := &preScoreState{}
@@ -98,14 +104,19 @@ func (pl *InterPodAffinity) keptScores(ctx context.Context, pod *framework.Pod, 
 }
 
 // recount builds t from every node; false if ctx ended first.
-func (t *scoreTotals) recount(ctx context.Context, par framework.Parallelizer, nodes []*framework.NodeInfo, sum func(*framework.NodeInfo, *scoreChunk) []scorePair) bool {
-	found := make([][]scorePair, len(nodes))
-	if _, ok := inChunks(ctx, par, len(nodes), func(i int, sc *scoreChunk) { found[i] = sum(nodes[i], sc) }); !ok {
+func (t *scoreTotals) recount(ctx context.Context, par framework.Parallelizer, positions *framework.NodePositions, nodes, walk []*framework.NodeInfo,
+	sum func(*framework.NodeInfo, *scoreChunk) []scorePair) bool {
+	at, ok := positionsIn(positions, nodes, walk)
+	if !ok {
+		return false
+	}
+	found := make([][]scorePair, len(walk))
+	if _, ok := inChunks(ctx, par, len(walk), func(i int, sc *scoreChunk) { found[i] = sum(walk[i], sc) }); !ok {
 		return false
 	}
 	t.byNode, t.byKey = map[int32][]scorePair{}, nil
 	for i, pairs := range found {
-		t.set(int32(i), pairs)
+		t.set(at[i], pairs)
 	}
 	return true
 }

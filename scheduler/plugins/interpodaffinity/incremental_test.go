@@ -237,3 +237,63 @@ func TestKeptScoresDropDomainsNoPodAddsTo(t *testing.T) {
 		t.Errorf("the removal was not caught up (%d recounts)", pl.kept.scores.recounts)
 	}
 }
+
+// TestKeptScoresOverFewAffinityNodes: a pod without preferred terms is
+// scored against the few nodes running pods with affinity, and its kept
+// sums must track changes on those nodes, wherever they sit in the list.
+func TestKeptScoresOverFewAffinityNodes(t *testing.T) {
+	c := cache.New()
+	for i := range 20 {
+		name := fmt.Sprintf("n%02d", i)
+		c.AddNode(node(name, framework.LabelHostname, name, "zone", fmt.Sprint("z", i%3)))
+	}
+	prefers := func(name, on string, weight int32) *framework.Pod {
+		return pod(name).on(on).labels("app", "db").preferredAffinity(weight, termIn("app", "zone", "web")).obj()
+	}
+	for _, p := range []*framework.Pod{prefers("a", "n03", 5), prefers("b", "n11", 7), pod("plain").on("n05").labels("app", "web").obj()} {
+		if err := c.AddPod(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := cache.NewEmptySnapshot()
+	pl := newPluginOver(t, nil, 1, snap)
+	incoming := framework.NewPodInfo(pod("p").labels("app", "web").obj())
+	check := func(when string) {
+		t.Helper()
+		if err := c.UpdateSnapshot(snap); err != nil {
+			t.Fatal(err)
+		}
+		gotState, wantState := framework.NewCycleState(), framework.NewCycleState()
+		st1 := pl.PreScore(ctx, gotState, incoming, snap.List())
+		st2 := newPlugin(t, nil, 1, snap.List()...).PreScore(ctx, wantState, incoming, snap.List())
+		if st1.Code() != st2.Code() {
+			t.Fatalf("%s: PreScore %v, fresh %v", when, st1, st2)
+		}
+		if !st1.IsSuccess() {
+			return
+		}
+		got, _ := framework.ReadState[*preScoreState](gotState, preScoreStateKey)
+		want, _ := framework.ReadState[*preScoreState](wantState, preScoreStateKey)
+		if diff := cmp.Diff(want.scores(), got.scores()); diff != "" {
+			t.Fatalf("%s: scores (-fresh,+kept):\n%s", when, diff)
+		}
+	}
+	for i := range 3 {
+		check(fmt.Sprint("cycle ", i))
+	}
+	if err := c.AddPod(prefers("c", "n17", 2)); err != nil {
+		t.Fatal(err)
+	}
+	check("after a pod with affinity joined n17")
+	if err := c.RemovePod(prefers("a", "n03", 5)); err != nil {
+		t.Fatal(err)
+	}
+	check("after n03's pod left")
+	if err := c.RemovePod(prefers("b", "n11", 7)); err != nil {
+		t.Fatal(err)
+	}
+	check("after n11's pod left")
+	if pl.kept.scores.catchUps == 0 {
+		t.Errorf("no catch-ups (%d recounts)", pl.kept.scores.recounts)
+	}
+}

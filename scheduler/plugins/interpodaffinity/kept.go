@@ -134,6 +134,23 @@ func (pl *InterPodAffinity) lockKept(nodes []*framework.NodeInfo) (framework.Nod
 	return src, true
 }
 
+// positionsIn returns the positions in all of the NodeInfos of some, a
+// sublist of all's nodes, indexing all in p; false if one is not in all.
+func positionsIn(p *framework.NodePositions, all, some []*framework.NodeInfo) ([]int32, bool) {
+	if !p.Index(all) {
+		return nil, false
+	}
+	at := make([]int32, len(some))
+	for i, ni := range some {
+		pos, ok := p.Of(ni)
+		if !ok {
+			return nil, false
+		}
+		at[i] = int32(pos)
+	}
+	return at, true
+}
+
 // inChunks calls visit for every index below n, in a few contiguous
 // chunks run on the parallelizer, each chunk with a value of its own, and
 // returns those values; false if ctx ended first.

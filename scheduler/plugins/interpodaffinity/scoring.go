@@ -98,7 +98,7 @@ func (pl *InterPodAffinity) PreScore(ctx context.Context, state *framework.Cycle
 	// Kept sums cover every node of the list; without preferred terms of
 	// its own, a pod's sums come from the pods with affinity alone, which
 	// a catch-up finds on the changed nodes as a walk finds them on theirs.
-	if st, ok := pl.keptScores(ctx, pod, preferred, preferredAnti, hasConstraints, lister.NodeInfos().List()); ok {
+	if st, ok := pl.keptScores(ctx, pod, preferred, preferredAnti, hasConstraints, lister.NodeInfos().List(), nodes); ok {
 		if st == nil {
 			return framework.SkipStatus()
 		}
