@@ -90,7 +90,10 @@ func (pl *InterPodAffinity) keptIncomingCounts(ctx context.Context, s *preFilter
 	}
 	defer pl.kept.mu.Unlock()
 	x := &pl.kept
-	e, t := x.terms.slot(ruleKey(s), x.tick)
+	e, t := x.terms.slot(ruleKey(s))
+	if e == nil {
+		return nil, nil, false
+	}
 	var classes classMemo[matched]
 	renew := func(pos int, ni *framework.NodeInfo) {
 		t.apply(s, pos, -1)

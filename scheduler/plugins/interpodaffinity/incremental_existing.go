@@ -50,7 +50,7 @@ func (pl *InterPodAffinity) keptExistingCounts(ctx context.Context, pod *framewo
 	}
 	defer pl.kept.mu.Unlock()
 	x := &pl.kept
-	e, t := x.repel.slot(repelKey(pod), x.tick)
+	e, t := x.repel.slot(repelKey(pod))
 	if e == nil {
 		return nil, nil, false
 	}

@@ -70,7 +70,7 @@ func (pl *InterPodAffinity) keptScores(ctx context.Context, pod *framework.Pod, 
 	}
 	defer pl.kept.mu.Unlock()
 	x := &pl.kept
-	e, t := x.scores.slot(scoresKey(pod, preferred, preferredAnti), x.tick)
+	e, t := x.scores.slot(scoresKey(pod, preferred, preferredAnti))
 	if e == nil {
 		return nil, false
 	}

@@ -30,7 +30,6 @@ const maxKept = 4
 // concurrent cycle out (it counts without the index).
 type keptIndex struct {
 	mu        sync.Mutex
-	tick      uint64
 	positions framework.NodePositions
 
 	terms  keptSlots[termTotals]
@@ -58,6 +57,9 @@ type keptSlots[T any] struct {
 	keepOnSecondUse bool
 	recent          [8]string
 	nextRecent      int
+	// requests counts the calls of slot; an entry's lastUse is the
+	// count at its last one.
+	requests uint64
 	// recounts and catchUps say how results were brought up to date, for
 	// tests.
 	recounts, catchUps int
@@ -65,13 +67,18 @@ type keptSlots[T any] struct {
 
 // slot returns key's entry and result, taking over the least recently
 // used slot when key is new (its result is then invalid, to be recounted
-// in place); nil when key is to be kept only from its next request.
-func (s *keptSlots[T]) slot(key string, tick uint64) (*keptEntry, *T) {
+// in place). It returns nil, and the cycle walks, when key is to be kept
+// only from its next request, or when every slot was used within the last
+// staleAfter requests: with more keys in turn than slots (several
+// workloads' pods interleaved in the queue), taking over a slot would
+// recount every cycle, which costs more than the walk it replaces.
+func (s *keptSlots[T]) slot(key string) (*keptEntry, *T) {
+	s.requests++
 	victim := 0
 	for i := range s.entries {
 		e := &s.entries[i]
 		if e.key == key {
-			e.lastUse = tick
+			e.lastUse = s.requests
 			return e, &s.data[i]
 		}
 		if e.lastUse < s.entries[victim].lastUse {
@@ -81,9 +88,16 @@ func (s *keptSlots[T]) slot(key string, tick uint64) (*keptEntry, *T) {
 	if s.keepOnSecondUse && !s.seenBefore(key) {
 		return nil, nil
 	}
-	s.entries[victim] = keptEntry{key: key, lastUse: tick}
+	if e := &s.entries[victim]; e.key != "" && s.requests-e.lastUse <= staleAfter {
+		return nil, nil
+	}
+	s.entries[victim] = keptEntry{key: key, lastUse: s.requests}
 	return &s.entries[victim], &s.data[victim]
 }
+
+// staleAfter is how many requests of a kind a slot must go unused before
+// another key takes it over.
+const staleAfter = 2 * maxKept
 
 // seenBefore reports whether key was among the last few keys not kept,
 // remembering it.
@@ -130,7 +144,6 @@ func (pl *InterPodAffinity) lockKept(nodes []*framework.NodeInfo) (framework.Nod
 	if !ok || !pl.kept.mu.TryLock() {
 		return nil, false
 	}
-	pl.kept.tick++
 	return src, true
 }
 
