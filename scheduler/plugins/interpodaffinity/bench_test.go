@@ -116,3 +116,27 @@ func BenchmarkPreScoreScorePreferred(b *testing.B) {
 		pl.NormalizeScore(ctx, state, pi, scores)
 	}
 }
+
+// BenchmarkPreFilterInterleaved: pods of six workloads with required
+// anti-affinity by hostname take turns (more label sets than the plugin
+// keeps results for) against 5,000 nodes each running a pod that repels
+// them all; one op is one PreFilter.
+func BenchmarkPreFilterInterleaved(b *testing.B) {
+	snap, nodes := benchCluster(func(i int) *framework.Pod {
+		return pod(fmt.Sprintf("web-%d", i)).labels("app", "web").requiredAnti(termExists("app", framework.LabelHostname)).obj()
+	})
+	pl := newPluginOver(b, nil, 1, snap)
+	var incoming []*framework.PodInfo
+	for w := range 6 {
+		incoming = append(incoming, framework.NewPodInfo(pod(fmt.Sprint("w", w)).labels("app", fmt.Sprint("w", w)).
+			requiredAnti(termIn("app", framework.LabelHostname, fmt.Sprint("w", w))).obj()))
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, st := pl.PreFilter(ctx, framework.NewCycleState(), incoming[i%len(incoming)], nodes); !st.IsSuccess() {
+			b.Fatal(st)
+		}
+		i++
+	}
+}
