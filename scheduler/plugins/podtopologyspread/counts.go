@@ -24,6 +24,10 @@ import (
 // maxCounters bounds the counting rules kept: each costs 8 bytes per node.
 const maxCounters = 8
 
+// staleAfter is how many uses of the index a rule's totals must go
+// unused before another rule takes their slot.
+const staleAfter = 2 * maxCounters
+
 // countRule says which nodes count towards which domain and which of
 // their pods count: everything a node's contribution depends on besides
 // the node. Rules with the same key count the same.
@@ -187,8 +191,9 @@ func (x *countIndex) acquire() *countIndex {
 func (x *countIndex) release() { x.mu.Unlock() }
 
 // totalsFor returns r's totals brought up to date with the snapshot src,
-// whose node list is all. It returns nil when x is nil or every slot is
-// already in use this cycle; the caller then counts without it.
+// whose node list is all. It returns nil when x is nil or no slot has gone
+// unused for staleAfter uses of the index; the caller then counts without
+// it.
 func (x *countIndex) totalsFor(ctx context.Context, pl *PodTopologySpread, r *countRule, src framework.NodeChangeLog, all []*framework.NodeInfo) *domainTotals {
 	if x == nil || len(all) == 0 {
 		return nil
@@ -204,7 +209,11 @@ func (x *countIndex) totalsFor(ctx context.Context, pl *PodTopologySpread, r *co
 			t = c
 			break
 		}
-		if c.lastUse < tick && (victim == nil || c.lastUse < victim.lastUse) {
+		// A slot is taken over only once unused for a while: with more
+		// rules in turn than slots, taking over the least recently used
+		// one would recount every cycle, which costs more than counting
+		// without the index.
+		if (c.key == "" || c.lastUse+staleAfter < tick) && (victim == nil || c.lastUse < victim.lastUse) {
 			victim = c
 		}
 	}

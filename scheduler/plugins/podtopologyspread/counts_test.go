@@ -186,3 +186,30 @@ func compareWithFresh(t *testing.T, step string, pl *PodTopologySpread, pod *fra
 		}
 	}
 }
+
+// TestCountsDoNotThrash: with more rules in turn than slots, the rules
+// kept stay kept (the others count without the index) rather than each
+// taking over a slot, to be recounted, every time.
+func TestCountsDoNotThrash(t *testing.T) {
+	c := cache.New()
+	for i := range 10 {
+		name := fmt.Sprintf("n%d", i)
+		c.AddNode(mkNode(name).label(LabelHostname, name).label("zone", fmt.Sprint("z", i%3)).obj())
+	}
+	snap := cache.NewEmptySnapshot()
+	if err := c.UpdateSnapshot(snap); err != nil {
+		t.Fatal(err)
+	}
+	pl, _ := newPluginOn(t, listArgs, snap)
+	const rules = maxCounters + 4
+	for round := range 10 {
+		for r := range rules {
+			app := fmt.Sprint("app-", r)
+			pod := mkPod("p").label("app", app).spread(1, "zone", hard, &framework.LabelSelector{MatchLabels: map[string]string{"app": app}}).obj()
+			compareWithFresh(t, fmt.Sprintf("round %d, rule %d", round, r), pl, pod, snap.List())
+		}
+	}
+	if pl.counts.recounts > maxCounters {
+		t.Errorf("%d recounts for %d rules in turn over %d slots, want at most one per slot", pl.counts.recounts, rules, maxCounters)
+	}
+}
