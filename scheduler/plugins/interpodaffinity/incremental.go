@@ -100,7 +100,7 @@ func (pl *InterPodAffinity) keptIncomingCounts(ctx context.Context, s *preFilter
 		t.contribute(s, pos, ni, &classes)
 		t.apply(s, pos, 1)
 	}
-	if !x.terms.refresh(x, e, src, nodes, renew, func() bool { return t.recount(ctx, pl.handle.Parallelizer(), s, nodes) }) {
+	if !x.terms.refresh(e, src, nodes, &x.positions, renew, func() bool { return t.recount(ctx, pl.handle.Parallelizer(), s, nodes) }) {
 		return nil, nil, false
 	}
 	// Copies: AddPod and RemovePod change a state's counts, and the kept

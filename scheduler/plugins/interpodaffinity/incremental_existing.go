@@ -57,7 +57,7 @@ func (pl *InterPodAffinity) keptExistingCounts(ctx context.Context, pod *framewo
 	var byClass classMemo[[]framework.LabelKey]
 	renew := func(pos int, ni *framework.NodeInfo) { t.set(int32(pos), repelContribution(ni, pod, &byClass)) }
 	recount := func() bool { return t.recount(ctx, pl.handle.Parallelizer(), &x.positions, pod, nodes, antiNodes) }
-	if !x.repel.refresh(x, e, src, nodes, renew, recount) {
+	if !x.repel.refresh(e, src, nodes, &x.positions, renew, recount) {
 		return nil, nil, false
 	}
 	var keys []framework.LabelKey

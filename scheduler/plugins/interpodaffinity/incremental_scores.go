@@ -87,7 +87,7 @@ func (pl *InterPodAffinity) keptScores(ctx context.Context, pod *framework.Pod, 
 	var sc scoreChunk
 	renew := func(pos int, ni *framework.NodeInfo) { t.set(int32(pos), sum(ni, &sc)) }
 	recount := func() bool { return t.recount(ctx, pl.handle.Parallelizer(), &x.positions, nodes, walk, sum) }
-	if !x.scores.refresh(x, e, src, nodes, renew, recount) {
+	if !x.scores.refresh(e, src, nodes, &x.positions, renew, recount) {
 		return nil, false
 	}
 	s := &preScoreState{}

@@ -114,15 +114,15 @@ func (s *keptSlots[T]) seenBefore(key string) bool {
 
 // refresh brings e's result to src's generation over nodes: as it is when
 // current, by renewing the contribution of each node changed since when
-// the log names them, or else by recounting every node. It is false when
+// the log names them (finding them in positions), or else by recounting. It is false when
 // the recount is (the cycle's context ended, or a node is not in the
 // list), and the result must not be used.
-func (s *keptSlots[T]) refresh(x *keptIndex, e *keptEntry, src framework.NodeChangeLog, nodes []*framework.NodeInfo,
+func (s *keptSlots[T]) refresh(e *keptEntry, src framework.NodeChangeLog, nodes []*framework.NodeInfo, positions *framework.NodePositions,
 	renew func(pos int, ni *framework.NodeInfo), recount func() bool) bool {
 	gen := src.Generation()
 	switch {
 	case e.valid && e.kept.Current(src, nodes, gen):
-	case e.valid && e.kept.CatchUp(src, nodes, &x.positions, renew):
+	case e.valid && e.kept.CatchUp(src, nodes, positions, renew):
 		s.catchUps++
 	default:
 		s.recounts++
