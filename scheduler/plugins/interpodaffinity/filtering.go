@@ -3,7 +3,6 @@ package interpodaffinity
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/berth-io/berth/scheduler/framework"
@@ -18,57 +17,6 @@ const (
 
 const preFilterStateKey framework.StateKey = "PreFilter" + Name
 
-// topologyPair is one topology domain: a node label and its value.
-type topologyPair struct {
-	key, value string
-}
-
-// topologyCounts counts matches per domain. A count that falls to zero is
-// deleted, so an empty map means no match anywhere.
-type topologyCounts map[topologyPair]int64
-
-// add adds delta to the domain of node under key; nodes without the key
-// belong to no domain.
-func (m topologyCounts) add(node *framework.Node, key string, delta int64) {
-	value, ok := node.Labels[key]
-	if !ok {
-		return
-	}
-	p := topologyPair{key: key, value: value}
-	if n := m[p] + delta; n != 0 {
-		m[p] = n
-	} else {
-		delete(m, p)
-	}
-}
-
-// inc counts one more match in p, making the map if needed.
-func (m *topologyCounts) inc(p topologyPair) {
-	if *m == nil {
-		*m = topologyCounts{}
-	}
-	(*m)[p]++
-}
-
-// mergeCounts sums per-chunk counts; with one chunk (the inline case) it
-// returns that chunk's map as is. The result is never nil.
-func mergeCounts(parts []topologyCounts) topologyCounts {
-	var out topologyCounts
-	for _, part := range parts {
-		if out == nil {
-			out = part
-			continue
-		}
-		for p, n := range part {
-			out[p] += n
-		}
-	}
-	if out == nil {
-		out = topologyCounts{}
-	}
-	return out
-}
-
 // preFilterState is what Filter needs, computed once per cycle.
 type preFilterState struct {
 	pod               *framework.Pod
@@ -81,38 +29,28 @@ type preFilterState struct {
 	affinityKeys, antiAffinityKeys []framework.LabelKey
 	// existingAntiAffinityCounts counts, per domain, existing pods'
 	// required anti-affinity terms that select the incoming pod.
-	existingAntiAffinityCounts topologyCounts
+	existingAntiAffinityCounts layeredCounts
 	// existingAntiAffinityKeys are the topology keys of those terms, so
 	// Filter looks up a node's value for each of these few keys instead of
 	// trying every label of the node.
 	existingAntiAffinityKeys []framework.LabelKey
 	// affinityCounts counts, per domain of each required affinity term,
 	// existing pods that match all of the incoming pod's affinity terms.
-	affinityCounts topologyCounts
+	affinityCounts layeredCounts
 	// antiAffinityCounts counts, per domain, existing pods matching each of
 	// the incoming pod's required anti-affinity terms.
-	antiAffinityCounts topologyCounts
+	antiAffinityCounts layeredCounts
 }
 
 // Clone copies the counts, which AddPod and RemovePod change; the pod and
 // its terms are immutable.
 func (s *preFilterState) Clone() framework.StateData {
 	c := *s
-	c.existingAntiAffinityCounts = cloneCounts(s.existingAntiAffinityCounts)
+	c.existingAntiAffinityCounts = s.existingAntiAffinityCounts.copy()
 	c.existingAntiAffinityKeys = slices.Clone(s.existingAntiAffinityKeys)
-	c.affinityCounts = cloneCounts(s.affinityCounts)
-	c.antiAffinityCounts = cloneCounts(s.antiAffinityCounts)
+	c.affinityCounts = s.affinityCounts.copy()
+	c.antiAffinityCounts = s.antiAffinityCounts.copy()
 	return &c
-}
-
-// cloneCounts copies m, never nil. maps.Clone copies the table whole
-// instead of inserting key by key: with a domain per node (a hostname
-// key) the copies were a fifth of an anti-affinity workload's CPU.
-func cloneCounts(m topologyCounts) topologyCounts {
-	if m == nil {
-		return topologyCounts{}
-	}
-	return maps.Clone(m)
 }
 
 func (s *preFilterState) noteExistingKey(key string) {
@@ -138,18 +76,18 @@ func (s *preFilterState) updateWithPod(p *framework.Pod, node *framework.Node, d
 	anti := requiredAntiAffinityTerms(p)
 	for i := range anti {
 		if termMatches(&anti[i], p, s.pod) {
-			s.existingAntiAffinityCounts.add(node, anti[i].TopologyKey, delta)
+			s.existingAntiAffinityCounts.addOnNode(node, anti[i].TopologyKey, delta)
 			s.noteExistingKey(anti[i].TopologyKey)
 		}
 	}
 	if matchesAllTerms(s.affinityTerms, s.pod, p) {
 		for i := range s.affinityTerms {
-			s.affinityCounts.add(node, s.affinityTerms[i].TopologyKey, delta)
+			s.affinityCounts.addOnNode(node, s.affinityTerms[i].TopologyKey, delta)
 		}
 	}
 	for i := range s.antiAffinityTerms {
 		if termMatches(&s.antiAffinityTerms[i], s.pod, p) {
-			s.antiAffinityCounts.add(node, s.antiAffinityTerms[i].TopologyKey, delta)
+			s.antiAffinityCounts.addOnNode(node, s.antiAffinityTerms[i].TopologyKey, delta)
 		}
 	}
 }
@@ -178,7 +116,7 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 		affinityKeys: topologyKeys(affinity), antiAffinityKeys: topologyKeys(anti)}
 	s.existingAntiAffinityCounts, s.existingAntiAffinityKeys = pl.existingAntiAffinityCounts(ctx, pod, nodes, antiNodes)
 	s.affinityCounts, s.antiAffinityCounts = pl.incomingCounts(ctx, s, nodes)
-	if len(s.existingAntiAffinityCounts) == 0 && len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
+	if s.existingAntiAffinityCounts.empty() && len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
 		return nil, framework.SkipStatus()
 	}
 	state.Write(preFilterStateKey, s)
@@ -189,9 +127,9 @@ func (pl *InterPodAffinity) PreFilter(ctx context.Context, state *framework.Cycl
 // existing pods (on antiNodes, those of nodes running such pods) that
 // select pod, from counts kept across cycles when it can (see
 // incremental_existing.go).
-func (pl *InterPodAffinity) existingAntiAffinityCounts(ctx context.Context, pod *framework.Pod, nodes, antiNodes []*framework.NodeInfo) (topologyCounts, []framework.LabelKey) {
+func (pl *InterPodAffinity) existingAntiAffinityCounts(ctx context.Context, pod *framework.Pod, nodes, antiNodes []*framework.NodeInfo) (layeredCounts, []framework.LabelKey) {
 	if len(antiNodes) == 0 {
-		return topologyCounts{}, nil
+		return layeredCounts{}, nil
 	}
 	if counts, keys, ok := pl.keptExistingCounts(ctx, pod, nodes, antiNodes); ok {
 		return counts, keys
@@ -219,7 +157,7 @@ func (pl *InterPodAffinity) existingAntiAffinityCounts(ctx context.Context, pod 
 			}
 		}
 	}
-	return mergeCounts(parts), keys
+	return layered(mergeCounts(parts)), keys
 }
 
 // forEachRepelling calls found once per required anti-affinity term of
@@ -249,9 +187,9 @@ func forEachRepelling(ni *framework.NodeInfo, pod *framework.Pod, byClass *class
 // incomingCounts counts the existing pods matching the incoming pod's
 // required terms: for affinity, pods matching all terms count once in the
 // domain of each term; for anti-affinity, each matching term counts.
-func (pl *InterPodAffinity) incomingCounts(ctx context.Context, s *preFilterState, nodes []*framework.NodeInfo) (affinity, anti topologyCounts) {
+func (pl *InterPodAffinity) incomingCounts(ctx context.Context, s *preFilterState, nodes []*framework.NodeInfo) (affinity, anti layeredCounts) {
 	if len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
-		return topologyCounts{}, topologyCounts{}
+		return layeredCounts{}, layeredCounts{}
 	}
 	if affinity, anti, ok := pl.keptIncomingCounts(ctx, s, nodes); ok {
 		return affinity, anti
@@ -283,7 +221,7 @@ func (pl *InterPodAffinity) incomingCounts(ctx context.Context, s *preFilterStat
 	for i := range results {
 		affinityParts[i], antiParts[i] = results[i].affinity, results[i].anti
 	}
-	return mergeCounts(affinityParts), mergeCounts(antiParts)
+	return layered(mergeCounts(affinityParts)), layered(mergeCounts(antiParts))
 }
 
 // matched is how the incoming pod's required terms judge one existing
@@ -416,24 +354,24 @@ func (s *preFilterState) satisfiesAffinity(ni *framework.NodeInfo) bool {
 		if !ok {
 			return false
 		}
-		if s.affinityCounts[topologyPair{key: key.Name, value: value}] <= 0 {
+		if s.affinityCounts.get(topologyPair{key: key.Name, value: value}) <= 0 {
 			podsExist = false
 		}
 	}
 	if podsExist {
 		return true
 	}
-	return len(s.affinityCounts) == 0 && matchesAllTerms(s.affinityTerms, s.pod, s.pod)
+	return s.affinityCounts.empty() && matchesAllTerms(s.affinityTerms, s.pod, s.pod)
 }
 
 // satisfiesAntiAffinity: no domain of the node may hold a pod matching the
 // term of that key.
 func (s *preFilterState) satisfiesAntiAffinity(ni *framework.NodeInfo) bool {
-	if len(s.antiAffinityCounts) == 0 {
+	if s.antiAffinityCounts.empty() {
 		return true
 	}
 	for _, key := range s.antiAffinityKeys {
-		if value, ok := ni.Label(key); ok && s.antiAffinityCounts[topologyPair{key: key.Name, value: value}] > 0 {
+		if value, ok := ni.Label(key); ok && s.antiAffinityCounts.get(topologyPair{key: key.Name, value: value}) > 0 {
 			return false
 		}
 	}
@@ -443,11 +381,11 @@ func (s *preFilterState) satisfiesAntiAffinity(ni *framework.NodeInfo) bool {
 // satisfiesExistingAntiAffinity: no domain of the node may hold an existing
 // pod whose required anti-affinity selects the incoming pod.
 func (s *preFilterState) satisfiesExistingAntiAffinity(ni *framework.NodeInfo) bool {
-	if len(s.existingAntiAffinityCounts) == 0 {
+	if s.existingAntiAffinityCounts.empty() {
 		return true
 	}
 	for _, key := range s.existingAntiAffinityKeys {
-		if value, ok := ni.Label(key); ok && s.existingAntiAffinityCounts[topologyPair{key: key.Name, value: value}] > 0 {
+		if value, ok := ni.Label(key); ok && s.existingAntiAffinityCounts.get(topologyPair{key: key.Name, value: value}) > 0 {
 			return false
 		}
 	}

@@ -1,6 +1,7 @@
 package interpodaffinity
 
 import (
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -509,8 +510,8 @@ func TestRemovePodRestoresExceptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.affinityCounts) != 0 || len(s.existingAntiAffinityCounts) != 0 {
-		t.Errorf("counts not emptied: affinity %v, existing %v", s.affinityCounts, s.existingAntiAffinityCounts)
+	if !s.affinityCounts.empty() || !s.existingAntiAffinityCounts.empty() {
+		t.Errorf("counts not emptied: affinity %v, existing %v", s.affinityCounts.totals(), s.existingAntiAffinityCounts.totals())
 	}
 }
 
@@ -544,14 +545,15 @@ func TestPreFilterParallelMatchesSerial(t *testing.T) {
 		}
 		states = append(states, s)
 	}
-	opts := cmp.Options{cmp.AllowUnexported(preFilterState{}, topologyPair{}), cmpopts.EquateComparable(framework.LabelKey{})}
+	opts := cmp.Options{cmp.AllowUnexported(preFilterState{}, topologyPair{}), cmpopts.EquateComparable(framework.LabelKey{}),
+		cmp.Comparer(func(a, b layeredCounts) bool { return maps.Equal(a.totals(), b.totals()) })}
 	if diff := cmp.Diff(states[0], states[1], opts); diff != "" {
 		t.Errorf("serial vs parallel (-serial,+parallel):\n%s", diff)
 	}
-	if got := states[0].affinityCounts[topologyPair{"zone", "z1"}]; got != 9 {
+	if got := states[0].affinityCounts.get(topologyPair{"zone", "z1"}); got != 9 {
 		t.Errorf("pods matching affinity in z1 = %d, want 9", got)
 	}
-	if got := len(states[0].existingAntiAffinityCounts); got != 10 {
+	if got := len(states[0].existingAntiAffinityCounts.totals()); got != 10 {
 		t.Errorf("repelling hosts = %d, want 10", got)
 	}
 }
@@ -577,8 +579,7 @@ func TestPreFilterJudgesEachClassOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := &preFilterState{pod: incoming, affinityTerms: requiredAffinityTerms(incoming), antiAffinityTerms: requiredAntiAffinityTerms(incoming),
-			existingAntiAffinityCounts: topologyCounts{}, affinityCounts: topologyCounts{}, antiAffinityCounts: topologyCounts{}}
+		want := &preFilterState{pod: incoming, affinityTerms: requiredAffinityTerms(incoming), antiAffinityTerms: requiredAntiAffinityTerms(incoming)}
 		for _, ni := range nodes {
 			for _, existing := range ni.Pods {
 				want.updateWithPod(existing.Pod, ni.Node(), 1)
@@ -586,13 +587,13 @@ func TestPreFilterJudgesEachClassOnce(t *testing.T) {
 		}
 		for _, c := range []struct {
 			name      string
-			want, got topologyCounts
+			want, got layeredCounts
 		}{
 			{"existing anti-affinity", want.existingAntiAffinityCounts, got.existingAntiAffinityCounts},
 			{"affinity", want.affinityCounts, got.affinityCounts},
 			{"anti-affinity", want.antiAffinityCounts, got.antiAffinityCounts},
 		} {
-			if diff := cmp.Diff(c.want, c.got, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(c.want.totals(), c.got.totals(), cmpopts.EquateEmpty()); diff != "" {
 				t.Fatalf("round %d: %s counts (-each pod on its own +by class):\n%s", round, c.name, diff)
 			}
 		}

@@ -14,15 +14,15 @@ import (
 
 // termTotals is one rule's counts: per node and term, the domain value
 // and the pods counted there (0 when the node lacks the key), and their
-// sums per domain, with zero sums deleted as topologyCounts requires.
+// sums per domain.
 type termTotals struct {
 	// numTerms contributions per node: affinity terms first, then
 	// anti-affinity terms.
 	numTerms int
 	values   []string
 	counts   []int32
-	affinity topologyCounts
-	anti     topologyCounts
+	affinity layeredCounts
+	anti     layeredCounts
 }
 
 // ruleKey encodes everything the incoming pod's required terms read: the
@@ -83,16 +83,16 @@ func appendStrings(b []byte, ss []string) []byte {
 // keptIncomingCounts returns copies of the kept counts for s's terms over
 // nodes, brought up to date; ok is false when they must be counted from
 // every pod.
-func (pl *InterPodAffinity) keptIncomingCounts(ctx context.Context, s *preFilterState, nodes []*framework.NodeInfo) (affinity, anti topologyCounts, ok bool) {
+func (pl *InterPodAffinity) keptIncomingCounts(ctx context.Context, s *preFilterState, nodes []*framework.NodeInfo) (affinity, anti layeredCounts, ok bool) {
 	src, ok := pl.lockKept(nodes)
 	if !ok {
-		return nil, nil, false
+		return affinity, anti, false
 	}
 	defer pl.kept.mu.Unlock()
 	x := &pl.kept
 	e, t := x.terms.slot(ruleKey(s))
 	if e == nil {
-		return nil, nil, false
+		return affinity, anti, false
 	}
 	var classes classMemo[matched]
 	renew := func(pos int, ni *framework.NodeInfo) {
@@ -101,11 +101,13 @@ func (pl *InterPodAffinity) keptIncomingCounts(ctx context.Context, s *preFilter
 		t.apply(s, pos, 1)
 	}
 	if !x.terms.refresh(e, src, nodes, &x.positions, renew, func() bool { return t.recount(ctx, pl.handle.Parallelizer(), s, nodes) }) {
-		return nil, nil, false
+		return affinity, anti, false
 	}
 	// Copies: AddPod and RemovePod change a state's counts, and the kept
 	// ones change next cycle.
-	return cloneCounts(t.affinity), cloneCounts(t.anti), true
+	t.affinity.settle()
+	t.anti.settle()
+	return t.affinity.copy(), t.anti.copy(), true
 }
 
 // recount builds t from every node; false if ctx ended first.
@@ -119,7 +121,7 @@ func (t *termTotals) recount(ctx context.Context, par framework.Parallelizer, s 
 	if _, ok := inChunks(ctx, par, len(nodes), func(n int, classes *classMemo[matched]) { t.contribute(s, n, nodes[n], classes) }); !ok {
 		return false
 	}
-	t.affinity, t.anti = topologyCounts{}, topologyCounts{}
+	t.affinity, t.anti = layeredCounts{}, layeredCounts{}
 	for n := range nodes {
 		t.apply(s, n, 1)
 	}
@@ -174,19 +176,10 @@ func (t *termTotals) apply(s *preFilterState, pos int, sign int64) {
 		if n == 0 {
 			continue
 		}
-		m := t.anti
+		m := &t.anti
 		if i < len(s.affinityTerms) {
-			m = t.affinity
+			m = &t.affinity
 		}
-		addPair(m, topologyPair{key: s.termKey(i), value: t.values[pos*t.numTerms+i]}, sign*int64(n))
-	}
-}
-
-// addPair adds delta to p, deleting a count that reaches zero.
-func addPair(m topologyCounts, p topologyPair, delta int64) {
-	if n := m[p] + delta; n != 0 {
-		m[p] = n
-	} else {
-		delete(m, p)
+		m.add(topologyPair{key: s.termKey(i), value: t.values[pos*t.numTerms+i]}, sign*int64(n))
 	}
 }

@@ -18,7 +18,7 @@ type repelTotals struct {
 	// byNode holds the contribution of each node (by position in the
 	// list) that has one.
 	byNode map[int32][]repelPair
-	counts topologyCounts
+	counts layeredCounts
 	// perKey sums counts by topology key; the keys with a sum are the
 	// state's existingAntiAffinityKeys.
 	perKey map[framework.LabelKey]int64
@@ -43,22 +43,22 @@ func repelKey(pod *framework.Pod) string {
 // keptExistingCounts returns a copy of the kept counts for pod's labels,
 // and their keys, brought up to date; ok is false when they must be
 // counted from every repelling pod.
-func (pl *InterPodAffinity) keptExistingCounts(ctx context.Context, pod *framework.Pod, nodes, antiNodes []*framework.NodeInfo) (topologyCounts, []framework.LabelKey, bool) {
+func (pl *InterPodAffinity) keptExistingCounts(ctx context.Context, pod *framework.Pod, nodes, antiNodes []*framework.NodeInfo) (layeredCounts, []framework.LabelKey, bool) {
 	src, ok := pl.lockKept(nodes)
 	if !ok {
-		return nil, nil, false
+		return layeredCounts{}, nil, false
 	}
 	defer pl.kept.mu.Unlock()
 	x := &pl.kept
 	e, t := x.repel.slot(repelKey(pod))
 	if e == nil {
-		return nil, nil, false
+		return layeredCounts{}, nil, false
 	}
 	var byClass classMemo[[]framework.LabelKey]
 	renew := func(pos int, ni *framework.NodeInfo) { t.set(int32(pos), repelContribution(ni, pod, &byClass)) }
 	recount := func() bool { return t.recount(ctx, pl.handle.Parallelizer(), &x.positions, pod, nodes, antiNodes) }
 	if !x.repel.refresh(e, src, nodes, &x.positions, renew, recount) {
-		return nil, nil, false
+		return layeredCounts{}, nil, false
 	}
 	var keys []framework.LabelKey
 	for k := range t.perKey {
@@ -66,7 +66,8 @@ func (pl *InterPodAffinity) keptExistingCounts(ctx context.Context, pod *framewo
 	}
 	// A copy: AddPod and RemovePod change a state's counts, and the kept
 	// ones change next cycle.
-	return cloneCounts(t.counts), keys, true
+	t.counts.settle()
+	return t.counts.copy(), keys, true
 }
 
 // recount builds t from every node with repelling pods; false if ctx
@@ -83,7 +84,7 @@ func (t *repelTotals) recount(ctx context.Context, par framework.Parallelizer, p
 		return false
 	}
 	t.byNode = make(map[int32][]repelPair, len(antiNodes))
-	t.counts, t.perKey = topologyCounts{}, map[framework.LabelKey]int64{}
+	t.counts, t.perKey = layeredCounts{}, map[framework.LabelKey]int64{}
 	for i, pairs := range found {
 		t.set(at[i], pairs)
 	}
@@ -124,7 +125,7 @@ func (t *repelTotals) set(pos int32, pairs []repelPair) {
 }
 
 func (t *repelTotals) add(p repelPair, sign int64) {
-	addPair(t.counts, topologyPair{key: p.key.Name, value: p.value}, sign*p.n)
+	t.counts.add(topologyPair{key: p.key.Name, value: p.value}, sign*p.n)
 	if n := t.perKey[p.key] + sign*p.n; n != 0 {
 		t.perKey[p.key] = n
 	} else {

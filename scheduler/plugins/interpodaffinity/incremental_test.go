@@ -193,8 +193,11 @@ func countsOf(s *preFilterState) map[string]map[topologyPair]int64 {
 	for _, k := range s.existingAntiAffinityKeys {
 		keys[topologyPair{key: k.Name}]++
 	}
-	return map[string]map[topologyPair]int64{"affinity": s.affinityCounts, "anti": s.antiAffinityCounts,
-		"existing": s.existingAntiAffinityCounts, "existing keys": keys}
+	// The domains each kind says it counts, which its empty() answers from.
+	nonzero := map[topologyPair]int64{{key: "affinity"}: int64(s.affinityCounts.nonzero),
+		{key: "anti"}: int64(s.antiAffinityCounts.nonzero), {key: "existing"}: int64(s.existingAntiAffinityCounts.nonzero)}
+	return map[string]map[topologyPair]int64{"affinity": s.affinityCounts.totals(), "anti": s.antiAffinityCounts.totals(),
+		"existing": s.existingAntiAffinityCounts.totals(), "existing keys": keys, "domains counted": nonzero}
 }
 
 // TestKeptScoresDropDomainsNoPodAddsTo: once the last pod a preferred term
