@@ -6,47 +6,82 @@ import (
 	"github.com/berth-io/berth/scheduler/framework"
 )
 
-// topologyPair is one topology domain: a node label and its value.
-type topologyPair struct {
-	key, value string
+// domainCounts counts matches per topology domain, grouped by topology
+// key: Filter looks up a node's domain for every node it visits, and a
+// lookup then hashes only the value, on Go's fast path for string keys,
+// instead of a key and value pair. A count that falls to zero is deleted.
+// The zero value counts nothing.
+type domainCounts []keyCounts
+
+// keyCounts are the counts of the domains of one topology key.
+type keyCounts struct {
+	key    string
+	values map[string]int64
 }
 
-// topologyCounts counts matches per domain. A count that falls to zero is
-// deleted, so an empty map means no match anywhere.
-type topologyCounts map[topologyPair]int64
-
-// inc counts one more match in p, making the map if needed.
-func (m *topologyCounts) inc(p topologyPair) {
-	if *m == nil {
-		*m = topologyCounts{}
+// of returns the counts of key's domains; nil if it has none.
+func (d domainCounts) of(key string) map[string]int64 {
+	for i := range d {
+		if d[i].key == key {
+			return d[i].values
+		}
 	}
-	(*m)[p]++
+	return nil
 }
 
-// addPair adds delta to p, deleting a count that reaches zero.
-func addPair(m topologyCounts, p topologyPair, delta int64) {
-	if n := m[p] + delta; n != 0 {
-		m[p] = n
+// add adds delta to the domain key=value.
+func (d *domainCounts) add(key, value string, delta int64) {
+	m := d.of(key)
+	if m == nil {
+		m = map[string]int64{}
+		*d = append(*d, keyCounts{key: key, values: m})
+	}
+	if n := m[value] + delta; n != 0 {
+		m[value] = n
 	} else {
-		delete(m, p)
+		delete(m, value)
 	}
+}
+
+// addAll adds every count of o.
+func (d *domainCounts) addAll(o domainCounts, sign int64) {
+	for _, k := range o {
+		for v, n := range k.values {
+			d.add(k.key, v, sign*n)
+		}
+	}
+}
+
+// domains returns how many domains hold a count.
+func (d domainCounts) domains() int {
+	n := 0
+	for i := range d {
+		n += len(d[i].values)
+	}
+	return n
+}
+
+func (d domainCounts) clone() domainCounts {
+	if d == nil {
+		return nil
+	}
+	out := make(domainCounts, len(d))
+	for i := range d {
+		out[i] = keyCounts{key: d[i].key, values: maps.Clone(d[i].values)}
+	}
+	return out
 }
 
 // mergeCounts sums per-chunk counts; with one chunk (the inline case) it
-// returns that chunk's map as is. The result is never nil.
-func mergeCounts(parts []topologyCounts) topologyCounts {
-	var out topologyCounts
-	for _, part := range parts {
-		if out == nil {
+// returns that chunk's counts as they are.
+func mergeCounts(parts []domainCounts) domainCounts {
+	var out domainCounts
+	for i, part := range parts {
+		if i == 0 {
 			out = part
 			continue
 		}
-		for p, n := range part {
-			out[p] += n
-		}
-	}
-	if out == nil {
-		out = topologyCounts{}
+		out.addAll(part, 1)
 	}
 	return out
 }
@@ -59,21 +94,22 @@ func mergeCounts(parts []topologyCounts) topologyCounts {
 // anti-affinity workload's CPU; a copy here copies only the changes. The
 // zero value counts nothing.
 type layeredCounts struct {
-	base    topologyCounts
-	changes topologyCounts
+	base    domainCounts
+	changes domainCounts
 	// nonzero counts the domains whose total is not zero.
 	nonzero int
 }
 
-// layered makes m the base of new counts; m must not be written after.
-func layered(m topologyCounts) layeredCounts {
-	return layeredCounts{base: m, nonzero: len(m)}
+// layered makes d the base of new counts; d must not be written after.
+func layered(d domainCounts) layeredCounts {
+	return layeredCounts{base: d, nonzero: d.domains()}
 }
 
-func (c *layeredCounts) get(p topologyPair) int64 {
-	n := c.base[p]
+// get returns the count of the domain key=value.
+func (c *layeredCounts) get(key, value string) int64 {
+	n := c.base.of(key)[value]
 	if len(c.changes) > 0 {
-		n += c.changes[p]
+		n += c.changes.of(key)[value]
 	}
 	return n
 }
@@ -81,13 +117,10 @@ func (c *layeredCounts) get(p topologyPair) int64 {
 // empty reports whether no domain counts anything.
 func (c *layeredCounts) empty() bool { return c.nonzero == 0 }
 
-// add adds delta to the count of p.
-func (c *layeredCounts) add(p topologyPair, delta int64) {
-	before := c.get(p)
-	if c.changes == nil {
-		c.changes = topologyCounts{}
-	}
-	addPair(c.changes, p, delta)
+// add adds delta to the count of the domain key=value.
+func (c *layeredCounts) add(key, value string, delta int64) {
+	before := c.get(key, value)
+	c.changes.add(key, value, delta)
 	switch after := before + delta; {
 	case before == 0 && after != 0:
 		c.nonzero++
@@ -100,13 +133,13 @@ func (c *layeredCounts) add(p topologyPair, delta int64) {
 // key belong to no domain.
 func (c *layeredCounts) addOnNode(node *framework.Node, key string, delta int64) {
 	if value, ok := node.Labels[key]; ok {
-		c.add(topologyPair{key: key, value: value}, delta)
+		c.add(key, value, delta)
 	}
 }
 
 // copy returns counts equal to c that share its base.
 func (c *layeredCounts) copy() layeredCounts {
-	return layeredCounts{base: c.base, changes: maps.Clone(c.changes), nonzero: c.nonzero}
+	return layeredCounts{base: c.base, changes: c.changes.clone(), nonzero: c.nonzero}
 }
 
 // settle folds the changes into a new base once they pass a share of it,
@@ -114,7 +147,7 @@ func (c *layeredCounts) copy() layeredCounts {
 // base, and the share puts a fold about every len(base)/foldShare changed
 // domains.
 func (c *layeredCounts) settle() {
-	if len(c.changes) <= max(foldMin, len(c.base)/foldShare) {
+	if c.changes.domains() <= max(foldMin, c.base.domains()/foldShare) {
 		return
 	}
 	if len(c.base) == 0 {
@@ -122,10 +155,8 @@ func (c *layeredCounts) settle() {
 		c.base, c.changes = c.changes, nil
 		return
 	}
-	base := maps.Clone(c.base)
-	for p, n := range c.changes {
-		addPair(base, p, n)
-	}
+	base := c.base.clone()
+	base.addAll(c.changes, 1)
 	c.base, c.changes = base, nil
 }
 
@@ -134,14 +165,21 @@ const (
 	foldShare = 64
 )
 
-// totals returns the counts as one map, without zeros.
-func (c *layeredCounts) totals() topologyCounts {
-	out := maps.Clone(c.base)
-	if out == nil {
-		out = topologyCounts{}
-	}
-	for p, n := range c.changes {
-		addPair(out, p, n)
+// topologyPair is one topology domain: a node label and its value.
+type topologyPair struct {
+	key, value string
+}
+
+// totals returns the counts as one map, without zeros (for tests and
+// messages).
+func (c *layeredCounts) totals() map[topologyPair]int64 {
+	sum := c.base.clone()
+	sum.addAll(c.changes, 1)
+	out := map[topologyPair]int64{}
+	for _, k := range sum {
+		for v, n := range k.values {
+			out[topologyPair{key: k.key, value: v}] = n
+		}
 	}
 	return out
 }

@@ -16,9 +16,9 @@ func TestLayeredCountsCopiesAreIndependent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	type held struct {
 		counts layeredCounts
-		want   topologyCounts
+		want   map[topologyPair]int64
 	}
-	all := []*held{{want: topologyCounts{}}}
+	all := []*held{{want: map[topologyPair]int64{}}}
 	domains := 200
 	for step := range 20000 {
 		h := all[rng.IntN(len(all))]
@@ -28,13 +28,15 @@ func TestLayeredCountsCopiesAreIndependent(t *testing.T) {
 		case r < 4:
 			h.counts.settle()
 		default:
-			p := topologyPair{key: "host", value: string(rune('a' + rng.IntN(domains)))}
+			p := topologyPair{key: []string{"host", "zone"}[rng.IntN(2)], value: string(rune('a' + rng.IntN(domains)))}
 			delta := int64(rng.IntN(3) - 1)
 			if delta == 0 || h.want[p]+delta < 0 {
 				delta = 1
 			}
-			h.counts.add(p, delta)
-			addPair(h.want, p, delta)
+			h.counts.add(p.key, p.value, delta)
+			if h.want[p] += delta; h.want[p] == 0 {
+				delete(h.want, p)
+			}
 		}
 		check := []*held{h}
 		if step%100 == 0 {

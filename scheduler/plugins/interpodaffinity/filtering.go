@@ -135,19 +135,19 @@ func (pl *InterPodAffinity) existingAntiAffinityCounts(ctx context.Context, pod 
 		return counts, keys
 	}
 	type found struct {
-		counts  topologyCounts
+		counts  domainCounts
 		keys    []framework.LabelKey
 		byClass classMemo[[]framework.LabelKey]
 	}
 	results := forEachChunk(ctx, pl.handle.Parallelizer(), antiNodes, func(ni *framework.NodeInfo, out *found) {
 		forEachRepelling(ni, pod, &out.byClass, func(key framework.LabelKey, value string) {
-			out.counts.inc(topologyPair{key: key.Name, value: value})
+			out.counts.add(key.Name, value, 1)
 			if !slices.Contains(out.keys, key) {
 				out.keys = append(out.keys, key)
 			}
 		})
 	})
-	parts := make([]topologyCounts, len(results))
+	parts := make([]domainCounts, len(results))
 	var keys []framework.LabelKey
 	for i := range results {
 		parts[i] = results[i].counts
@@ -195,7 +195,7 @@ func (pl *InterPodAffinity) incomingCounts(ctx context.Context, s *preFilterStat
 		return affinity, anti
 	}
 	type found struct {
-		affinity, anti topologyCounts
+		affinity, anti domainCounts
 		byClass        classMemo[matched]
 	}
 	results := forEachChunk(ctx, pl.handle.Parallelizer(), nodes, func(ni *framework.NodeInfo, out *found) {
@@ -204,20 +204,20 @@ func (pl *InterPodAffinity) incomingCounts(ctx context.Context, s *preFilterStat
 			if m.all {
 				for _, key := range s.affinityKeys {
 					if value, ok := ni.Label(key); ok {
-						out.affinity.inc(topologyPair{key: key.Name, value: value})
+						out.affinity.add(key.Name, value, 1)
 					}
 				}
 			}
 			for _, j := range m.antiTerms {
 				key := s.antiAffinityKeys[j]
 				if value, ok := ni.Label(key); ok {
-					out.anti.inc(topologyPair{key: key.Name, value: value})
+					out.anti.add(key.Name, value, 1)
 				}
 			}
 		}
 	})
-	affinityParts := make([]topologyCounts, len(results))
-	antiParts := make([]topologyCounts, len(results))
+	affinityParts := make([]domainCounts, len(results))
+	antiParts := make([]domainCounts, len(results))
 	for i := range results {
 		affinityParts[i], antiParts[i] = results[i].affinity, results[i].anti
 	}
@@ -354,7 +354,7 @@ func (s *preFilterState) satisfiesAffinity(ni *framework.NodeInfo) bool {
 		if !ok {
 			return false
 		}
-		if s.affinityCounts.get(topologyPair{key: key.Name, value: value}) <= 0 {
+		if s.affinityCounts.get(key.Name, value) <= 0 {
 			podsExist = false
 		}
 	}
@@ -371,7 +371,7 @@ func (s *preFilterState) satisfiesAntiAffinity(ni *framework.NodeInfo) bool {
 		return true
 	}
 	for _, key := range s.antiAffinityKeys {
-		if value, ok := ni.Label(key); ok && s.antiAffinityCounts.get(topologyPair{key: key.Name, value: value}) > 0 {
+		if value, ok := ni.Label(key); ok && s.antiAffinityCounts.get(key.Name, value) > 0 {
 			return false
 		}
 	}
@@ -385,7 +385,7 @@ func (s *preFilterState) satisfiesExistingAntiAffinity(ni *framework.NodeInfo) b
 		return true
 	}
 	for _, key := range s.existingAntiAffinityKeys {
-		if value, ok := ni.Label(key); ok && s.existingAntiAffinityCounts.get(topologyPair{key: key.Name, value: value}) > 0 {
+		if value, ok := ni.Label(key); ok && s.existingAntiAffinityCounts.get(key.Name, value) > 0 {
 			return false
 		}
 	}

@@ -550,7 +550,7 @@ func TestPreFilterParallelMatchesSerial(t *testing.T) {
 	if diff := cmp.Diff(states[0], states[1], opts); diff != "" {
 		t.Errorf("serial vs parallel (-serial,+parallel):\n%s", diff)
 	}
-	if got := states[0].affinityCounts.get(topologyPair{"zone", "z1"}); got != 9 {
+	if got := states[0].affinityCounts.get("zone", "z1"); got != 9 {
 		t.Errorf("pods matching affinity in z1 = %d, want 9", got)
 	}
 	if got := len(states[0].existingAntiAffinityCounts.totals()); got != 10 {

@@ -180,6 +180,6 @@ func (t *termTotals) apply(s *preFilterState, pos int, sign int64) {
 		if i < len(s.affinityTerms) {
 			m = &t.affinity
 		}
-		m.add(topologyPair{key: s.termKey(i), value: t.values[pos*t.numTerms+i]}, sign*int64(n))
+		m.add(s.termKey(i), t.values[pos*t.numTerms+i], sign*int64(n))
 	}
 }

@@ -125,7 +125,7 @@ func (t *repelTotals) set(pos int32, pairs []repelPair) {
 }
 
 func (t *repelTotals) add(p repelPair, sign int64) {
-	t.counts.add(topologyPair{key: p.key.Name, value: p.value}, sign*p.n)
+	t.counts.add(p.key.Name, p.value, sign*p.n)
 	if n := t.perKey[p.key] + sign*p.n; n != 0 {
 		t.perKey[p.key] = n
 	} else {
