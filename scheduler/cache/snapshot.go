@@ -145,8 +145,11 @@ func (s *Snapshot) rebuildLists(names []string) {
 }
 
 func (s *Snapshot) rebuildAffinityLists() {
-	s.havePodsWithAffinity = nil
-	s.havePodsWithRequiredAntiAffinity = nil
+	// Room for the lists as they were and a few more: a workload that puts
+	// one pod with affinity on each node changes the lists every cycle, and
+	// growing them from nothing was most of the rebuild.
+	s.havePodsWithAffinity = withRoomFor(len(s.havePodsWithAffinity))
+	s.havePodsWithRequiredAntiAffinity = withRoomFor(len(s.havePodsWithRequiredAntiAffinity))
 	for _, ni := range s.nodeInfoList {
 		if len(ni.PodsWithAffinity) > 0 {
 			s.havePodsWithAffinity = append(s.havePodsWithAffinity, ni)
@@ -155,6 +158,15 @@ func (s *Snapshot) rebuildAffinityLists() {
 			s.havePodsWithRequiredAntiAffinity = append(s.havePodsWithRequiredAntiAffinity, ni)
 		}
 	}
+}
+
+// withRoomFor returns an empty list with room for n nodes and some more;
+// nil for none, as lists of nothing are.
+func withRoomFor(n int) []*framework.NodeInfo {
+	if n == 0 {
+		return nil
+	}
+	return make([]*framework.NodeInfo, 0, n+n/8+8)
 }
 
 // reset empties the snapshot so the next update copies everything.
