@@ -102,7 +102,7 @@ func (v *nominationView) get(ni *framework.NodeInfo) nominations {
 	if !v.mayHave(h) {
 		return nominations{}
 	}
-	return v.buckets[h%nominationBuckets].byNode[ni.Node().Name]
+	return v.buckets[h%nominationBuckets].byNode[ni.Name()]
 }
 
 // lookup returns the nominations of the named node.

@@ -146,7 +146,7 @@ func (s *Placer) Schedule(ctx context.Context, fwk *runtime.Framework, state *fr
 	}
 	evaluated := len(feasibleNodes) + diag.NodeToStatus.Len()
 	if len(feasibleNodes) == 1 {
-		return Result{SuggestedHost: feasibleNodes[0].Node().Name, EvaluatedNodes: evaluated, FeasibleNodes: 1}, nil
+		return Result{SuggestedHost: feasibleNodes[0].Name(), EvaluatedNodes: evaluated, FeasibleNodes: 1}, nil
 	}
 	var memo runtime.RawScoreMemo
 	if s.cur != nil {
@@ -158,7 +158,7 @@ func (s *Placer) Schedule(ctx context.Context, fwk *runtime.Framework, state *fr
 		return Result{}, err
 	}
 	best := selectHost(totals, s.ties)
-	return Result{SuggestedHost: feasibleNodes[best].Node().Name, EvaluatedNodes: evaluated, FeasibleNodes: len(feasibleNodes)}, nil
+	return Result{SuggestedHost: feasibleNodes[best].Name(), EvaluatedNodes: evaluated, FeasibleNodes: len(feasibleNodes)}, nil
 }
 
 // signature returns the pod's signature if this cycle may use the memo

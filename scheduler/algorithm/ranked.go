@@ -146,7 +146,7 @@ func (s *Placer) placeRanked(ctx context.Context, fwk *runtime.Framework, state 
 	if found == 1 {
 		pos := s.kthFeasibleFrom(start, 1)
 		s.advanceRanked(length)
-		return Result{SuggestedHost: nodes[pos].Node().Name, EvaluatedNodes: length, FeasibleNodes: 1}, rankedDone, nil
+		return Result{SuggestedHost: nodes[pos].Name(), EvaluatedNodes: length, FeasibleNodes: 1}, rankedDone, nil
 	}
 
 	// PreScore reads no feasible node (PreScoreUsesNodes), so it runs
@@ -180,7 +180,7 @@ func (s *Placer) placeRanked(ctx context.Context, fwk *runtime.Framework, state 
 		}
 		rk.runs, rk.remakes = 0, 0
 	}
-	return Result{SuggestedHost: nodes[pos].Node().Name, EvaluatedNodes: length, FeasibleNodes: found}, rankedDone, nil
+	return Result{SuggestedHost: nodes[pos].Name(), EvaluatedNodes: length, FeasibleNodes: found}, rankedDone, nil
 }
 
 // prepareRankedScores takes the cycle's Score plugins after PreScore:

@@ -139,7 +139,7 @@ func (s *Snapshot) rebuildLists(names []string) {
 	for i, ni := range s.nodeInfoList {
 		laidOut[i] = *ni
 		s.nodeInfoList[i] = &laidOut[i]
-		s.nodeInfoMap[ni.Node().Name] = &laidOut[i]
+		s.nodeInfoMap[ni.Name()] = &laidOut[i]
 	}
 	s.rebuildAffinityLists()
 }

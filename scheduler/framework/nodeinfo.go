@@ -118,6 +118,10 @@ type NodeInfo struct {
 	Allocatable Resource
 
 	NonZeroRequested Resource
+	// name is the node's, copied beside what scoring reads: it labels
+	// every score, and reading it through node was a cache miss per node
+	// and cycle.
+	name string
 	// PodsWithAffinity and PodsWithRequiredAntiAffinity are the subsets
 	// inter-pod affinity needs, kept so it need not scan every pod.
 	PodsWithAffinity             []*PodInfo
@@ -303,10 +307,14 @@ func (n *NodeInfo) Node() *Node {
 	return n.node
 }
 
+// Name is the node's name without reading the Node; "" while only its
+// pods are known.
+func (n *NodeInfo) Name() string { return n.name }
+
 // SetNode sets the node and its allocatable.
 func (n *NodeInfo) SetNode(node *Node) {
 	// What is read from node here is kept: a changed Node is set again.
-	n.node = node
+	n.node, n.name = node, node.Name
 	n.nameHash = NodeNameHash(node.Name)
 	n.unschedulable, n.tainted = node.Unschedulable, len(node.Taints) > 0
 	n.topology, n.hasTopology = [len(wellKnownTopology)]string{}, 0
@@ -330,7 +338,7 @@ func (n *NodeInfo) SetNode(node *Node) {
 // RemoveNode forgets the node but keeps its pods, which may still be
 // deleted later.
 func (n *NodeInfo) RemoveNode() {
-	n.node = nil
+	n.node, n.name = nil, ""
 	n.Generation = NextGeneration()
 }
 
@@ -517,6 +525,7 @@ func (n *NodeInfo) CloneInto(dst *NodeInfo) {
 	}
 	*dst = NodeInfo{
 		node:             n.node,
+		name:             n.name,
 		Pods:             append(pods[:0], n.Pods...),
 		UsedPorts:        ports,
 		Requested:        n.Requested.Clone(),

@@ -23,6 +23,7 @@ func TestForAddingKnowsEveryNodeInfoField(t *testing.T) {
 		"ImageStates":                  "shared: AddPodInfo leaves it",
 		"Generation":                   "a value",
 		"byPriority":                   "shared: AddPodInfo replaces it, never changes it in place",
+		"name":                         "a value, set with the node",
 		"nameHash":                     "a value, set with the node",
 		"unschedulable":                "a value, set with the node",
 		"tainted":                      "a value, set with the node",

@@ -271,7 +271,7 @@ func (f *Framework) RunScorePluginsWithMemo(ctx context.Context, state *framewor
 // scoreNode scores the n-th node with every active plugin into out.
 func (f *Framework) scoreNode(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, ni *framework.NodeInfo, n int, out *framework.NodeScores,
 	active []int, errOnce *firstError) {
-	name := ni.Node().Name
+	name := ni.Name()
 	for p, i := range active {
 		pl := f.score[i]
 		s, st := pl.Score(ctx, state, pod, ni)
@@ -300,7 +300,7 @@ func (f *Framework) scoreWithMemo(ctx context.Context, state *framework.CycleSta
 			missed = append(missed, n)
 			continue
 		}
-		name := ni.Node().Name
+		name := ni.Name()
 		for p, list := range lists {
 			list[n] = framework.NodeScore{Name: name, Score: raw[p]}
 		}

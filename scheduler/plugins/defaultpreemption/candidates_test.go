@@ -123,7 +123,7 @@ func podsOf(pis []*framework.PodInfo) []*framework.Pod {
 func TestWithoutLowerPriorityKnowsEveryNodeInfoField(t *testing.T) {
 	known := map[string]bool{
 		"node": true, "Pods": true, "PodsWithAffinity": true, "PodsWithRequiredAntiAffinity": true, "UsedPorts": true,
-		"Requested": true, "NonZeroRequested": true, "Allocatable": true, "ImageStates": true, "Generation": true, "byPriority": true, "nameHash": true, "unschedulable": true, "tainted": true,
+		"Requested": true, "NonZeroRequested": true, "Allocatable": true, "ImageStates": true, "Generation": true, "byPriority": true, "name": true, "nameHash": true, "unschedulable": true, "tainted": true,
 		"topology": true, "hasTopology": true, "canonical": true,
 	}
 	typ := reflect.TypeFor[framework.NodeInfo]()
