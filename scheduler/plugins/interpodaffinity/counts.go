@@ -44,10 +44,10 @@ func (d *domainCounts) add(key, value string, delta int64) {
 }
 
 // addAll adds every count of o.
-func (d *domainCounts) addAll(o domainCounts, sign int64) {
+func (d *domainCounts) addAll(o domainCounts) {
 	for _, k := range o {
 		for v, n := range k.values {
-			d.add(k.key, v, sign*n)
+			d.add(k.key, v, n)
 		}
 	}
 }
@@ -81,7 +81,7 @@ func mergeCounts(parts []domainCounts) domainCounts {
 			out = part
 			continue
 		}
-		out.addAll(part, 1)
+		out.addAll(part)
 	}
 	return out
 }
@@ -156,7 +156,7 @@ func (c *layeredCounts) settle() {
 		return
 	}
 	base := c.base.clone()
-	base.addAll(c.changes, 1)
+	base.addAll(c.changes)
 	c.base, c.changes = base, nil
 }
 
@@ -174,7 +174,7 @@ type topologyPair struct {
 // messages).
 func (c *layeredCounts) totals() map[topologyPair]int64 {
 	sum := c.base.clone()
-	sum.addAll(c.changes, 1)
+	sum.addAll(c.changes)
 	out := map[topologyPair]int64{}
 	for _, k := range sum {
 		for v, n := range k.values {
