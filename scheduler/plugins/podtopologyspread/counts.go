@@ -134,6 +134,9 @@ type domainTotals struct {
 	byValue map[string]int32
 	pods    []int64
 	members []int32
+	// matches are the pods per domain with a member node, as Filter's
+	// state holds them, kept in step for the cycles to copy.
+	matches domainMatches
 }
 
 func (t *domainTotals) intern(v string) int32 {
@@ -244,10 +247,24 @@ func (x *countIndex) totalsFor(ctx context.Context, pl *PodTopologySpread, r *co
 // must be recounted.
 func (x *countIndex) catchUp(t *domainTotals, r *countRule, src framework.NodeChangeLog, all []*framework.NodeInfo) bool {
 	return t.kept.CatchUp(src, all, &x.positions, func(pos int, ni *framework.NodeInfo) {
-		t.add(t.perNode[pos], -1)
+		old := t.perNode[pos]
+		t.add(old, -1)
 		t.perNode[pos] = t.of(r, ni)
 		t.add(t.perNode[pos], 1)
+		t.syncMatches(old.dom)
+		t.syncMatches(t.perNode[pos].dom)
 	})
+}
+
+// syncMatches brings domain dom's entry in matches up to date.
+func (t *domainTotals) syncMatches(dom int32) {
+	switch {
+	case dom < 0:
+	case t.members[dom] > 0:
+		t.matches.set(t.values[dom], int(t.pods[dom]))
+	default:
+		t.matches.remove(t.values[dom])
+	}
 }
 
 // recount builds t from every node: pods are counted in parallel, and
@@ -279,6 +296,9 @@ func (t *domainTotals) recount(ctx context.Context, pl *PodTopologySpread, r *co
 		c.dom = t.intern(ni.Node().Labels[r.topologyKey])
 		t.add(*c, 1)
 	}
+	m := make(map[string]int, len(t.values))
+	t.each(func(v string, pods int64) { m[v] = int(pods) })
+	t.matches = matchesOf(m)
 }
 
 // incrementalTotals returns, for each of cs, the up-to-date totals of

@@ -2,8 +2,7 @@ package podtopologyspread
 
 import (
 	"context"
-	"maps"
-	"math"
+
 	"slices"
 	"unique"
 	"unsafe"
@@ -13,47 +12,6 @@ import (
 )
 
 const preFilterStateKey framework.StateKey = "PreFilter" + Name
-
-// criticalPaths keeps the two domains with the fewest matching pods of one
-// constraint; [0] always holds the minimum, [1] is no smaller but not
-// necessarily the second smallest. Two are enough because preemption and
-// nominated pods change one node at a time, each on its own clone of the
-// state (kube relies on the same fact).
-type criticalPaths [2]struct {
-	topologyValue string
-	matchNum      int
-}
-
-func newCriticalPaths() criticalPaths {
-	var p criticalPaths
-	p[0].matchNum, p[1].matchNum = math.MaxInt32, math.MaxInt32
-	return p
-}
-
-// update records that domain value now has num matching pods.
-func (p *criticalPaths) update(value string, num int) {
-	i := -1
-	switch value {
-	case p[0].topologyValue:
-		i = 0
-	case p[1].topologyValue:
-		i = 1
-	}
-	if i >= 0 {
-		p[i].matchNum = num
-		if p[0].matchNum > p[1].matchNum {
-			p[0], p[1] = p[1], p[0]
-		}
-		return
-	}
-	switch {
-	case num < p[0].matchNum:
-		p[1] = p[0]
-		p[0].topologyValue, p[0].matchNum = value, num
-	case num < p[1].matchNum:
-		p[1].topologyValue, p[1].matchNum = value, num
-	}
-}
 
 // preFilterState is what Filter needs of the hard constraints: per
 // constraint, the matching pods of every eligible domain and the emptiest
@@ -69,11 +27,10 @@ type preFilterState struct {
 	selfMatch []bool
 	affinity  *nodeaffinity.RequiredNodeAffinity
 
-	criticalPaths []criticalPaths
-	// tpValueToMatchNum[i] maps each eligible domain of constraint i to
-	// its number of matching pods.
-	tpValueToMatchNum []map[string]int
-	// shared[i] repeats tpValueToMatchNum[i] by canonical value when
+	// matches[i] counts the matching pods of each eligible domain of
+	// constraint i, and their minimum.
+	matches []domainMatches
+	// shared[i] repeats matches[i] by canonical value when
 	// constraint i's label has them (framework.LabelKey.Canonical) and at
 	// most maxSharedDomains domains; nil otherwise. Filter then finds a
 	// node's count by the address of its value, not by hashing it.
@@ -95,14 +52,13 @@ func (s *preFilterState) Clone() framework.StateData {
 		return nil
 	}
 	c := &preFilterState{
-		constraints:       s.constraints,
-		selfMatch:         s.selfMatch,
-		affinity:          s.affinity,
-		criticalPaths:     append([]criticalPaths(nil), s.criticalPaths...),
-		tpValueToMatchNum: make([]map[string]int, len(s.tpValueToMatchNum)),
+		constraints: s.constraints,
+		selfMatch:   s.selfMatch,
+		affinity:    s.affinity,
+		matches:     make([]domainMatches, len(s.matches)),
 	}
-	for i, m := range s.tpValueToMatchNum {
-		c.tpValueToMatchNum[i] = maps.Clone(m)
+	for i := range s.matches {
+		c.matches[i] = s.matches[i].copy()
 	}
 	if s.shared != nil {
 		c.shared = make([][]domainCount, len(s.shared))
@@ -113,20 +69,20 @@ func (s *preFilterState) Clone() framework.StateData {
 	return c
 }
 
-// indexShared builds shared from tpValueToMatchNum.
+// indexShared builds shared from matches.
 func (s *preFilterState) indexShared() {
 	for i := range s.constraints {
-		m := s.tpValueToMatchNum[i]
-		if !s.constraints[i].label.Canonical() || len(m) > maxSharedDomains {
+		m := &s.matches[i]
+		if !s.constraints[i].label.Canonical() || m.domains > maxSharedDomains {
 			continue
 		}
 		if s.shared == nil {
 			s.shared = make([][]domainCount, len(s.constraints))
 		}
-		t := make([]domainCount, 0, len(m))
-		for v, num := range m {
+		t := make([]domainCount, 0, m.domains)
+		m.each(func(v string, num int) {
 			t = append(t, domainCount{value: unique.Make(v).Value(), num: num})
-		}
+		})
 		s.shared[i] = t
 	}
 }
@@ -152,7 +108,7 @@ func (s *preFilterState) setShared(i int, v string, num int) {
 	s.shared[i] = append(t, domainCount{value: v, num: num})
 }
 
-// matchNum is tpValueToMatchNum[i][value].
+// matchNum is the matching pods of domain value of constraint i.
 func (s *preFilterState) matchNum(i int, value string) int {
 	if s.shared != nil {
 		for _, d := range s.shared[i] {
@@ -163,16 +119,17 @@ func (s *preFilterState) matchNum(i int, value string) int {
 			}
 		}
 	}
-	return s.tpValueToMatchNum[i][value]
+	n, _ := s.matches[i].get(value)
+	return n
 }
 
 // minMatchNum is the global minimum the skew of constraint i is measured
 // from: 0 while fewer domains than minDomains are eligible.
 func (s *preFilterState) minMatchNum(i int) int {
-	if len(s.tpValueToMatchNum[i]) < int(s.constraints[i].minDomains) {
+	if s.matches[i].domains < int(s.constraints[i].minDomains) {
 		return 0
 	}
-	return s.criticalPaths[i][0].matchNum
+	return s.matches[i].minimum()
 }
 
 // PreFilter implements framework.PreFilterPlugin: it counts, for every
@@ -224,23 +181,15 @@ func (s *preFilterState) updateWithPod(updated, incoming *framework.Pod, node *f
 		if !c.selector.matches(updated.Labels) || !c.includesNode(incoming, node, s.affinity) {
 			continue
 		}
+		// The minimum stays exact: Kubernetes tracks only the two
+		// emptiest domains here and can miss that a third became the
+		// emptiest, rare trouble for its nominated pods but not for Berth,
+		// which folds every pod placed concurrently into a cycle's state
+		// before assuming.
 		v := node.Labels[c.topologyKey]
-		s.tpValueToMatchNum[i][v] += delta
-		s.setShared(i, v, s.tpValueToMatchNum[i][v])
-		paths := &s.criticalPaths[i]
-		if delta > 0 && (v == paths[0].topologyValue || v == paths[1].topologyValue) {
-			// A tracked domain grew, so an untracked one may now be the
-			// emptiest: find the two again. Kubernetes only updates the
-			// pair here, which is rare trouble for its nominated pods but
-			// not for Berth, which folds every pod placed concurrently into
-			// a cycle's state before assuming and so grows both.
-			*paths = newCriticalPaths()
-			for dv, num := range s.tpValueToMatchNum[i] {
-				paths.update(dv, num)
-			}
-			continue
-		}
-		paths.update(v, s.tpValueToMatchNum[i][v])
+		n, _ := s.matches[i].get(v)
+		s.matches[i].set(v, n+delta)
+		s.setShared(i, v, n+delta)
 	}
 }
 
@@ -253,26 +202,21 @@ func (pl *PodTopologySpread) calPreFilterState(ctx context.Context, pod *framewo
 	}
 	aff := nodeaffinity.GetRequiredNodeAffinity(pod)
 	s := &preFilterState{
-		constraints:       cs,
-		selfMatch:         make([]bool, len(cs)),
-		affinity:          &aff,
-		criticalPaths:     make([]criticalPaths, len(cs)),
-		tpValueToMatchNum: make([]map[string]int, len(cs)),
+		constraints: cs,
+		selfMatch:   make([]bool, len(cs)),
+		affinity:    &aff,
+		matches:     make([]domainMatches, len(cs)),
 	}
 	for i := range cs {
 		s.selfMatch[i] = cs[i].selector.matches(pod.Labels)
-		size := 0
-		if cs[i].topologyKey == LabelHostname {
-			size = len(nodes)
-		}
-		s.tpValueToMatchNum[i] = make(map[string]int, size)
 	}
 
 	counted := false
 	if idx := pl.counts.acquire(); idx != nil {
 		if totals := pl.incrementalTotals(ctx, idx, pod, cs, requiredKeys(cs), nodes); totals != nil {
 			for i, t := range totals {
-				t.each(func(v string, pods int64) { s.tpValueToMatchNum[i][v] = int(pods) })
+				t.matches.settle()
+				s.matches[i] = t.matches.copy()
 			}
 			counted = true
 		}
@@ -283,17 +227,11 @@ func (pl *PodTopologySpread) calPreFilterState(ctx context.Context, pod *framewo
 			return nil, err
 		}
 	}
-	for i := range cs {
-		s.criticalPaths[i] = newCriticalPaths()
-		for v, num := range s.tpValueToMatchNum[i] {
-			s.criticalPaths[i].update(v, num)
-		}
-	}
 	s.indexShared()
 	return s, nil
 }
 
-// countNodeByNode fills s.tpValueToMatchNum looking at every node, with
+// countNodeByNode fills s.matches looking at every node, with
 // the count memos where it can.
 func (pl *PodTopologySpread) countNodeByNode(ctx context.Context, s *preFilterState, pod *framework.Pod, nodes []*framework.NodeInfo) error {
 	cs, aff := s.constraints, s.affinity
@@ -352,11 +290,13 @@ func (pl *PodTopologySpread) countNodeByNode(ctx context.Context, s *preFilterSt
 				present[id] = true
 			}
 		}
+		m := make(map[string]int, len(present))
 		for id, ok := range present {
 			if ok {
-				s.tpValueToMatchNum[i][domValues[i][id]] = perDomain[id]
+				m[domValues[i][id]] = perDomain[id]
 			}
 		}
+		s.matches[i] = matchesOf(m)
 	}
 	return nil
 }

@@ -42,8 +42,8 @@ func TestSharedCountsFollowTheMap(t *testing.T) {
 	}
 	orig, _ := framework.ReadState[*preFilterState](state, preFilterStateKey)
 	for i := range orig.constraints {
-		if orig.shared == nil || len(orig.shared[i]) != len(orig.tpValueToMatchNum[i]) {
-			t.Fatalf("constraint %d: shared counts %v, want one per domain of %v", i, orig.shared, orig.tpValueToMatchNum[i])
+		if orig.shared == nil || len(orig.shared[i]) != orig.matches[i].domains {
+			t.Fatalf("constraint %d: shared counts %v, want one per domain of %v", i, orig.shared, orig.matches[i].all())
 		}
 	}
 	before := summarize(orig)
@@ -74,9 +74,9 @@ func TestSharedCountsFollowTheMap(t *testing.T) {
 		}
 		for _, ni := range infos {
 			for i := range s.constraints {
-				if v, ok := ni.Label(s.constraints[i].label); ok && s.matchNum(i, v) != s.tpValueToMatchNum[i][v] {
+				if v, ok := ni.Label(s.constraints[i].label); ok && s.matchNum(i, v) != s.matches[i].all()[v] {
 					t.Fatalf("step %d, node %s: constraint %d counts %d in %q, the map %d",
-						step, ni.Node().Name, i, s.matchNum(i, v), v, s.tpValueToMatchNum[i][v])
+						step, ni.Node().Name, i, s.matchNum(i, v), v, s.matches[i].all()[v])
 				}
 			}
 			if got, want := s.verdict(ni), byMap(ni); got != want {
@@ -89,8 +89,8 @@ func TestSharedCountsFollowTheMap(t *testing.T) {
 	}
 	for i, t0 := range orig.shared {
 		for _, d := range t0 {
-			if d.num != orig.tpValueToMatchNum[i][d.value] {
-				t.Errorf("original constraint %d: shared %q = %d, map %d", i, d.value, d.num, orig.tpValueToMatchNum[i][d.value])
+			if n, _ := orig.matches[i].get(d.value); d.num != n {
+				t.Errorf("original constraint %d: shared %q = %d, map %d", i, d.value, d.num, n)
 			}
 		}
 	}
@@ -100,17 +100,17 @@ func TestSharedCountsFollowTheMap(t *testing.T) {
 // alone from then on.
 func TestSetSharedDropsALongList(t *testing.T) {
 	s := &preFilterState{
-		constraints:       []constraint{{label: framework.NewLabelKey(framework.LabelTopologyZone)}},
-		tpValueToMatchNum: []map[string]int{{}},
+		constraints: []constraint{{label: framework.NewLabelKey(framework.LabelTopologyZone)}},
+		matches:     make([]domainMatches, 1),
 	}
 	for d := range maxSharedDomains {
-		s.tpValueToMatchNum[0][fmt.Sprintf("z%d", d)] = d
+		s.matches[0].set(fmt.Sprintf("z%d", d), d)
 	}
 	s.indexShared()
 	if len(s.shared[0]) != maxSharedDomains {
 		t.Fatalf("shared = %v, want %d domains", s.shared[0], maxSharedDomains)
 	}
-	s.tpValueToMatchNum[0]["one-more"] = 5
+	s.matches[0].set("one-more", 5)
 	s.setShared(0, "one-more", 5)
 	if s.shared[0] != nil {
 		t.Fatalf("shared after one domain too many = %v, want nil", s.shared[0])

@@ -177,7 +177,7 @@ type stateSummary struct {
 func summarize(s *preFilterState) []stateSummary {
 	out := make([]stateSummary, len(s.constraints))
 	for i := range s.constraints {
-		out[i] = stateSummary{Counts: s.tpValueToMatchNum[i], Min: s.criticalPaths[i][0].matchNum}
+		out[i] = stateSummary{Counts: s.matches[i].all(), Min: s.matches[i].minimum()}
 	}
 	return out
 }
