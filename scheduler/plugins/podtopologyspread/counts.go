@@ -135,7 +135,8 @@ type domainTotals struct {
 	pods    []int64
 	members []int32
 	// matches are the pods per domain with a member node, as Filter's
-	// state holds them, kept in step for the cycles to copy.
+	// state holds them, kept in step for the cycles to copy once built
+	// (filterMatches); perCount is nil until then.
 	matches domainMatches
 }
 
@@ -259,7 +260,7 @@ func (x *countIndex) catchUp(t *domainTotals, r *countRule, src framework.NodeCh
 // syncMatches brings domain dom's entry in matches up to date.
 func (t *domainTotals) syncMatches(dom int32) {
 	switch {
-	case dom < 0:
+	case dom < 0 || t.matches.perCount == nil:
 	case t.members[dom] > 0:
 		t.matches.set(t.values[dom], int(t.pods[dom]))
 	default:
@@ -296,9 +297,19 @@ func (t *domainTotals) recount(ctx context.Context, pl *PodTopologySpread, r *co
 		c.dom = t.intern(ni.Node().Labels[r.topologyKey])
 		t.add(*c, 1)
 	}
-	m := make(map[string]int, len(t.values))
-	t.each(func(v string, pods int64) { m[v] = int(pods) })
-	t.matches = matchesOf(m)
+	t.matches = domainMatches{}
+}
+
+// filterMatches returns a copy of the counts Filter reads, built on first
+// use: rules kept only for scoring never need them.
+func (t *domainTotals) filterMatches() domainMatches {
+	if t.matches.perCount == nil {
+		m := make(map[string]int, len(t.values))
+		t.each(func(v string, pods int64) { m[v] = int(pods) })
+		t.matches = matchesOf(m)
+	}
+	t.matches.settle()
+	return t.matches.copy()
 }
 
 // incrementalTotals returns, for each of cs, the up-to-date totals of

@@ -215,8 +215,7 @@ func (pl *PodTopologySpread) calPreFilterState(ctx context.Context, pod *framewo
 	if idx := pl.counts.acquire(); idx != nil {
 		if totals := pl.incrementalTotals(ctx, idx, pod, cs, requiredKeys(cs), nodes); totals != nil {
 			for i, t := range totals {
-				t.matches.settle()
-				s.matches[i] = t.matches.copy()
+				s.matches[i] = t.filterMatches()
 			}
 			counted = true
 		}
