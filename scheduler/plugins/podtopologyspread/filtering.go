@@ -2,7 +2,6 @@ package podtopologyspread
 
 import (
 	"context"
-
 	"slices"
 	"unique"
 	"unsafe"
@@ -14,8 +13,8 @@ import (
 const preFilterStateKey framework.StateKey = "PreFilter" + Name
 
 // preFilterState is what Filter needs of the hard constraints: per
-// constraint, the matching pods of every eligible domain and the emptiest
-// domains. AddPod and RemovePod change it; the framework calls them only
+// constraint, the matching pods of every eligible domain and the fewest
+// in any. AddPod and RemovePod change it; the framework calls them only
 // on a clone owned by one goroutine (nominated pods, preemption), so
 // unlike kube it carries no lock and Filter reads it lock-free.
 type preFilterState struct {
