@@ -278,6 +278,7 @@ func (r *Replica) openStore(ctx context.Context) error {
 		}
 		storeCfg.Endpoints = r.embedded.Endpoints()
 		storeCfg.Client = r.embedded.Client()
+		storeCfg.KVClient = r.embedded.KVClient()
 		storeCfg.TLS = r.embedded.ClientTLS()
 		r.logger.Info("embedded etcd client port needs a client certificate", zap.Strings("endpoints", r.embedded.Endpoints()),
 			zap.String("certificates", r.embedded.ClientTLSDir()))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
@@ -71,11 +72,7 @@ func (s *Store) PutAssumptions(ctx context.Context, as []Assumption) error {
 		if err != nil {
 			return err
 		}
-		var opts []clientv3.OpOption
-		if lease != 0 {
-			opts = append(opts, clientv3.WithLease(lease))
-		}
-		u := &commitUnit{ops: []clientv3.Op{clientv3.OpPut(s.keys.assume(a.Namespace, a.Name), val, opts...)}}
+		u := &commitUnit{ops: []*pb.RequestOp{leasedPutOp(s.keys.assume(a.Namespace, a.Name), keyBytes(val), lease)}}
 		if err := s.charge(u, a.Node, a.ViewRevision, a.Shard, a.ShardEpoch); err != nil {
 			return fmt.Errorf("assumption of %s/%s on %s: %w", a.Namespace, a.Name, a.Node, err)
 		}
@@ -126,7 +123,7 @@ func (s *Store) DeleteAssumptions(ctx context.Context, as []Assumption) error {
 		s.held.Delete(key)
 		units = append(units, &commitUnit{
 			cmps: []clientv3.Cmp{clientv3.Compare(clientv3.LeaseValue(key), "=", lease)},
-			ops:  []clientv3.Op{clientv3.OpDelete(key)},
+			ops:  []*pb.RequestOp{deleteOp(key)},
 			// etcd's keys-only read leaves out the lease, which the
 			// committer needs to judge this compare after a failed Txn.
 			readValues: true,
@@ -174,7 +171,7 @@ func (s *Store) ListAssumptions(ctx context.Context, namespace string) ([]Assump
 // room was charged when the assumption was written, and every writer since
 // counted it.
 func (s *Store) BindGang(ctx context.Context, bindings []Binding) (int64, error) {
-	extra := make([]clientv3.Op, 0, len(bindings))
+	extra := make([]*pb.RequestOp, 0, len(bindings))
 	held := make([]int64, len(bindings))
 	var keys []string
 	for i, b := range bindings {
@@ -182,7 +179,7 @@ func (s *Store) BindGang(ctx context.Context, bindings []Binding) (int64, error)
 			continue
 		}
 		key := s.keys.assume(b.Pod.Namespace, b.Pod.Name)
-		extra = append(extra, clientv3.OpDelete(key))
+		extra = append(extra, deleteOp(key))
 		keys = append(keys, key)
 		if v, ok := s.held.Load(key); ok {
 			if h := v.(heldAssumption); h.uid == b.Pod.Uid && h.node == b.Pod.NodeName {

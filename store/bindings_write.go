@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
@@ -58,13 +58,17 @@ func (s *Store) Bind(ctx context.Context, bindings []Binding) []UpdateResult {
 // BindAll commits every binding or none, in one Txn: a gang. extra ops
 // (such as deleting the gang's assumptions) ride in the same Txn; each must
 // name a key no binding touches.
-func (s *Store) BindAll(ctx context.Context, bindings []Binding, extra ...clientv3.Op) (rev int64, err error) {
+func (s *Store) BindAll(ctx context.Context, bindings []Binding, deletes ...string) (rev int64, err error) {
+	extra := make([]*pb.RequestOp, len(deletes))
+	for i, k := range deletes {
+		extra[i] = deleteOp(k)
+	}
 	return s.bindAll(ctx, bindings, nil, extra)
 }
 
 // bindAll is BindAll where held[i] > 0 says binding i's node is already
 // charged by the pod's assumption written at that revision.
-func (s *Store) bindAll(ctx context.Context, bindings []Binding, held []int64, extra []clientv3.Op) (rev int64, err error) {
+func (s *Store) bindAll(ctx context.Context, bindings []Binding, held []int64, extra []*pb.RequestOp) (rev int64, err error) {
 	if len(bindings) == 0 {
 		return 0, fmt.Errorf("%w: no bindings", ErrInvalidArgument)
 	}
@@ -100,7 +104,7 @@ func (s *Store) addBinding(u *commitUnit, b Binding, heldAt int64) error {
 	}
 	key := s.keys.pod(b.Pod.Namespace, b.Pod.Name)
 	u.cmps = append(u.cmps, modRevIs(key, b.ExpectedModRevision))
-	u.ops = appendPut(u.ops, key, val)
+	u.ops = append(u.ops, putOp(key, val))
 	if heldAt > 0 {
 		s.fence(u, b.Shard, b.ShardEpoch)
 		u.cmps = append(u.cmps, modRevIs(s.keys.assume(b.Pod.Namespace, b.Pod.Name), heldAt))

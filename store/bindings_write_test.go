@@ -6,8 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
 
@@ -176,7 +174,7 @@ func TestBindAllIsAllOrNothing(t *testing.T) {
 		}
 	}
 	marker := a.cfg.Prefix + "/v1/test-marker/g0"
-	rev, err := a.BindAll(ctx, gang, clientv3.OpDelete(marker))
+	rev, err := a.BindAll(ctx, gang, marker)
 	if err != nil {
 		t.Fatalf("gang: %v", err)
 	}

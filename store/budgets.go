@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -23,7 +24,7 @@ func (s *Store) PutBudget(ctx context.Context, b *berthv1.DisruptionBudget) (int
 	if err != nil {
 		return 0, fmt.Errorf("store: encode budget: %w", err)
 	}
-	u := &commitUnit{ops: []clientv3.Op{clientv3.OpPut(s.keys.budget(b.Namespace, b.Name), string(val))}}
+	u := &commitUnit{ops: []*pb.RequestOp{putOp(s.keys.budget(b.Namespace, b.Name), val)}}
 	res, err := s.commitOne(ctx, "put budget", u)
 	if err != nil {
 		return 0, err
@@ -36,7 +37,7 @@ func (s *Store) DeleteBudget(ctx context.Context, namespace, name string) (int64
 	key := s.keys.budget(namespace, name)
 	u := &commitUnit{
 		cmps: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), ">", 0)},
-		ops:  []clientv3.Op{clientv3.OpDelete(key)},
+		ops:  []*pb.RequestOp{deleteOp(key)},
 	}
 	res, err := s.commitOne(ctx, "delete budget", u)
 	if err != nil {

@@ -23,7 +23,7 @@ var errCompareFailed = errors.New("store: compare failed")
 // its compares hold. Every compare and op names a single key.
 type commitUnit struct {
 	cmps []clientv3.Cmp
-	ops  []clientv3.Op
+	ops  []*pb.RequestOp // built by putOp, leasedPutOp and deleteOp
 	// ctx is the writer's; a unit whose writer gave up before the unit was
 	// sent is dropped rather than written.
 	ctx context.Context
@@ -99,6 +99,9 @@ func (u *commitUnit) currentKV(key string) *mvccpb.KeyValue {
 // never both succeed, and etcd never sees a duplicate key in one Txn.
 type groupCommitter struct {
 	kv clientv3.KV
+	// direct, if set, is the etcd's KV service, which Txns are sent to
+	// instead of kv (Config.KVClient); kv still serves reads.
+	direct pb.KVClient
 	// allocs is what this replica's own commits did to allocation keys.
 	allocs *allocTable
 	// writer is the value put in allocation keys: who charged the node last.
@@ -225,10 +228,10 @@ func (u *commitUnit) prepare() {
 		}
 		u.bytes += len(k) + len(u.cmps[i].ValueBytes()) + 16
 	}
-	for i := range u.ops {
-		op := &u.ops[i] // an Op is 248 bytes: not copied per iteration
-		add(op.KeyBytes())
-		u.bytes += len(op.KeyBytes()) + len(op.ValueBytes()) + 16
+	for _, op := range u.ops {
+		k := opKey(op)
+		add(k)
+		u.bytes += len(k) + len(op.GetRequestPut().GetValue()) + 16
 	}
 	for i := range u.fences {
 		u.bytes += len(u.fences[i].KeyBytes()) + 16
@@ -435,7 +438,7 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 		}
 		ctx, cancel := context.WithTimeout(txnCtx, c.timeout)
 		start := time.Now()
-		resp, err := c.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		resp, err := c.send(ctx, cmps, ops)
 		cancel()
 		if span != nil {
 			endTxnSpan(span, resp, err)
@@ -484,6 +487,31 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 	}
 }
 
+// send commits one Txn: to the etcd's KV service directly when the
+// committer has it, else through clientv3, which copies the compares and
+// converts the ops.
+func (c *groupCommitter) send(ctx context.Context, cmps []clientv3.Cmp, ops []*pb.RequestOp) (*clientv3.TxnResponse, error) {
+	if c.direct == nil {
+		then := make([]clientv3.Op, len(ops))
+		for i, op := range ops {
+			then[i] = clientOp(op)
+		}
+		return c.kv.Txn(ctx).If(cmps...).Then(then...).Commit()
+	}
+	// The request lends the units' compares and ops: etcd encodes it for
+	// its log before it answers or gives up waiting, and reads it only.
+	req := &pb.TxnRequest{Compare: make([]*pb.Compare, len(cmps)), Success: ops}
+	for i := range cmps {
+		req.Compare[i] = cmps[i].GetCompare()
+	}
+	resp, err := c.direct.Txn(ctx, req)
+	if err != nil {
+		// As clientv3 returns it: etcd's error, or ctx's when it ended.
+		return nil, clientv3.ContextError(ctx, err)
+	}
+	return (*clientv3.TxnResponse)(resp), nil
+}
+
 // buildTxn gathers the batch's compares and writes.
 //
 // Compares that many units share go in once: etcd evaluates each compare by
@@ -495,8 +523,8 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 // With soloLease set, charges with a view compare their allocation key
 // without bumping it, under the solo fence (solo.go); solo reports whether
 // any did. Declared pods (no view) bump their key either way.
-func (c *groupCommitter) buildTxn(pending []*commitUnit, bounds map[string]allocTip, soloLease int64) (cmps []clientv3.Cmp, ops []clientv3.Op, solo bool) {
-	// Sized up front: an Op is a few hundred bytes, and growing these by
+func (c *groupCommitter) buildTxn(pending []*commitUnit, bounds map[string]allocTip, soloLease int64) (cmps []clientv3.Cmp, ops []*pb.RequestOp, solo bool) {
+	// Sized up front: a Cmp is a few dozen bytes, and growing these by
 	// appending was a tenth of the bytes a pod's trip allocated.
 	ncmps, nops := 0, 0
 	for _, u := range pending {
@@ -504,7 +532,7 @@ func (c *groupCommitter) buildTxn(pending []*commitUnit, bounds map[string]alloc
 		nops += len(u.ops) + len(u.charges)
 	}
 	cmps = make([]clientv3.Cmp, 0, ncmps+1)
-	ops = make([]clientv3.Op, 0, nops)
+	ops = make([]*pb.RequestOp, 0, nops)
 	type chargeState struct {
 		cmpAt int // index of the key's compare in cmps, or -1
 		put   bool
@@ -536,7 +564,7 @@ func (c *groupCommitter) buildTxn(pending []*commitUnit, bounds map[string]alloc
 				st.cmpAt = -1
 			}
 			if !st.put && (soloLease == 0 || ch.view == 0) {
-				ops = append(ops, clientv3.OpPut(ch.key, c.writer()))
+				ops = append(ops, putString(ch.key, c.writer()))
 				st.put = true
 			}
 			if ch.view > 0 {

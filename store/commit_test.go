@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
@@ -88,14 +89,14 @@ func (t *recordingTxn) Commit() (*clientv3.TxnResponse, error) {
 }
 
 func putUnit(ctx context.Context, key, val string) *commitUnit {
-	return &commitUnit{ctx: ctx, ops: []clientv3.Op{clientv3.OpPut(key, val)}}
+	return &commitUnit{ctx: ctx, ops: []*pb.RequestOp{putString(key, val)}}
 }
 
 func createUnit(ctx context.Context, key, val string) *commitUnit {
 	return &commitUnit{
 		ctx:        ctx,
 		cmps:       []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
-		ops:        []clientv3.Op{clientv3.OpPut(key, val)},
+		ops:        []*pb.RequestOp{putString(key, val)},
 		readValues: true,
 	}
 }
@@ -433,7 +434,7 @@ func TestBuildTxnSharesCompares(t *testing.T) {
 	unit := func(pod string, epoch, view int64, node string) *commitUnit {
 		return &commitUnit{
 			cmps:    []clientv3.Cmp{modRevIs(pod, 7)},
-			ops:     []clientv3.Op{clientv3.OpPut(pod, "v")},
+			ops:     []*pb.RequestOp{putString(pod, "v")},
 			fences:  []clientv3.Cmp{createRevIs("/shard/0", epoch)},
 			charges: []allocCharge{{key: "/alloc/" + node, view: view}},
 		}
@@ -467,7 +468,7 @@ func TestBuildTxnSharesCompares(t *testing.T) {
 	}
 	var puts []string
 	for _, op := range ops {
-		puts = append(puts, string(op.KeyBytes()))
+		puts = append(puts, string(opKey(op)))
 	}
 	if diff := cmp.Diff([]string{"/p/a", "/alloc/n1", "/p/b", "/p/c", "/p/d", "/alloc/n2", "/p/e"}, puts); diff != "" {
 		t.Errorf("puts (-want,+got):\n%s", diff)
@@ -482,17 +483,17 @@ func TestBuildTxnSolo(t *testing.T) {
 	unit := func(pod string, view int64, node string) *commitUnit {
 		return &commitUnit{
 			cmps:    []clientv3.Cmp{modRevIs(pod, 7)},
-			ops:     []clientv3.Op{clientv3.OpPut(pod, "v")},
+			ops:     []*pb.RequestOp{putString(pod, "v")},
 			charges: []allocCharge{{key: "/alloc/" + node, view: view}},
 		}
 	}
 	units := []*commitUnit{unit("/p/a", 30, "n1"), unit("/p/b", 20, "n2"), unit("/p/c", 0, "n2")}
-	keys := func(cmps []clientv3.Cmp, ops []clientv3.Op) (cs, ps []string) {
+	keys := func(cmps []clientv3.Cmp, ops []*pb.RequestOp) (cs, ps []string) {
 		for i := range cmps {
 			cs = append(cs, string(cmps[i].KeyBytes()))
 		}
 		for _, op := range ops {
-			ps = append(ps, string(op.KeyBytes()))
+			ps = append(ps, string(opKey(op)))
 		}
 		return cs, ps
 	}

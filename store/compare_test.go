@@ -1,11 +1,14 @@
 package store
 
 import (
+	"context"
 	"testing"
 	"unsafe"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -45,41 +48,62 @@ func TestCompareBuildersDoNotCopy(t *testing.T) {
 	}
 }
 
-// putValue must write what clientv3.OpPut writes, lending its key and
-// value rather than copying them.
-func TestPutValueLendsTheValue(t *testing.T) {
-	val := []byte("encoded pod")
-	op := putValue("/k", val)
-	want := clientv3.OpPut("/k", string(val))
-	if !op.IsPut() || string(op.KeyBytes()) != string(want.KeyBytes()) || string(op.ValueBytes()) != string(want.ValueBytes()) {
-		t.Fatalf("putValue = put %q=%q, want put %q=%q", op.KeyBytes(), op.ValueBytes(), want.KeyBytes(), want.ValueBytes())
+// txnRecorder is an etcd KV service that keeps the Txn requests it is
+// sent and answers each as succeeded.
+type txnRecorder struct {
+	pb.KVClient
+	got []*pb.TxnRequest
+}
+
+func (r *txnRecorder) Txn(_ context.Context, req *pb.TxnRequest, _ ...grpc.CallOption) (*pb.TxnResponse, error) {
+	r.got = append(r.got, req)
+	return &pb.TxnResponse{Header: &pb.ResponseHeader{Revision: 1}, Succeeded: true}, nil
+}
+
+// A group commit sent to the KV service directly is the request clientv3
+// would have made of the same writes, and so is one sent through clientv3
+// from the ops converted back (clientOp).
+func TestDirectTxnIsWhatClientv3Sends(t *testing.T) {
+	ctx := testCtx(t)
+	cmps := []clientv3.Cmp{createRevIs("/p/a", 0), modRevIs("/p/b", 7), modRevBelow("/alloc/n", 9)}
+	ops := []*pb.RequestOp{putOp("/p/a", []byte("pod a")), leasedPutOp("/lease/n", []byte("42"), 42),
+		deleteOp("/p/b"), putString("/alloc/n", "me")}
+	want := &txnRecorder{}
+	if _, err := clientv3.NewKVFromKVClient(want, nil).Txn(ctx).If(
+		clientv3.Compare(clientv3.CreateRevision("/p/a"), "=", 0),
+		clientv3.Compare(clientv3.ModRevision("/p/b"), "=", 7),
+		clientv3.Compare(clientv3.ModRevision("/alloc/n"), "<", 9),
+	).Then(
+		clientv3.OpPut("/p/a", "pod a"), clientv3.OpPut("/lease/n", "42", clientv3.WithLease(42)),
+		clientv3.OpDelete("/p/b"), clientv3.OpPut("/alloc/n", "me"),
+	).Commit(); err != nil {
+		t.Fatal(err)
 	}
-	if &op.ValueBytes()[0] != &val[0] {
-		t.Fatal("putValue copied the value")
-	}
-	if allocs := testing.AllocsPerRun(10, func() { op = putValue("/k", val) }); allocs != 0 {
-		t.Fatalf("putValue allocated %v times", allocs)
+	for _, path := range []string{"direct", "clientv3"} {
+		rec := &txnRecorder{}
+		c := &groupCommitter{kv: clientv3.NewKVFromKVClient(rec, nil)}
+		if path == "direct" {
+			c.kv, c.direct = nil, rec
+		}
+		resp, err := c.send(ctx, cmps, ops)
+		if err != nil || !resp.Succeeded {
+			t.Fatalf("%s: send = %v, %v", path, resp, err)
+		}
+		if len(rec.got) != 1 || !proto.Equal(rec.got[0], want.got[0]) {
+			t.Errorf("%s: sent %v\nwant %v", path, rec.got, want.got[0])
+		}
 	}
 }
 
-// appendPut appends what putValue builds, after the ops already there,
-// and leaves the template it starts from as it was.
-func TestAppendPutMatchesPutValue(t *testing.T) {
-	val := []byte("encoded pod")
-	first := putValue("/a", []byte("x"))
-	ops := appendPut([]clientv3.Op{first}, "/k", val)
-	if len(ops) != 2 || string(ops[0].KeyBytes()) != "/a" {
-		t.Fatalf("appendPut lost the ops before it: %d ops", len(ops))
+// A put lends its key and value to the request and is one allocation.
+func TestPutOpLendsKeyAndValue(t *testing.T) {
+	key, val := "/k", []byte("encoded pod")
+	put := putOp(key, val).GetRequestPut()
+	if &put.Value[0] != &val[0] || &put.Key[0] != unsafe.StringData(key) {
+		t.Fatal("putOp copied the key or the value")
 	}
-	got, want := ops[1], putValue("/k", val)
-	if !got.IsPut() || string(got.KeyBytes()) != string(want.KeyBytes()) || string(got.ValueBytes()) != string(want.ValueBytes()) {
-		t.Fatalf("appendPut = put %q=%q, want put %q=%q", got.KeyBytes(), got.ValueBytes(), want.KeyBytes(), want.ValueBytes())
-	}
-	if &got.ValueBytes()[0] != &val[0] {
-		t.Fatal("appendPut copied the value")
-	}
-	if len(putTemplate.KeyBytes()) != 0 || len(putTemplate.ValueBytes()) != 0 {
-		t.Fatal("appendPut changed the template")
+	if allocs := testing.AllocsPerRun(10, func() { putOp(key, val) }); allocs != 1 {
+		t.Fatalf("putOp allocated %v times, want 1", allocs)
 	}
 }
 

@@ -13,10 +13,13 @@ import (
 	"syscall"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3rpc"
+	"go.etcd.io/etcd/server/v3/proxy/grpcproxy/adapter"
 	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.uber.org/zap"
 )
@@ -373,6 +376,12 @@ func (e *Embedded) ClientTLSDir() string {
 // Config.Client: no gRPC, HTTP/2 or socket between the store and its own
 // etcd, which cost a tenth of the CPU of a write-heavy benchmark.
 func (e *Embedded) Client() *clientv3.Client { return v3client.New(e.etcd.Server) }
+
+// KVClient returns the server's KV service, called in-process, for
+// Config.KVClient.
+func (e *Embedded) KVClient() pb.KVClient {
+	return adapter.KvServerToKvClient(v3rpc.NewQuotaKVServer(e.etcd.Server))
+}
 
 // Close stops maintenance (waiting for a running pass) and the WAL's
 // purges, then the server:

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -79,6 +80,7 @@ func openStore(t testing.TB, e *Embedded, adjust ...func(*Config)) *Store {
 	cfg := Config{
 		Endpoints: e.Endpoints(),
 		Client:    e.Client(),
+		KVClient:  e.KVClient(),
 		Prefix:    fmt.Sprintf("/test/%s/%d", strings.ReplaceAll(t.Name(), "/", "_"), prefixSeq.Add(1)),
 		MaxTxnOps: EmbeddedMaxTxnOps,
 	}
@@ -87,7 +89,9 @@ func openStore(t testing.TB, e *Embedded, adjust ...func(*Config)) *Store {
 		f(&cfg)
 	}
 	if cfg.Client != inProcess {
+		// Writes go the same way as the rest.
 		inProcess.Close()
+		cfg.KVClient = nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -250,7 +254,7 @@ func (s *Store) PutNode(ctx context.Context, n *berthv1.Node) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store: encode node: %w", err)
 	}
-	u := &commitUnit{ops: []clientv3.Op{clientv3.OpPut(s.keys.node(n.Name), string(val))}}
+	u := &commitUnit{ops: []*pb.RequestOp{putOp(s.keys.node(n.Name), val)}}
 	res, err := s.commitOne(ctx, "put node", u)
 	if err != nil {
 		return 0, err
@@ -267,7 +271,7 @@ func (s *Store) DeleteNode(ctx context.Context, name string) (int64, error) {
 	key := s.keys.node(name)
 	u := &commitUnit{
 		cmps: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), ">", 0)},
-		ops:  []clientv3.Op{clientv3.OpDelete(key)},
+		ops:  []*pb.RequestOp{deleteOp(key)},
 	}
 	res, err := s.commitOne(ctx, "delete node", u)
 	if err != nil {

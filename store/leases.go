@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -95,7 +96,7 @@ func (s *Store) RenewNodeLease(ctx context.Context, name string) (ttl int64, res
 				clientv3.Compare(clientv3.ModRevision(nodeKey), "=", nodeKVs[0].ModRevision),
 				clientv3.Compare(clientv3.CreateRevision(leaseKey), "=", 0),
 			},
-			ops: []clientv3.Op{clientv3.OpPut(leaseKey, strconv.FormatInt(int64(id), 10), clientv3.WithLease(id))},
+			ops: []*pb.RequestOp{leasedPutOp(leaseKey, []byte(strconv.FormatInt(int64(id), 10)), id)},
 		}
 		res, err := s.commitOne(ctx, "renew node lease", u)
 		if err != nil {

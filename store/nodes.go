@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -64,12 +65,12 @@ func (s *Store) PutNodeWithLease(ctx context.Context, n *berthv1.Node) (int64, e
 		if granted, _, err = s.grant(ctx, ttl); err != nil {
 			return 0, err
 		}
-		u.ops = []clientv3.Op{
-			clientv3.OpPut(leaseKey, strconv.FormatInt(int64(granted), 10), clientv3.WithLease(granted)),
-			clientv3.OpPut(nodeKey, string(val)),
+		u.ops = []*pb.RequestOp{
+			leasedPutOp(leaseKey, []byte(strconv.FormatInt(int64(granted), 10)), granted),
+			putOp(nodeKey, val),
 		}
 	} else {
-		u.ops = []clientv3.Op{clientv3.OpPut(nodeKey, string(val)), clientv3.OpDelete(leaseKey)}
+		u.ops = []*pb.RequestOp{putOp(nodeKey, val), deleteOp(leaseKey)}
 	}
 	// On failure the granted lease is left to expire: the write may have
 	// landed even so, and then the node needs it.
@@ -96,7 +97,7 @@ func (s *Store) DeleteNodeWithLease(ctx context.Context, name string) (int64, er
 	key := s.keys.node(name)
 	u := &commitUnit{
 		cmps: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), ">", 0)},
-		ops:  []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(s.keys.nodeLease(name))},
+		ops:  []*pb.RequestOp{deleteOp(key), deleteOp(s.keys.nodeLease(name))},
 	}
 	res, err := s.commitOne(ctx, "delete node", u)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -73,7 +74,7 @@ func (s *Store) PutPodGroup(ctx context.Context, g *berthv1.PodGroup) (*berthv1.
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: encode pod group: %w", err)
 	}
-	u := &commitUnit{ops: []clientv3.Op{clientv3.OpPut(s.keys.group(g.Namespace, g.Name), string(val))}}
+	u := &commitUnit{ops: []*pb.RequestOp{putOp(s.keys.group(g.Namespace, g.Name), val)}}
 	res, err := s.commitOne(ctx, "put pod group", u)
 	if err != nil {
 		return nil, 0, err
@@ -90,7 +91,7 @@ func (s *Store) DeletePodGroup(ctx context.Context, namespace, name string) (int
 	key := s.keys.group(namespace, name)
 	u := &commitUnit{
 		cmps: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), ">", 0)},
-		ops:  []clientv3.Op{clientv3.OpDelete(key)},
+		ops:  []*pb.RequestOp{deleteOp(key)},
 	}
 	res, err := s.commitOne(ctx, "delete pod group", u)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
@@ -115,7 +116,7 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 		stored[i] = sp
 		u := &commitUnit{
 			cmps:       []clientv3.Cmp{createRevIs(key, 0)},
-			ops:        []clientv3.Op{putValue(key, val)},
+			ops:        []*pb.RequestOp{putOp(key, val)},
 			readValues: true, // to tell an identical resubmission from a rival
 		}
 		switch classifyUID(sp.Uid, p.Namespace, p.Name) {
@@ -132,7 +133,7 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 			// one Txn.
 			uidKey := s.keys.uid(sp.Uid)
 			u.cmps = append(u.cmps, createRevIs(uidKey, 0))
-			u.ops = append(u.ops, clientv3.OpPut(uidKey, key))
+			u.ops = append(u.ops, putString(uidKey, key))
 		}
 		if chargesOnCreate(sp) {
 			// Declared running: its node's allocation moves, so decisions
@@ -265,7 +266,7 @@ func (s *Store) DeletePod(ctx context.Context, namespace, name, uid string) (int
 		// has one whatever its uid's form: always delete it.
 		u := &commitUnit{
 			cmps:       []clientv3.Cmp{modRevIs(key, kv.ModRevision)},
-			ops:        []clientv3.Op{clientv3.OpDelete(key), clientv3.OpDelete(s.keys.uid(p.Uid))},
+			ops:        []*pb.RequestOp{deleteOp(key), deleteOp(s.keys.uid(p.Uid))},
 			readValues: true, // to check the new value's uid
 		}
 		res, err := s.commitOne(ctx, "delete pod", u)
@@ -397,7 +398,7 @@ func (s *Store) UpdatePods(ctx context.Context, updates []PodUpdate) []UpdateRes
 		key := s.keys.pod(up.Pod.Namespace, up.Pod.Name)
 		return &commitUnit{
 			cmps: []clientv3.Cmp{modRevIs(key, up.ExpectedModRevision)},
-			ops:  []clientv3.Op{putValue(key, val)},
+			ops:  []*pb.RequestOp{putOp(key, val)},
 		}, nil
 	}, func(i int, _ *commitUnit, res commitResult) {
 		switch res.err {

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
@@ -30,6 +31,10 @@ type Config struct {
 	// Client, if set, is used instead of dialling Endpoints: an embedded
 	// etcd's in-process client (Embedded.Client). Close closes it.
 	Client *clientv3.Client
+	// KVClient, if set, is the etcd's KV service in-process
+	// (Embedded.KVClient): group commits call it directly, skipping the
+	// conversions clientv3 makes of every compare and op (commit_ops.go).
+	KVClient pb.KVClient
 	// Prefix roots every key; default "/berth".
 	Prefix string
 	// DialTimeout bounds connecting; default 5s.
@@ -165,6 +170,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.groupCommit = newGroupCommitter(client.KV, cfg.CommitWorkers, cfg.MaxTxnOps, cfg.MaxTxnBytes, cfg.RequestTimeout, cfg.Metrics)
+	s.groupCommit.direct = cfg.KVClient
 	s.groupCommit.writer = s.ReplicaID
 	s.groupCommit.solo = newSoloFence(s.keys, cfg.Metrics)
 	s.groupCommit.tracer = cfg.Tracer
