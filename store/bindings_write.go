@@ -55,9 +55,9 @@ func (s *Store) Bind(ctx context.Context, bindings []Binding) []UpdateResult {
 	return out
 }
 
-// BindAll commits every binding or none, in one Txn: a gang. extra ops
-// (such as deleting the gang's assumptions) ride in the same Txn; each must
-// name a key no binding touches.
+// BindAll commits every binding or none, in one Txn: a gang. The keys in
+// deletes (such as the gang's assumptions) are deleted in the same Txn;
+// none may be a key a binding touches.
 func (s *Store) BindAll(ctx context.Context, bindings []Binding, deletes ...string) (rev int64, err error) {
 	extra := make([]*pb.RequestOp, len(deletes))
 	for i, k := range deletes {

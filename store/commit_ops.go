@@ -37,7 +37,8 @@ func identify(c *clientv3.Cmp) cmpIdentity {
 // Txn's compares when they are added to it, and a put's key and value are
 // only read, into the request and from it, never written.
 
-// keyBytes lends a key's bytes to a compare or a put.
+// keyBytes lends a string's bytes (a key, or a value already a string) to
+// a compare or a put.
 func keyBytes(key string) []byte { return unsafe.Slice(unsafe.StringData(key), len(key)) }
 
 // createRevIs compares key's create revision to rev (0: the key is absent).
