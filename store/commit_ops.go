@@ -74,7 +74,7 @@ func modRevCmp(key string, result pb.Compare_CompareResult, rev int64) clientv3.
 // commit hands them to the in-process etcd as they are (Config.KVClient),
 // where clientv3 would have converted an Op of 248 bytes into this form
 // for every write and deep-copied every compare through reflection on the
-// way, 5-9% of the CPU of storing a pod (BenchmarkCreatePodsBatched).
+// way: 3-9% of the CPU of storing a pod (BenchmarkCreatePodsBatched).
 // Only a client without that service converts them back (clientOp).
 
 // putBox holds a put's request and the two wrappers etcd's Txn wants
