@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -583,5 +584,46 @@ func TestCommitterReadsAFailedTxnAtItsRevision(t *testing.T) {
 	}
 	if now, err := s.Client().Get(ctx, p+"taken"); err != nil || string(now.Kvs[0].Value) != "newer" {
 		t.Fatalf("the meddling write did not land: %v, %v", now, err)
+	}
+}
+
+// A unit too large for etcd fails alone, whichever way Txns are sent: etcd
+// refuses the Txn it shares, and the committer sends each unit again by
+// itself. The error must reach the committer in the form it recognizes.
+func TestOversizedUnitFailsAloneOnBothPaths(t *testing.T) {
+	ctx := testCtx(t)
+	e, err := StartEmbedded(ctx, EmbeddedConfig{Dir: t.TempDir(), MaxRequestBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	client := e.Client()
+	t.Cleanup(func() { client.Close() })
+	for _, path := range []string{"direct", "clientv3"} {
+		t.Run(path, func(t *testing.T) {
+			c := newGroupCommitter(client.KV, 1, 1024, 1<<20, 5*time.Second, nil)
+			defer c.close()
+			if path == "direct" {
+				c.direct = e.KVClient()
+			}
+			p := keyPrefix(t)
+			units := []*commitUnit{putUnit(ctx, p+"a", "1"), putUnit(ctx, p+"big", strings.Repeat("x", 100<<10)), putUnit(ctx, p+"b", "2")}
+			for _, u := range units {
+				u.prepare()
+			}
+			c.commit(units)
+			for i, u := range units {
+				if refused := errors.Is(u.res.err, ErrInvalidArgument); refused != (i == 1) || (!refused && u.res.err != nil) {
+					t.Errorf("unit %d: err %v", i, u.res.err)
+				}
+			}
+			resp, err := client.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.Kvs) != 2 {
+				t.Fatalf("stored %v, want the two small units' keys", resp.Kvs)
+			}
+		})
 	}
 }
