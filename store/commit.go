@@ -524,8 +524,8 @@ func (c *groupCommitter) send(ctx context.Context, cmps []clientv3.Cmp, ops []*p
 // without bumping it, under the solo fence (solo.go); solo reports whether
 // any did. Declared pods (no view) bump their key either way.
 func (c *groupCommitter) buildTxn(pending []*commitUnit, bounds map[string]allocTip, soloLease int64) (cmps []clientv3.Cmp, ops []*pb.RequestOp, solo bool) {
-	// Sized up front: a Cmp is a few dozen bytes, and growing these by
-	// appending was a tenth of the bytes a pod's trip allocated.
+	// Sized up front, so that a batch of a thousand units does not regrow
+	// them as it fills them.
 	ncmps, nops := 0, 0
 	for _, u := range pending {
 		ncmps += len(u.cmps) + len(u.fences) + len(u.charges)

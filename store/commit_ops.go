@@ -121,12 +121,8 @@ func opKey(op *pb.RequestOp) []byte {
 // service; it lends the key and value as op does.
 func clientOp(op *pb.RequestOp) clientv3.Op {
 	if put := op.GetRequestPut(); put != nil {
-		var o clientv3.Op
-		if put.Lease != 0 {
-			o = clientv3.OpPut("", "", clientv3.WithLease(clientv3.LeaseID(put.Lease)))
-		} else {
-			o = clientv3.OpPut("", "")
-		}
+		// Lease 0 is clientv3.NoLease: a put without one.
+		o := clientv3.OpPut("", "", clientv3.WithLease(clientv3.LeaseID(put.Lease)))
 		o.WithKeyBytes(put.Key)
 		o.WithValueBytes(put.Value)
 		return o
