@@ -60,14 +60,28 @@ func (l *Limits) Check(m proto.Message) []Violation {
 	c.limits = l
 	c.message(nil, m.ProtoReflect())
 	found := c.found
-	*c = checker{} // the levels hold names from the request (map keys): let them go
+	c.reset()
 	checkers.Put(c)
 	return found
 }
 
-// checkers recycles checkers: the map walk's callback makes the checker
-// escape, and each holds its path nodes.
-var checkers = sync.Pool{New: func() any { return new(checker) }}
+// checkers recycles checkers, each with its path nodes and its callbacks
+// for the reflective Range calls, bound once: a closure per message or map
+// walked was most of the allocations a check made.
+var checkers = sync.Pool{New: func() any { return newChecker() }}
+
+func newChecker() *checker {
+	c := new(checker)
+	c.visitField, c.visitEntry = c.rangeField, c.rangeEntry
+	return c
+}
+
+// reset lets go of everything from the last request (the levels hold its
+// map keys) and keeps the callbacks.
+func (c *checker) reset() {
+	c.limits, c.found, c.depth, c.at = nil, nil, 0, walkFrame{}
+	c.levels = [maxPathDepth]fieldPath{}
+}
 
 const maxViolations = 20
 
@@ -81,6 +95,19 @@ type checker struct {
 	// check allocated.
 	levels [maxPathDepth]fieldPath
 	depth  int
+	// at is what the Range callbacks work on: the innermost message or map
+	// being walked. A walk one level down saves and restores it.
+	at         walkFrame
+	visitField func(protoreflect.FieldDescriptor, protoreflect.Value) bool
+	visitEntry func(protoreflect.MapKey, protoreflect.Value) bool
+}
+
+// walkFrame is one message's or map's walk in progress.
+type walkFrame struct {
+	path  *fieldPath // the field's node, or a map value's
+	key   *fieldPath // a map key's node
+	field protoreflect.FieldDescriptor
+	size  int64 // the bound on the encoded size so far
 }
 
 // maxPathDepth is how deep the walk nests before its path nodes come from
@@ -159,30 +186,37 @@ func (c *checker) add(path *fieldPath, format string, args ...any) {
 
 func (c *checker) full() bool { return len(c.found) >= maxViolations }
 
-func (c *checker) message(path *fieldPath, m protoreflect.Message) {
+// wireOverhead bounds what the encoding adds to one value beyond its
+// content: a tag (at most 5 bytes) and a length prefix (at most 5), or a
+// varint (at most 10 bytes, then all of the value).
+const wireOverhead = 16
+
+// unwalked stands for the size of a list whose items the walk leaves to
+// the handler (PerItem): unknown, so an object holding one is measured.
+const unwalked = 1 << 40
+
+// message checks m and returns an upper bound on its encoded size, which
+// spares proto.Size (a second walk, through reflection) for every object
+// whose bound is already within MaxObjectBytes: all but the largest.
+func (c *checker) message(path *fieldPath, m protoreflect.Message) int64 {
 	before := len(c.found)
-	// One path per level, renamed for each field. The fields are visited
-	// through the descriptor rather than m.Range, whose callback made the
-	// path escape to the heap; Has skips what Range would not visit.
-	fp := c.push(path, pathField)
-	fields := m.Descriptor().Fields()
-	for i := 0; i < fields.Len() && !c.full(); i++ {
-		fd := fields.Get(i)
-		if !m.Has(fd) {
-			continue
-		}
-		fp.name = string(fd.Name())
-		c.field(fp, fd, m.Get(fd))
-	}
+	// One path per level, renamed for each field.
+	outer := c.at
+	c.at = walkFrame{path: c.push(path, pathField), size: int64(len(m.GetUnknown()))}
+	m.Range(c.visitField)
+	size := c.at.size
+	c.at = outer
 	c.pop()
 	// The fields over their bounds say best what to fix; the object's size
-	// is reported only when every field is within its own. The walk costs
-	// no more than proto.Size: both visit the message once.
-	if len(c.found) == before && c.limits.Objects[m.Descriptor().FullName()] {
-		if size := proto.Size(m.Interface()); size > c.limits.MaxObjectBytes {
-			c.add(path, "is %d bytes encoded; a stored object may be at most %d", size, c.limits.MaxObjectBytes)
+	// is reported only when every field is within its own.
+	if size > int64(c.limits.MaxObjectBytes) && len(c.found) == before && c.limits.Objects[m.Descriptor().FullName()] {
+		exact := proto.Size(m.Interface())
+		if exact > c.limits.MaxObjectBytes {
+			c.add(path, "is %d bytes encoded; a stored object may be at most %d", exact, c.limits.MaxObjectBytes)
 		}
+		size = int64(exact)
 	}
+	return size
 }
 
 func (c *checker) bound(fd protoreflect.FieldDescriptor, fallback int) int {
@@ -192,54 +226,74 @@ func (c *checker) bound(fd protoreflect.FieldDescriptor, fallback int) int {
 	return fallback
 }
 
-func (c *checker) field(path *fieldPath, fd protoreflect.FieldDescriptor, v protoreflect.Value) {
+func (c *checker) rangeField(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+	c.at.path.name = string(fd.Name())
+	// Apart from the sum: a nested walk replaces c.at until it returns.
+	size := c.field(c.at.path, fd, v)
+	c.at.size += size
+	return !c.full()
+}
+
+func (c *checker) rangeEntry(k protoreflect.MapKey, v protoreflect.Value) bool {
+	fd := c.at.field
+	size := c.scalar(c.at.key, fd.MapKey(), k.Value(), c.limits.MaxString)
+	c.at.path.name = k.String()
+	size += c.single(c.at.path, fd.MapValue(), v)
+	c.at.size += size
+	return !c.full()
+}
+
+// field checks one populated field and returns an upper bound on its
+// encoded size.
+func (c *checker) field(path *fieldPath, fd protoreflect.FieldDescriptor, v protoreflect.Value) int64 {
 	switch {
 	case fd.IsMap():
 		mp := v.Map()
 		if max := c.bound(fd, c.limits.MaxItems); mp.Len() > max {
 			c.add(path, "at most %d entries, got %d", max, mp.Len())
-			return
+			return 0
 		}
-		keyPath := c.push(path, pathMapKey)
-		entryPath := c.push(path, pathMapEntry)
-		mp.Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
-			c.scalar(keyPath, fd.MapKey(), k.Value(), c.limits.MaxString)
-			entryPath.name = k.String()
-			c.single(entryPath, fd.MapValue(), mv)
-			return !c.full()
-		})
+		outer := c.at
+		// Each entry's own tag and length, then its key and value.
+		c.at = walkFrame{key: c.push(path, pathMapKey), path: c.push(path, pathMapEntry), field: fd, size: int64(mp.Len()) * wireOverhead}
+		mp.Range(c.visitEntry)
+		size := c.at.size
+		c.at = outer
 		c.pop()
 		c.pop()
+		return size
 	case fd.IsList():
 		list := v.List()
 		if max := c.bound(fd, c.limits.MaxItems); list.Len() > max {
 			c.add(path, "at most %d entries, got %d", max, list.Len())
-			return
+			return 0
 		}
 		if c.limits.PerItem[fd.FullName()] {
-			return
+			return unwalked
 		}
 		item := c.push(path, pathItem)
+		var size int64
 		for i := 0; i < list.Len() && !c.full(); i++ {
 			item.index = i
-			c.single(item, fd, list.Get(i))
+			size += c.single(item, fd, list.Get(i))
 		}
 		c.pop()
+		return size
 	default:
-		c.single(path, fd, v)
+		return c.single(path, fd, v)
 	}
 }
 
-// single checks one value: a scalar against its bound, a message by walking it.
-func (c *checker) single(path *fieldPath, fd protoreflect.FieldDescriptor, v protoreflect.Value) {
+// single checks one value: a scalar against its bound, a message by
+// walking it. It returns an upper bound on the value's encoded size.
+func (c *checker) single(path *fieldPath, fd protoreflect.FieldDescriptor, v protoreflect.Value) int64 {
 	if fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind {
-		c.message(path, v.Message())
-		return
+		return wireOverhead + c.message(path, v.Message())
 	}
-	c.scalar(path, fd, v, c.bound(fd, c.limits.MaxString))
+	return c.scalar(path, fd, v, c.bound(fd, c.limits.MaxString))
 }
 
-func (c *checker) scalar(path *fieldPath, fd protoreflect.FieldDescriptor, v protoreflect.Value, maxLen int) {
+func (c *checker) scalar(path *fieldPath, fd protoreflect.FieldDescriptor, v protoreflect.Value, maxLen int) int64 {
 	switch fd.Kind() {
 	case protoreflect.EnumKind:
 		n := v.Enum()
@@ -254,11 +308,15 @@ func (c *checker) scalar(path *fieldPath, fd protoreflect.FieldDescriptor, v pro
 		case strings.IndexByte(s, 0) >= 0:
 			c.add(path, "must not contain a NUL byte")
 		}
+		return wireOverhead + int64(len(s))
 	case protoreflect.BytesKind:
-		if b := v.Bytes(); len(b) > maxLen {
+		b := v.Bytes()
+		if len(b) > maxLen {
 			c.add(path, "at most %d bytes, got %d", maxLen, len(b))
 		}
+		return wireOverhead + int64(len(b))
 	}
+	return wireOverhead
 }
 
 // printable keeps a hostile map key from making the violation itself huge or

@@ -1,10 +1,13 @@
 package limits
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
@@ -238,4 +241,131 @@ func TestPathsDeeperThanTheLevels(t *testing.T) {
 	if c.depth != 0 {
 		t.Fatalf("after popping every level: depth %d", c.depth)
 	}
+}
+
+// The walk's size bound spares proto.Size only if it is never below the
+// encoded size. Every field of every message in the API, set alone at its
+// widest encoding (negative varints take ten bytes; lists, maps and nested
+// messages filled the same way), and then all of them together with
+// unknown bytes, must be bounded from above.
+func TestSizeBoundCoversTheEncoding(t *testing.T) {
+	files := []protoreflect.FileDescriptor{berthv1.File_berth_v1_types_proto, berthv1.File_berth_v1_pod_service_proto,
+		berthv1.File_berth_v1_cluster_service_proto, berthv1.File_berth_v1_scheduler_service_proto}
+	check := func(m protoreflect.Message, what string) {
+		c := newChecker()
+		c.limits = &Limits{MaxString: 1 << 20, MaxItems: 1 << 20, MaxObjectBytes: 1 << 30}
+		if bound, exact := c.message(nil, m), proto.Size(m.Interface()); bound < int64(exact) {
+			t.Errorf("%s: bound %d is below the encoded size %d", what, bound, exact)
+		}
+	}
+	checked := 0
+	for _, f := range files {
+		msgs := f.Messages()
+		for i := range msgs.Len() {
+			md := msgs.Get(i)
+			mt, err := protoregistry.GlobalTypes.FindMessageByName(md.FullName())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range md.Fields().Len() {
+				m := mt.New()
+				fillField(m, md.Fields().Get(j), 2)
+				check(m, string(md.Fields().Get(j).FullName()))
+				checked++
+			}
+			m := mt.New()
+			fill(m, 2)
+			m.SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 9999, protowire.BytesType), []byte("unknown")))
+			check(m, string(md.FullName())+" with every field")
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d fields checked", checked)
+	}
+}
+
+// An object over the limit whose size is all unknown fields, which no
+// field bound sees, is still refused.
+func TestUnknownBytesCountTowardsTheObject(t *testing.T) {
+	p := validPod()
+	p.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 9999, protowire.BytesType), make([]byte, MaxObjectBytes)))
+	got := Berth().Check(&berthv1.SubmitPodRequest{Pod: p})
+	if len(got) != 1 || got[0].Field != "pod" || !strings.Contains(got[0].Description, "a stored object may be at most") {
+		t.Fatalf("want the pod refused as too large, got %v", got)
+	}
+}
+
+// fill sets every field of m, depth levels of messages deep, to a value of
+// its kind's widest encoding.
+func fill(m protoreflect.Message, depth int) {
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fillField(m, fields.Get(i), depth)
+	}
+}
+
+func fillField(m protoreflect.Message, fd protoreflect.FieldDescriptor, depth int) {
+	switch {
+	case fd.IsMap():
+		mp := m.Mutable(fd).Map()
+		for _, k := range []string{"a", "b"} {
+			key := protoreflect.ValueOfString(k).MapKey()
+			switch {
+			case fd.MapKey().Kind() != protoreflect.StringKind:
+			case fd.MapValue().Message() != nil:
+				if depth > 0 {
+					fill(mp.Mutable(key).Message(), depth-1)
+				}
+			default:
+				mp.Set(key, widest(fd.MapValue(), mp.NewValue()))
+			}
+		}
+	case fd.IsList():
+		list := m.Mutable(fd).List()
+		for range 2 {
+			switch {
+			case fd.Message() == nil:
+				list.Append(widest(fd, list.NewElement()))
+			case depth > 0:
+				v := list.NewElement()
+				fill(v.Message(), depth-1)
+				list.Append(v)
+			}
+		}
+	case fd.ContainingOneof() != nil && m.WhichOneof(fd.ContainingOneof()) != nil:
+		// One member of a oneof is set already.
+	case fd.Message() != nil:
+		if depth > 0 {
+			fill(m.Mutable(fd).Message(), depth-1)
+		}
+	default:
+		m.Set(fd, widest(fd, m.NewField(fd)))
+	}
+}
+
+// widest is a value of fd's kind that takes the most bytes to encode.
+func widest(fd protoreflect.FieldDescriptor, zero protoreflect.Value) protoreflect.Value {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return protoreflect.ValueOfString("widest")
+	case protoreflect.BytesKind:
+		return protoreflect.ValueOfBytes([]byte("widest"))
+	case protoreflect.BoolKind:
+		return protoreflect.ValueOfBool(true)
+	case protoreflect.EnumKind:
+		return protoreflect.ValueOfEnum(-1)
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return protoreflect.ValueOfInt32(math.MinInt32)
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return protoreflect.ValueOfInt64(math.MinInt64)
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return protoreflect.ValueOfUint32(math.MaxUint32)
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return protoreflect.ValueOfUint64(math.MaxUint64)
+	case protoreflect.FloatKind:
+		return protoreflect.ValueOfFloat32(-1.5)
+	case protoreflect.DoubleKind:
+		return protoreflect.ValueOfFloat64(-1.5)
+	}
+	return zero
 }
