@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/berth-io/berth/bench"
 	"github.com/berth-io/berth/bench/trace"
 )
@@ -44,6 +46,7 @@ type benchFlags struct {
 	gcPercent  int
 	memLimit   string
 	gcHeadroom string
+	hugePages  bool
 }
 
 // runBench is berth bench: the run itself is bench.Run's; this sets up the
@@ -60,6 +63,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := gc.adapt(bf.gcHeadroom); err != nil {
 		return err
 	}
+	gc.hugePagesAdvised = adviseHugePages(bf.hugePages, gc.hugePages, zap.NewNop())
 	fmt.Fprintln(stdout, gc)
 	if bf.cpuProfile != "" {
 		f, err := os.Create(bf.cpuProfile)
@@ -122,6 +126,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	fs.IntVar(&bf.gcPercent, "gc-percent", defaultGCPercent, gcPercentUsage+" (as for serve: the embedded server shares the process)")
 	fs.StringVar(&bf.memLimit, "memory-limit", "", memoryLimitUsage+" (as for serve)")
 	fs.StringVar(&bf.gcHeadroom, "gc-headroom", defaultGCHeadroom, gcHeadroomUsage+" (as for serve)")
+	fs.BoolVar(&bf.hugePages, "transparent-huge-pages", true, hugePagesUsage+" (as for serve)")
 	fs.StringVar(&bf.memProfile, "memprofile", "", "write the whole process's allocations (bench and embedded server) to this file when the run ends")
 	if err := fs.Parse(args); err != nil {
 		return bf, err

@@ -159,6 +159,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, gcPercentUsage)
 	memoryLimit := fs.String("memory-limit", "", memoryLimitUsage)
 	gcHeadroom := fs.String("gc-headroom", defaultGCHeadroom, gcHeadroomUsage)
+	hugePages := fs.Bool("transparent-huge-pages", true, hugePagesUsage)
 	var sec securityOptions
 	securityFlags(fs, &sec)
 	if err := fs.Parse(args); err != nil {
@@ -192,6 +193,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer logger.Sync() //nolint:errcheck // stderr sync errors are not actionable
 	cfg.Logger = logger
+	gc.hugePagesAdvised = adviseHugePages(*hugePages, gc.hugePages, logger)
 	gc.log(logger)
 	auditLogger, err := sec.apply(&cfg)
 	if err != nil {
