@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 )
 
 // Go maps its heap without asking for transparent huge pages, so under the
@@ -64,13 +65,8 @@ func hugePageCandidates(maps []byte) []mapping {
 		if len(f) != 5 || string(f[1]) != "rw-p" || string(f[4]) != "0" {
 			continue
 		}
-		lo, hi, ok := bytes.Cut(f[0], []byte("-"))
+		start, end, ok := parseMapsRange(string(f[0]))
 		if !ok {
-			continue
-		}
-		start, err1 := strconv.ParseUint(string(lo), 16, 64)
-		end, err2 := strconv.ParseUint(string(hi), 16, 64)
-		if err1 != nil || err2 != nil {
 			continue
 		}
 		m := mapping{start: uintptr((start + hugePageSize - 1) &^ (hugePageSize - 1)), end: uintptr(end &^ (hugePageSize - 1))}
@@ -79,6 +75,18 @@ func hugePageCandidates(maps []byte) []mapping {
 		}
 	}
 	return out
+}
+
+// parseMapsRange reads the "start-end" field of a /proc/<pid>/maps line,
+// two hexadecimal addresses.
+func parseMapsRange(field string) (start, end uint64, ok bool) {
+	lo, hi, ok := strings.Cut(field, "-")
+	if !ok {
+		return 0, 0, false
+	}
+	start, err1 := strconv.ParseUint(lo, 16, 64)
+	end, err2 := strconv.ParseUint(hi, 16, 64)
+	return start, end, err1 == nil && err2 == nil
 }
 
 // adviseHeap has the runtime map size bytes of heap, in chunks it takes

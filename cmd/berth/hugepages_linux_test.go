@@ -52,10 +52,10 @@ func advisedAt(t *testing.T, addr uintptr) bool {
 	sc := bufio.NewScanner(bytes.NewReader(smaps))
 	for sc.Scan() {
 		line := sc.Text()
-		if lo, hi, ok := strings.Cut(strings.Fields(line)[0], "-"); ok && !strings.HasSuffix(lo, ":") {
-			start, err1 := strconv.ParseUint(lo, 16, 64)
-			end, err2 := strconv.ParseUint(hi, 16, 64)
-			in = err1 == nil && err2 == nil && uint64(addr) >= start && uint64(addr) < end
+		// A mapping's first line starts with its range; the lines of its
+		// fields ("Rss:", "VmFlags:") with a name.
+		if start, end, ok := parseMapsRange(strings.Fields(line)[0]); ok {
+			in = uint64(addr) >= start && uint64(addr) < end
 			continue
 		}
 		if in && strings.HasPrefix(line, "VmFlags:") {
