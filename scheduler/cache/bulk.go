@@ -1,6 +1,15 @@
 package cache
 
-import "github.com/berth-io/berth/scheduler/framework"
+import (
+	"cmp"
+	"context"
+	"hash/maphash"
+	"math"
+	"runtime"
+	"slices"
+
+	"github.com/berth-io/berth/scheduler/framework"
+)
 
 // AddPodInfos is AddPod for many bound pods at once, under one lock, with
 // their PodInfos built by the caller (in parallel, at a restart's load):
@@ -9,6 +18,9 @@ import "github.com/berth-io/berth/scheduler/framework"
 func (c *Cache) AddPodInfos(pis []*framework.PodInfo) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.pods) == 0 && len(pis) >= parallelLoadMin && len(pis) <= math.MaxInt32 && c.loadLocked(pis) {
+		return nil
+	}
 	if len(c.pods) == 0 && len(pis) > 0 {
 		// Sized once: growing to a restart's pods a doubling at a time
 		// rehashed each of them about twice.
@@ -34,4 +46,77 @@ func (c *Cache) AddPodInfos(pis []*framework.PodInfo) error {
 		}
 	}
 	return firstErr
+}
+
+// parallelLoadMin is the smallest load into an empty cache that loadLocked
+// spreads over the cores; below it the goroutines cost more than they save.
+const parallelLoadMin = 4096
+
+// loadPartitions splits a parallel load's nodes among its workers. There are
+// more of them than cores so that a worker whose core is busy elsewhere (a
+// restart loads beside the etcd open) takes fewer, instead of holding up the
+// end with its share.
+const loadPartitions = 64
+
+// loadLocked is AddPodInfos into a cache that holds no pod yet, as at a
+// restart, where charging a million pods one after another took seconds with
+// a core idle. What touches the cache's maps and lists stays serial; the
+// charges, each NodeInfo's own, run on every core, a NodeInfo's pods in their
+// order in pis, so each NodeInfo ends as the serial load leaves it. It
+// reports false, having charged nothing, if pis holds a pod twice (no
+// listing does): the serial load's replacements then decide the order.
+func (c *Cache) loadLocked(pis []*framework.PodInfo) bool {
+	par := framework.NewParallelizer(runtime.GOMAXPROCS(0))
+	keys := make([]string, len(pis))
+	items := make([]*nodeItem, len(pis))
+	part := make([]uint8, len(pis))
+	seed := maphash.MakeSeed()
+	// Reads only: nothing writes c.nodes until this is done.
+	par.Until(context.Background(), len(pis), func(i int) {
+		name := pis[i].Pod.NodeName
+		keys[i], items[i] = pis[i].Pod.Key(), c.nodes[name]
+		part[i] = uint8(maphash.String(seed, name) % loadPartitions)
+	})
+
+	c.pods = make(map[string]*podState, len(pis))
+	parts := make([][]int32, loadPartitions)
+	// The run ends only once every pod is in: a fallback leaves the
+	// placement count as it found it.
+	placed := c.placed.startRun()
+	for i, pi := range pis {
+		if items[i] == nil {
+			items[i] = c.item(pi.Pod.NodeName) // a node not known yet
+		}
+		n := len(c.pods)
+		c.pods[keys[i]] = &podState{info: pi, item: items[i]}
+		if len(c.pods) == n {
+			c.pods = make(map[string]*podState, len(pis))
+			return false
+		}
+		placed.record(pi)
+		parts[part[i]] = append(parts[part[i]], int32(i))
+	}
+	placed.end()
+	c.parallelLoads++
+
+	charged := framework.NextGeneration()
+	par.Until(context.Background(), loadPartitions, func(p int) {
+		for _, i := range parts[p] {
+			items[i].info.AddPodInfo(pis[i])
+		}
+	})
+
+	// The recency list must run from the newest generation down: move the
+	// NodeInfos charged above to its head, oldest charge first.
+	var moved []*nodeItem
+	for _, it := range c.nodes {
+		if it.info.Generation > charged {
+			moved = append(moved, it)
+		}
+	}
+	slices.SortFunc(moved, func(a, b *nodeItem) int { return cmp.Compare(a.info.Generation, b.info.Generation) })
+	for _, it := range moved {
+		c.moveToHead(it)
+	}
+	return true
 }

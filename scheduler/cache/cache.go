@@ -83,6 +83,8 @@ type Cache struct {
 	images map[string]*framework.ImageStateSummary
 	// placed numbers new placements for cross-shard re-checks.
 	placed placementLog
+	// parallelLoads counts the loads loadLocked charged on every core.
+	parallelLoads int
 }
 
 type nodeItem struct {
