@@ -42,13 +42,14 @@ func (s *Scheduler) isEmpty() bool {
 func (s *Scheduler) loadEmpty(nodes []*framework.Node, pods []*framework.Pod) {
 	s.groups.resetMembers()
 	s.mu.Lock()
+	if len(s.nodes) == 0 {
+		s.nodes = make(map[string]*framework.Node, len(nodes))
+	}
 	for _, n := range nodes {
 		s.nodes[n.Name] = n
 	}
 	s.mu.Unlock()
-	for _, n := range nodes {
-		s.cache.AddNode(n)
-	}
+	s.cache.AddNodes(nodes)
 	s.metrics.eventN("NodeAdd", len(nodes))
 
 	var bound []*framework.Pod

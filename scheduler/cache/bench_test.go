@@ -113,3 +113,24 @@ func BenchmarkAssumeConfirm(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoad fills an empty cache as a restart does: 100,000 nodes, then
+// ten bound pods on each, in one call each.
+func BenchmarkLoad(b *testing.B) {
+	const nodes, perNode = 100_000, 10
+	ns := make([]*framework.Node, nodes)
+	for i := range ns {
+		ns[i] = stdNode(fmt.Sprintf("node-%06d", i))
+	}
+	pis := make([]*framework.PodInfo, 0, nodes*perNode)
+	for i := range nodes * perNode {
+		pis = append(pis, framework.NewPodInfo(pod(fmt.Sprintf("p%d", i), ns[(i*7919)%nodes].Name, 10)))
+	}
+	for b.Loop() {
+		c := New()
+		c.AddNodes(ns)
+		if err := c.AddPodInfos(pis); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

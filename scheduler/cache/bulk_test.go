@@ -184,3 +184,39 @@ func podNames(ni *framework.NodeInfo) []string {
 	}
 	return out
 }
+
+// A restart's nodes, added in one call, leave the cache as adding them one
+// by one does: the same NodeInfos, the same snapshot order, and the recency
+// list in order.
+func TestAddNodesMatchesAddNode(t *testing.T) {
+	var nodes []*framework.Node
+	for i := range 30 {
+		n := stdNode(fmt.Sprint("n", i))
+		n.Labels = map[string]string{framework.LabelTopologyZone: fmt.Sprint("z", i%4)}
+		n.Images = []framework.ContainerImage{{Names: []string{fmt.Sprint("img", i%3)}, SizeBytes: 1 << 20}}
+		nodes = append(nodes, n)
+	}
+	nodes = append(nodes, stdNode("n5")) // again, replaced
+	for _, known := range []int{0, 3} {  // into an empty cache, and one that knows some
+		one, bulk := New(), New()
+		for _, n := range nodes {
+			one.AddNode(n)
+		}
+		for _, n := range nodes[:known] {
+			bulk.AddNode(n)
+		}
+		bulk.AddNodes(nodes[known:])
+		requireSameCache(t, bulk, one)
+		requireRecencyOrder(t, bulk)
+		snapOne, snapBulk := NewEmptySnapshot(), NewEmptySnapshot()
+		if err := one.UpdateSnapshot(snapOne); err != nil {
+			t.Fatal(err)
+		}
+		if err := bulk.UpdateSnapshot(snapBulk); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := names(snapBulk.List()), names(snapOne.List()); !reflect.DeepEqual(got, want) {
+			t.Errorf("%d known: snapshot order after AddNodes %v, after AddNode %v", known, got, want)
+		}
+	}
+}

@@ -198,6 +198,25 @@ func (c *Cache) dropIfEmpty(name string, it *nodeItem) {
 func (c *Cache) AddNode(n *framework.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.addNodeLocked(n)
+}
+
+// AddNodes is AddNode for many nodes under one lock, as a restart loads
+// them: into a cache that knows none yet, the maps are sized once instead
+// of growing to a hundred thousand names a doubling at a time.
+func (c *Cache) AddNodes(nodes []*framework.Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.nodes) == 0 {
+		c.nodes = make(map[string]*nodeItem, len(nodes))
+		c.tree.zoneOf = make(map[string]string, len(nodes))
+	}
+	for _, n := range nodes {
+		c.addNodeLocked(n)
+	}
+}
+
+func (c *Cache) addNodeLocked(n *framework.Node) {
 	it := c.item(n.Name)
 	c.removeImages(it.info)
 	it.info.SetNode(n)
