@@ -15,8 +15,9 @@ import (
 // lock and wakes every queue once per pod, though no queue holds a pod to
 // wake; at a million pods that is most of a restart. So a scheduler that
 // knows nothing yet is loaded in bulk: each kind sorted once, pods' costly
-// PodInfos built on every core, the cache filled under one lock and each
-// shard's queue under its own, in parallel. What results is what the event
+// PodInfos built on every core, the cache filled under one lock (its
+// NodeInfos charged on every core) and each shard's queue under its own, in
+// parallel. What results is what the event
 // path would build; only the timing differs.
 
 // isEmpty reports a scheduler that holds no node, pod or pending pod.
