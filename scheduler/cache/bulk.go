@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/berth-io/berth/scheduler/framework"
 )
@@ -60,11 +61,12 @@ const loadPartitions = 64
 
 // loadLocked is AddPodInfos into a cache that holds no pod yet, as at a
 // restart, where charging a million pods one after another took seconds with
-// a core idle. What touches the cache's maps and lists stays serial; the
-// charges, each NodeInfo's own, run on every core, a NodeInfo's pods in their
-// order in pis, so each NodeInfo ends as the serial load leaves it. It
-// reports false, having charged nothing, if pis holds a pod twice (no
-// listing does): the serial load's replacements then decide the order.
+// a core idle. The pod map and the placement log are filled on one core
+// while the charges, each NodeInfo's own, run beside them on the others, a
+// NodeInfo's pods in their order in pis, so each NodeInfo ends as the serial
+// load leaves it. It reports false, having taken every charge back, if pis
+// holds a pod twice (no listing does): the serial load's replacements then
+// decide the order.
 func (c *Cache) loadLocked(pis []*framework.PodInfo) bool {
 	par := framework.NewParallelizer(runtime.GOMAXPROCS(0))
 	keys := make([]string, len(pis))
@@ -77,46 +79,81 @@ func (c *Cache) loadLocked(pis []*framework.PodInfo) bool {
 		keys[i], items[i] = pis[i].Pod.Key(), c.nodes[name]
 		part[i] = uint8(maphash.String(seed, name) % loadPartitions)
 	})
-
-	c.pods = make(map[string]*podState, len(pis))
 	parts := make([][]int32, loadPartitions)
-	// The run ends only once every pod is in: a fallback leaves the
-	// placement count as it found it.
-	placed := c.placed.startRun()
 	for i, pi := range pis {
 		if items[i] == nil {
 			items[i] = c.item(pi.Pod.NodeName) // a node not known yet
 		}
+		parts[part[i]] = append(parts[part[i]], int32(i))
+	}
+
+	charged := framework.NextGeneration()
+	var charging sync.WaitGroup
+	charging.Go(func() {
+		par.Until(context.Background(), loadPartitions, func(p int) {
+			for _, i := range parts[p] {
+				items[i].info.AddPodInfo(pis[i])
+			}
+		})
+	})
+	distinct := c.fillPodsLocked(pis, keys, items)
+	charging.Wait()
+	changed := c.chargedSince(charged)
+	if !distinct {
+		// The serial load that follows charges them again, and moves them.
+		for _, it := range changed {
+			uncharge(it.info)
+		}
+		return false
+	}
+	// The recency list must run from the newest generation down: move the
+	// NodeInfos charged above to its head, oldest charge first.
+	slices.SortFunc(changed, func(a, b *nodeItem) int { return cmp.Compare(a.info.Generation, b.info.Generation) })
+	for _, it := range changed {
+		c.moveToHead(it)
+	}
+	c.parallelLoads++
+	return true
+}
+
+// fillPodsLocked enters pis in the pod map and the placement log, as the
+// serial load does, unless it meets a key twice: then it leaves both as it
+// found them (empty, and the count unmoved) and reports false.
+func (c *Cache) fillPodsLocked(pis []*framework.PodInfo, keys []string, items []*nodeItem) (distinct bool) {
+	c.pods = make(map[string]*podState, len(pis))
+	// The run ends only once every pod is in.
+	placed := c.placed.startRun()
+	for i, pi := range pis {
 		n := len(c.pods)
 		c.pods[keys[i]] = &podState{info: pi, item: items[i]}
 		if len(c.pods) == n {
-			c.pods = make(map[string]*podState, len(pis))
+			c.pods = make(map[string]*podState)
 			return false
 		}
 		placed.record(pi)
-		parts[part[i]] = append(parts[part[i]], int32(i))
 	}
 	placed.end()
-	c.parallelLoads++
-
-	charged := framework.NextGeneration()
-	par.Until(context.Background(), loadPartitions, func(p int) {
-		for _, i := range parts[p] {
-			items[i].info.AddPodInfo(pis[i])
-		}
-	})
-
-	// The recency list must run from the newest generation down: move the
-	// NodeInfos charged above to its head, oldest charge first.
-	var moved []*nodeItem
-	for _, it := range c.nodes {
-		if it.info.Generation > charged {
-			moved = append(moved, it)
-		}
-	}
-	slices.SortFunc(moved, func(a, b *nodeItem) int { return cmp.Compare(a.info.Generation, b.info.Generation) })
-	for _, it := range moved {
-		c.moveToHead(it)
-	}
 	return true
+}
+
+// chargedSince returns the NodeInfos whose generation passed gen.
+func (c *Cache) chargedSince(gen int64) []*nodeItem {
+	var out []*nodeItem
+	for _, it := range c.nodes {
+		if it.info.Generation > gen {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// uncharge takes back every pod of a NodeInfo that held none before the
+// load, newest first (each removal then finds its pod at the end, so none
+// can fail).
+func uncharge(ni *framework.NodeInfo) {
+	for range len(ni.Pods) {
+		if ni.RemovePod(ni.Pods[len(ni.Pods)-1].Pod) != nil {
+			return
+		}
+	}
 }
