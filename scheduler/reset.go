@@ -17,8 +17,8 @@ import (
 // knows nothing yet is loaded in bulk: each kind sorted once, pods' costly
 // PodInfos built on every core, the cache filled under one lock (its
 // NodeInfos charged on every core) and each shard's queue under its own, in
-// parallel. What results is what the event
-// path would build; only the timing differs.
+// parallel. What results is what the event path would build; only the
+// timing differs.
 
 // isEmpty reports a scheduler that holds no node, pod or pending pod.
 func (s *Scheduler) isEmpty() bool {

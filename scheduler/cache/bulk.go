@@ -121,7 +121,8 @@ func (c *Cache) loadLocked(pis []*framework.PodInfo) bool {
 // found them (empty, and the count unmoved) and reports false.
 func (c *Cache) fillPodsLocked(pis []*framework.PodInfo, keys []string, items []*nodeItem) (distinct bool) {
 	c.pods = make(map[string]*podState, len(pis))
-	// The run ends only once every pod is in.
+	// The run ends only once every pod is in: until then the count does
+	// not move, and no reader looks at the ring slots past it.
 	placed := c.placed.startRun()
 	for i, pi := range pis {
 		n := len(c.pods)
