@@ -167,6 +167,7 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 	}
 	defer func() {
 		if err != nil {
+			r.closeListeners()
 			r.waitSnapshotLoad()
 			r.closeBackends()
 		}
@@ -176,6 +177,14 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 	if r.sec, err = loadSecurity(cfg); err != nil {
 		return nil, err
 	}
+	// The ports are bound before anything else starts, so that the embedded
+	// etcd's free ports cannot be the one a restart needs, and a port in use
+	// fails the start at once instead of after etcd's open. Calls that
+	// arrive before run wait in the kernel's queue.
+	if err := r.listen(); err != nil {
+		return nil, err
+	}
+	r.startup.mark(phaseListen)
 	// The core first, so that a start-up snapshot loads into it while
 	// etcd opens, which is most of a restart.
 	r.committer = &storeCommitter{}
@@ -190,10 +199,6 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 	}
 	r.committer.store = r.store
 	r.front = server.New(r.frontConfig())
-	if err := r.listen(); err != nil {
-		return nil, err
-	}
-	r.startup.mark(phaseListen)
 	r.run()
 	r.logger.Info("berth serving", zap.String("grpc", r.lis.Addr().String()), zap.String("advertise", r.cfg.Advertise),
 		zap.Stringer("metrics", r.metrics.addr()), zap.String("replica", r.cfg.ReplicaID),
@@ -330,8 +335,9 @@ func (r *Replica) listen() error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", r.cfg.Listen, err)
 	}
+	embedded := len(r.cfg.EtcdEndpoints) == 0
 	var gatherer prometheus.Gatherer = r.reg
-	if r.embedded != nil {
+	if embedded {
 		gatherer = prometheus.Gatherers{r.reg, etcdServerMetrics()}
 	}
 	r.metrics, err = listenMetrics(r.cfg.MetricsListen, gatherer, r.reg, r.cfg.Security.EnablePprof, r.sec.httpTLS())
@@ -340,12 +346,23 @@ func (r *Replica) listen() error {
 		return err
 	}
 	if r.cfg.ReplicaID == "" {
-		r.cfg.ReplicaID = defaultReplicaID(r.lis.Addr(), r.embedded != nil)
+		r.cfg.ReplicaID = defaultReplicaID(r.lis.Addr(), embedded)
 	}
 	if r.cfg.Advertise == "" {
 		r.cfg.Advertise = advertiseAddr(r.lis.Addr())
 	}
 	return nil
+}
+
+// closeListeners closes what listen opened, for a start that failed before
+// run served them.
+func (r *Replica) closeListeners() {
+	if r.lis != nil {
+		r.lis.Close()
+	}
+	if r.metrics != nil {
+		r.metrics.lis.Close()
+	}
 }
 
 // run starts the replica's loops. Each has its own context, so Stop can

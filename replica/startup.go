@@ -11,6 +11,9 @@ import (
 // Start-up phases, in the order they usually end. ownership runs beside
 // list and cache; serving needs them all.
 const (
+	// phaseListen: the gRPC and metrics ports are bound, first of all.
+	// Calls are answered from run on, after store.
+	phaseListen = "listen"
 	// phaseSnapshot: the start-up snapshot was read and loaded into the
 	// core, beside the etcd open, or found unusable (its log line says
 	// why). It is checked against etcd after.
@@ -20,8 +23,6 @@ const (
 	phaseEtcd = "etcd"
 	// phaseStore: the store's client is open on it.
 	phaseStore = "store"
-	// phaseListen: the gRPC and metrics listeners are open.
-	phaseListen = "listen"
 	// phaseList: every node and pod was read at one revision (not when a
 	// start-up snapshot is used).
 	phaseList = "list"
@@ -35,7 +36,7 @@ const (
 )
 
 // startupPhases lists every phase, for tests and documentation.
-var startupPhases = []string{phaseSnapshot, phaseEtcd, phaseStore, phaseListen, phaseList, phaseCache, phaseOwnership, phaseServing}
+var startupPhases = []string{phaseListen, phaseSnapshot, phaseEtcd, phaseStore, phaseList, phaseCache, phaseOwnership, phaseServing}
 
 // startupClock times a replica's start: each phase's end is recorded once,
 // as seconds since Start was called, in berth_startup_phase_seconds and in
@@ -58,7 +59,7 @@ func newStartupClock(start time.Time, reg prometheus.Registerer, log *zap.Logger
 		start: start, log: log, done: map[string]time.Duration{},
 		gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "berth_startup_phase_seconds",
-			Help: "Seconds from the replica's start to the end of each start-up phase (snapshot, etcd, store, listen, list, cache, ownership, serving).",
+			Help: "Seconds from the replica's start to the end of each start-up phase (listen, snapshot, etcd, store, list, cache, ownership, serving).",
 		}, []string{"phase"}),
 	}
 	reg.MustRegister(c.gauge)

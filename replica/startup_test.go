@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -459,4 +462,33 @@ func startSynced(ctx context.Context, t *testing.T, cfg Config) *Replica {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// A start whose gRPC port is taken fails before it starts etcd: the ports
+// are bound first, so that none of the embedded etcd's free ports can be the
+// one a restart needs.
+func TestStartBindsItsPortsFirst(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	dir := filepath.Join(t.TempDir(), "data")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := Start(ctx, Config{
+		Listen: held.Addr().String(), MetricsListen: "-", DataDir: dir,
+		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
+		Logger:   zaptest.NewLogger(t),
+	})
+	if err == nil {
+		r.Stop()
+		t.Fatalf("Start on the taken address %s succeeded", held.Addr())
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("Start: %v, want address in use", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "member")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("etcd was started before the port was bound: %s/member: %v", dir, err)
+	}
 }
