@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -17,7 +16,6 @@ type sharedDeadline struct {
 	timeout, window time.Duration
 
 	current atomic.Pointer[deadlineSlot]
-	mu      sync.Mutex // serializes renewals; readers take current alone
 }
 
 type deadlineSlot struct {
@@ -35,22 +33,20 @@ func newSharedDeadline(timeout time.Duration) *sharedDeadline {
 // timeout+window after now.
 func (d *sharedDeadline) context(now time.Time) context.Context {
 	want := now.Add(d.timeout)
-	// Every binding cycle asks, from its own goroutine: a lock here was
-	// where they queued, so the common case reads one pointer.
-	if s := d.current.Load(); s != nil && !s.end.Before(want) {
+	s := d.current.Load()
+	if s != nil && !s.end.Before(want) {
 		return s.ctx
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if s := d.current.Load(); s != nil && !s.end.Before(want) {
-		return s.ctx // renewed while this caller waited
-	}
+	// Renewal is lock-free: a mutex here convoyed every binding cycle that
+	// arrived while the slot was stale, a thousand goroutines handed the
+	// lock one at a time (most of BenchmarkLoops' lock wait). A caller that
+	// loses the swap keeps the context it made, which is as good.
 	end := want.Add(d.window)
 	// The context ends at its deadline on its own; callers still holding
 	// it must not be cut short, so it is never cancelled.
 	ctx, cancel := context.WithDeadline(context.Background(), end)
 	_ = cancel
-	d.current.Store(&deadlineSlot{ctx: ctx, end: end})
+	d.current.CompareAndSwap(s, &deadlineSlot{ctx: ctx, end: end})
 	return ctx
 }
 
