@@ -265,7 +265,7 @@ func (r *Replica) openStore(ctx context.Context) error {
 	if r.tracingOn() {
 		storeCfg.Tracer = r.tracer()
 	}
-	if len(r.cfg.EtcdEndpoints) == 0 {
+	if r.embeddedEtcd() {
 		dir, err := filepath.Abs(r.cfg.DataDir)
 		if err != nil {
 			return err
@@ -307,6 +307,10 @@ func (r *Replica) openStore(ctx context.Context) error {
 	return nil
 }
 
+// embeddedEtcd says whether the replica runs its own etcd: no endpoints
+// were given. It is known from the configuration, before etcd starts.
+func (r *Replica) embeddedEtcd() bool { return len(r.cfg.EtcdEndpoints) == 0 }
+
 // newScheduler builds the core, committing through the store.
 func (r *Replica) newScheduler(ctx context.Context) error {
 	schedCfg := r.cfg.Scheduler
@@ -335,9 +339,8 @@ func (r *Replica) listen() error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", r.cfg.Listen, err)
 	}
-	embedded := len(r.cfg.EtcdEndpoints) == 0
 	var gatherer prometheus.Gatherer = r.reg
-	if embedded {
+	if r.embeddedEtcd() {
 		gatherer = prometheus.Gatherers{r.reg, etcdServerMetrics()}
 	}
 	r.metrics, err = listenMetrics(r.cfg.MetricsListen, gatherer, r.reg, r.cfg.Security.EnablePprof, r.sec.httpTLS())
@@ -346,7 +349,7 @@ func (r *Replica) listen() error {
 		return err
 	}
 	if r.cfg.ReplicaID == "" {
-		r.cfg.ReplicaID = defaultReplicaID(r.lis.Addr(), embedded)
+		r.cfg.ReplicaID = defaultReplicaID(r.lis.Addr(), r.embeddedEtcd())
 	}
 	if r.cfg.Advertise == "" {
 		r.cfg.Advertise = advertiseAddr(r.lis.Addr())

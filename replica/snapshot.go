@@ -86,7 +86,7 @@ func newSnapshots(path string, interval time.Duration, reg prometheus.Registerer
 // snapshotsOn: only the embedded etcd's data dir is ours to keep a
 // snapshot in, and only it can be opened while we read one.
 func (r *Replica) snapshotsOn() bool {
-	return !r.cfg.DisableStartupSnapshot && len(r.cfg.EtcdEndpoints) == 0
+	return !r.cfg.DisableStartupSnapshot && r.embeddedEtcd()
 }
 
 // loadSnapshot reads the data dir's snapshot and loads it into the core
