@@ -3,8 +3,11 @@ package convert
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unsafe"
+
+	"google.golang.org/protobuf/proto"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/scheduler/framework"
@@ -154,4 +157,35 @@ func BenchmarkStoredPodToCore(b *testing.B) {
 	for b.Loop() {
 		StoredPodToCore(p, stored, 1)
 	}
+}
+
+// BenchmarkStoredValuesToCoreParallel converts bound pods of a large
+// cluster from their stored values on every core, as a restart's bulk load
+// does: run with -cpu 1,2 to see whether conversions scale with cores or
+// queue on the interner.
+func BenchmarkStoredValuesToCoreParallel(b *testing.B) {
+	const nodes, pods = 100000, 1 << 16
+	values := make([][]byte, pods)
+	for i := range values {
+		p := basicPod(fmt.Sprintf("p-%d", i))
+		p.NodeName = fmt.Sprintf("node-%06d", i*7919%nodes)
+		v, err := proto.Marshal(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		values[i] = v
+	}
+	var workers atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		// Each worker walks the values from its own offset, sharing no
+		// counter with the others.
+		i := workers.Add(1) * 7919
+		for pb.Next() {
+			i++
+			if _, err := StoredValueToCore(values[i%pods], i, true); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
