@@ -28,7 +28,7 @@ FUZZ_EXECS ?= 50000x
 
 test: vet promtool python-deps
 	$(GO) test -count=1 -timeout 9m ./...
-	$(GO) test -count=1 -race -timeout 5m $(CORE)
+	$(GO) test -count=1 -race -timeout 5m $(CORE) ./convert/
 	$(GO) test -run='^$$' -fuzz=FuzzValidateAndConvert -fuzztime=$(FUZZ_EXECS) ./server/
 	$(GO) test -run='^$$' -fuzz=FuzzStoredValueToCore -fuzztime=$(FUZZ_EXECS) ./convert/
 	if [ "$(CONFORMANCE)" != 0 ]; then $(MAKE) conformance-quick; fi

@@ -45,7 +45,7 @@ const (
 )
 
 type interner struct {
-	mu         sync.Mutex
+	mu         sync.RWMutex
 	strings    map[string]string
 	stringMaps map[string]map[string]string
 	resources  map[string]framework.ResourceList

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"slices"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -247,23 +248,24 @@ func (in *interner) fastPod(value []byte, modRevision int64) (*framework.Pod, bo
 		out.TopologySpreadConstraints = spreadToCore(p.GetTopologySpreadConstraints())
 		ex.SchedulingGates = p.GetSchedulingGates()
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	out.Namespace = in.strBytesLocked(f.namespace, maxInternedLen)
-	out.NodeName = in.nodeNameLocked(f.nodeName)
-	out.SchedulerName = in.strBytesLocked(f.scheduler, maxInternedLen)
-	out.PodGroup = in.strBytesLocked(f.group, maxInternedLen)
-	if !in.fieldsLocked(out, &ex, &f, value) {
-		return nil, false
+	// Nearly every pod's shared values are in the tables already: they
+	// are looked up under the read lock, so that a restart's conversions
+	// on every core do not queue on one another (under the write lock, two
+	// cores converted no faster than one). A pod that brings a new value
+	// takes the write lock and looks up again.
+	in.mu.RLock()
+	found := in.lookupShared(out, &ex, &f, &st, value)
+	in.mu.RUnlock()
+	if !found {
+		in.mu.Lock()
+		ok := in.shareLocked(out, &ex, &f, &st, value)
+		in.mu.Unlock()
+		if !ok {
+			return nil, false
+		}
 	}
-	if st.whole != nil {
-		statusToCore(out, &ex, st.whole)
-		ex.NominatedNodeName = in.nodeNameStrLocked(ex.NominatedNodeName)
-		ex.StatusMessage = in.strLocked(ex.StatusMessage, maxInternedKey)
-	} else {
+	if st.whole == nil {
 		out.Phase = podPhases[st.phase]
-		ex.NominatedNodeName = in.nodeNameLocked(st.nominated)
-		ex.StatusMessage = in.strBytesLocked(st.message, maxInternedKey)
 		ex.PreemptedBy = string(st.preemptedBy)
 		if st.started {
 			out.StartTime = time.Unix(st.seconds, int64(st.nanos)).UTC()
@@ -363,6 +365,86 @@ func parseTimestamp(b []byte, st *statusFields) bool {
 		}
 	}
 	return true
+}
+
+// shareLocked fills the values of out and its extras ex that pods share,
+// adding to the tables what they lack; false if a field does not decode.
+// A status decoded whole is converted here too, its strings shared.
+func (in *interner) shareLocked(out *framework.Pod, ex *framework.PodExtras, f *podFields, st *statusFields, value []byte) bool {
+	out.Namespace = in.strBytesLocked(f.namespace, maxInternedLen)
+	out.NodeName = in.nodeNameLocked(f.nodeName)
+	out.SchedulerName = in.strBytesLocked(f.scheduler, maxInternedLen)
+	out.PodGroup = in.strBytesLocked(f.group, maxInternedLen)
+	if !in.fieldsLocked(out, ex, f, value) {
+		return false
+	}
+	if st.whole != nil {
+		statusToCore(out, ex, st.whole)
+		ex.NominatedNodeName = in.nodeNameStrLocked(ex.NominatedNodeName)
+		ex.StatusMessage = in.strLocked(ex.StatusMessage, maxInternedKey)
+		return true
+	}
+	ex.NominatedNodeName = in.nodeNameLocked(st.nominated)
+	ex.StatusMessage = in.strBytesLocked(st.message, maxInternedKey)
+	return true
+}
+
+// lookupShared is shareLocked for a caller holding the read lock: it only
+// looks up, and reports false if any value is not in the tables yet (or
+// the status needs decoding whole), leaving the rest to shareLocked.
+func (in *interner) lookupShared(out *framework.Pod, ex *framework.PodExtras, f *podFields, st *statusFields, value []byte) bool {
+	if st.whole != nil {
+		return false
+	}
+	var ok [11]bool
+	out.Namespace, ok[0] = in.lookupStr(f.namespace, maxInternedLen)
+	out.NodeName, ok[1] = in.lookupNodeName(f.nodeName)
+	out.SchedulerName, ok[2] = in.lookupStr(f.scheduler, maxInternedLen)
+	out.PodGroup, ok[3] = in.lookupStr(f.group, maxInternedLen)
+	out.Labels, ok[4] = lookupSpanOnly(in.spanMaps, f.labels.of(value))
+	out.NodeSelector, ok[5] = lookupSpanOnly(in.spanMaps, f.nodeSelector.of(value))
+	ex.Overhead, ok[6] = lookupSpanOnly(in.spanResources, f.overhead.of(value))
+	out.Containers, ok[7] = lookupSpanOnly(in.spanContainers, f.containers.of(value))
+	ex.InitContainers, ok[8] = lookupSpanOnly(in.spanContainers, f.initContainers.of(value))
+	ex.NominatedNodeName, ok[9] = in.lookupNodeName(st.nominated)
+	ex.StatusMessage, ok[10] = in.lookupStr(st.message, maxInternedKey)
+	return !slices.Contains(ok[:], false)
+}
+
+// lookupStr is strBytesLocked without adding: false if b would be shared
+// but is not in the table.
+func (in *interner) lookupStr(b []byte, limit int) (string, bool) {
+	if len(b) == 0 {
+		return "", true
+	}
+	if len(b) > limit {
+		return string(b), true
+	}
+	v, ok := in.strings[string(b)]
+	return v, ok
+}
+
+// lookupNodeName is nodeNameLocked without adding.
+func (in *interner) lookupNodeName(b []byte) (string, bool) {
+	if len(b) == 0 {
+		return "", true
+	}
+	if len(b) > maxInternedLen {
+		return string(b), true
+	}
+	v, ok := in.nodeNames[string(b)]
+	return v, ok
+}
+
+// lookupSpanOnly is lookupSpan without converting or adding: false if b
+// is not in table.
+func lookupSpanOnly[V any](table map[string]V, b []byte) (V, bool) {
+	if len(b) == 0 {
+		var zero V
+		return zero, true
+	}
+	v, ok := table[string(b)]
+	return v, ok
 }
 
 // strBytesLocked is strLocked for a string given as bytes: a string

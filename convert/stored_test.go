@@ -1,6 +1,8 @@
 package convert
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -164,4 +166,51 @@ func FuzzStoredValueToCore(f *testing.F) {
 			t.Fatalf("(-decoded,+StoredValueToCore):\n%s", diff)
 		}
 	})
+}
+
+// Conversions on several goroutines, as a restart's bulk load runs them,
+// give what one conversion alone gives, while some of them bring values
+// the tables lack (run under -race: readers share the tables while
+// writers add to them).
+func TestConcurrentConversionsMatchAlone(t *testing.T) {
+	type stored struct {
+		pod   *berthv1.Pod
+		value []byte
+	}
+	var all []stored
+	for _, p := range storedPods() {
+		v, err := storedPodOptions.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, stored{p, v})
+	}
+	const workers, rounds = 4, 50
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for r := range rounds {
+				fresh := basicPod(fmt.Sprintf("fresh-%d-%d", w, r))
+				fresh.Labels["round"] = fmt.Sprint(w, "-", r) // new to the tables
+				fresh.NodeName = fmt.Sprintf("node-%d-%d", w, r)
+				v, err := storedPodOptions.Marshal(fresh)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, s := range append(all, stored{fresh, v}) {
+					got, err := StoredValueToCore(s.value, 7, true)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if diff := cmp.Diff(StoredPodToCore(s.pod, s.value, 7), got); diff != "" {
+						t.Errorf("%s: (-alone,+concurrent):\n%s", s.pod.GetName(), diff)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
