@@ -397,42 +397,30 @@ func (in *interner) lookupShared(out *framework.Pod, ex *framework.PodExtras, f 
 		return false
 	}
 	var ok [11]bool
-	out.Namespace, ok[0] = in.lookupStr(f.namespace, maxInternedLen)
-	out.NodeName, ok[1] = in.lookupNodeName(f.nodeName)
-	out.SchedulerName, ok[2] = in.lookupStr(f.scheduler, maxInternedLen)
-	out.PodGroup, ok[3] = in.lookupStr(f.group, maxInternedLen)
+	out.Namespace, ok[0] = lookupIn(in.strings, f.namespace, maxInternedLen)
+	out.NodeName, ok[1] = lookupIn(in.nodeNames, f.nodeName, maxInternedLen)
+	out.SchedulerName, ok[2] = lookupIn(in.strings, f.scheduler, maxInternedLen)
+	out.PodGroup, ok[3] = lookupIn(in.strings, f.group, maxInternedLen)
 	out.Labels, ok[4] = lookupSpanOnly(in.spanMaps, f.labels.of(value))
 	out.NodeSelector, ok[5] = lookupSpanOnly(in.spanMaps, f.nodeSelector.of(value))
 	ex.Overhead, ok[6] = lookupSpanOnly(in.spanResources, f.overhead.of(value))
 	out.Containers, ok[7] = lookupSpanOnly(in.spanContainers, f.containers.of(value))
 	ex.InitContainers, ok[8] = lookupSpanOnly(in.spanContainers, f.initContainers.of(value))
-	ex.NominatedNodeName, ok[9] = in.lookupNodeName(st.nominated)
-	ex.StatusMessage, ok[10] = in.lookupStr(st.message, maxInternedKey)
+	ex.NominatedNodeName, ok[9] = lookupIn(in.nodeNames, st.nominated, maxInternedLen)
+	ex.StatusMessage, ok[10] = lookupIn(in.strings, st.message, maxInternedKey)
 	return !slices.Contains(ok[:], false)
 }
 
-// lookupStr is strBytesLocked without adding: false if b would be shared
-// but is not in the table.
-func (in *interner) lookupStr(b []byte, limit int) (string, bool) {
+// lookupIn is strBytesLocked (or nodeNameLocked, given its table) without
+// adding: false if b would be shared but is not in table.
+func lookupIn(table map[string]string, b []byte, limit int) (string, bool) {
 	if len(b) == 0 {
 		return "", true
 	}
 	if len(b) > limit {
 		return string(b), true
 	}
-	v, ok := in.strings[string(b)]
-	return v, ok
-}
-
-// lookupNodeName is nodeNameLocked without adding.
-func (in *interner) lookupNodeName(b []byte) (string, bool) {
-	if len(b) == 0 {
-		return "", true
-	}
-	if len(b) > maxInternedLen {
-		return string(b), true
-	}
-	v, ok := in.nodeNames[string(b)]
+	v, ok := table[string(b)]
 	return v, ok
 }
 
