@@ -110,13 +110,7 @@ func (in *interner) strLocked(s string, limit int) string {
 
 // nodeNameLocked is strLocked for node names, in their own table.
 func (in *interner) nodeNameLocked(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	if len(b) > maxInternedLen {
-		return string(b)
-	}
-	if v, ok := in.nodeNames[string(b)]; ok {
+	if v, ok := lookupIn(in.nodeNames, b, maxInternedLen); ok {
 		return v
 	}
 	if len(in.nodeNames) >= maxNodeNames {

@@ -411,8 +411,10 @@ func (in *interner) lookupShared(out *framework.Pod, ex *framework.PodExtras, f 
 	return !slices.Contains(ok[:], false)
 }
 
-// lookupIn is strBytesLocked (or nodeNameLocked, given its table) without
-// adding: false if b would be shared but is not in table.
+// lookupIn is the read half of interning b in table: the shared string,
+// or b's own when it is empty or too long to share; false if b would be
+// shared but is not in table yet. It writes nothing, so the read lock
+// will do.
 func lookupIn(table map[string]string, b []byte, limit int) (string, bool) {
 	if len(b) == 0 {
 		return "", true
@@ -424,8 +426,9 @@ func lookupIn(table map[string]string, b []byte, limit int) (string, bool) {
 	return v, ok
 }
 
-// lookupSpanOnly is lookupSpan without converting or adding: false if b
-// is not in table.
+// lookupSpanOnly is the read half of lookupSpan: the value table holds
+// for b (zero for an absent field); false if it holds none. It writes
+// nothing, so the read lock will do.
 func lookupSpanOnly[V any](table map[string]V, b []byte) (V, bool) {
 	if len(b) == 0 {
 		var zero V
@@ -438,13 +441,7 @@ func lookupSpanOnly[V any](table map[string]V, b []byte) (V, bool) {
 // strBytesLocked is strLocked for a string given as bytes: a string
 // already interned costs no allocation.
 func (in *interner) strBytesLocked(b []byte, limit int) string {
-	if len(b) == 0 {
-		return ""
-	}
-	if len(b) > limit {
-		return string(b)
-	}
-	if v, ok := in.strings[string(b)]; ok {
+	if v, ok := lookupIn(in.strings, b, limit); ok {
 		return v
 	}
 	return in.strLocked(string(b), limit)
@@ -483,15 +480,12 @@ func (in *interner) fieldsLocked(out *framework.Pod, ex *framework.PodExtras, f 
 // never collide. The table is read anew after convert, which may have
 // filled the interner up and started it afresh.
 func lookupSpan[V any](in *interner, table func() map[string]V, b []byte, convert func(*berthv1.Pod) V) (V, bool) {
-	var zero V
-	if len(b) == 0 {
-		return zero, true
-	}
-	if v, ok := table()[string(b)]; ok {
+	if v, ok := lookupSpanOnly(table(), b); ok {
 		return v, true
 	}
 	p := &berthv1.Pod{}
 	if proto.Unmarshal(b, p) != nil {
+		var zero V
 		return zero, false
 	}
 	v := convert(p)
