@@ -7,7 +7,7 @@ GO      ?= go
 BIN     := $(CURDIR)/bin
 TOOLS   := -modfile=tools/go.mod
 # Packages whose tests are pure in-memory logic: cheap enough to run under -race.
-CORE    := ./scheduler/...
+RACED   := ./scheduler/... ./convert/
 
 .PHONY: all build run test promtool python-deps protoc-python python-proto test-python test-race test-e2e test-faults lint vet proto tools bench ghz clean conformance conformance-quick
 
@@ -28,7 +28,7 @@ FUZZ_EXECS ?= 50000x
 
 test: vet promtool python-deps
 	$(GO) test -count=1 -timeout 9m ./...
-	$(GO) test -count=1 -race -timeout 5m $(CORE) ./convert/
+	$(GO) test -count=1 -race -timeout 5m $(RACED)
 	$(GO) test -run='^$$' -fuzz=FuzzValidateAndConvert -fuzztime=$(FUZZ_EXECS) ./server/
 	$(GO) test -run='^$$' -fuzz=FuzzStoredValueToCore -fuzztime=$(FUZZ_EXECS) ./convert/
 	if [ "$(CONFORMANCE)" != 0 ]; then $(MAKE) conformance-quick; fi
