@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/replica"
 )
 
 // WorkloadScale names berth load's runs in its summary and JSON: the
@@ -81,7 +82,7 @@ type loadResult struct {
 	coldStart time.Duration
 	// loaded is the server's memory once every pod is bound; its HWM is
 	// the peak of the whole load.
-	loaded memStatus
+	loaded replica.ProcessMemory
 	// stored is how many pods were acknowledged (the time to store counts
 	// only when it is all of them); retried how many refusals were sent
 	// again.
@@ -104,7 +105,7 @@ type restartResult struct {
 	node               string
 	// mem is the new process's memory at that binding: the cost of
 	// reloading the cluster.
-	mem memStatus
+	mem replica.ProcessMemory
 	err error
 }
 
@@ -311,12 +312,12 @@ func (l *loader) whileAlive(ctx context.Context, srv *serverProcess, limit time.
 
 // load registers the nodes and loads the pods through the bench's runner,
 // then reads the server's memory.
-func (l *loader) load(ctx context.Context, w *workload, srv *serverProcess, pid int) (runResult, memStatus, error) {
+func (l *loader) load(ctx context.Context, w *workload, srv *serverProcess, pid int) (runResult, replica.ProcessMemory, error) {
 	lctx, stop := l.whileAlive(ctx, srv, 0)
 	defer stop()
 	conn, err := grpc.NewClient(l.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return runResult{workload: w.name, nodes: w.nodes, pods: w.pods}, memStatus{}, err
+		return runResult{workload: w.name, nodes: w.nodes, pods: w.pods}, replica.ProcessMemory{}, err
 	}
 	defer conn.Close()
 	bc := Config{
@@ -335,7 +336,7 @@ func (l *loader) load(ctx context.Context, w *workload, srv *serverProcess, pid 
 		r.serverCPU = func() (time.Duration, error) { return readCPU(pid) }
 		r.progressExtra = func() string {
 			m := mem.read(pid)
-			return fmt.Sprintf("server rss %s (peak %s)", formatBytes(m.RSS), formatBytes(m.HWM))
+			return fmt.Sprintf("server rss %s (peak %s)", formatBytes(m.Resident), formatBytes(m.Peak))
 		}
 	}
 	res := r.measureWorkload(lctx)
@@ -344,9 +345,9 @@ func (l *loader) load(ctx context.Context, w *workload, srv *serverProcess, pid 
 	}
 	l.stored = r.t.ackedCount(phaseMeasured)
 	l.retried = r.t.counts().retried
-	var m memStatus
+	var m replica.ProcessMemory
 	if pid > 0 {
-		if m, err = readMemStatus(pid); err != nil {
+		if m, err = replica.ReadProcessMemory(pid); err != nil {
 			err = fmt.Errorf("server memory: %w", err)
 		}
 	}
@@ -397,7 +398,7 @@ func (l *loader) restart(ctx context.Context, old *serverProcess, w *workload, s
 		return rr, srv
 	}
 	rr.toServing, rr.toBound = servingAt.Sub(srv.started), boundAt.Sub(srv.started)
-	if rr.mem, err = readMemStatus(srv.pid()); err != nil {
+	if rr.mem, err = replica.ReadProcessMemory(srv.pid()); err != nil {
 		rr.err = fmt.Errorf("server memory: %w", err)
 	}
 	return rr, srv

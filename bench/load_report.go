@@ -34,10 +34,10 @@ func printLoaded(out io.Writer, r loadResult) {
 		fmt.Fprintf(out, "server CPU:       %s (user + system) over the measured pods, %.0f ms per 1,000 pods bound\n",
 			r.run.serverCPU.Round(10*time.Millisecond), r.run.cpuPerThousand())
 	}
-	if r.loaded.HWM > 0 {
-		fmt.Fprintf(out, "server memory:    peak %s (VmHWM, pid %d), %s after the load (VmRSS); per pod %s peak, %s after\n",
-			formatBytes(r.loaded.HWM), r.pid, formatBytes(r.loaded.RSS),
-			formatPerPod(r.loaded.HWM, r.run.pods), formatPerPod(r.loaded.RSS, r.run.pods))
+	if r.loaded.Peak > 0 {
+		fmt.Fprintf(out, "server memory:    peak %s (VmHWM, pid %d), %s after the load (VmRSS: %s anonymous, %s of mapped files); per pod %s peak, %s after\n",
+			formatBytes(r.loaded.Peak), r.pid, formatBytes(r.loaded.Resident), formatBytes(r.loaded.Anon), formatBytes(r.loaded.File),
+			formatPerPod(r.loaded.Peak, r.run.pods), formatPerPod(r.loaded.Resident, r.run.pods))
 	}
 }
 
@@ -76,7 +76,7 @@ func printLoadEnd(out io.Writer, r loadResult) {
 func printRestart(out io.Writer, rr restartResult) {
 	fmt.Fprintf(out, "restart after %s: stopped in %s; new berth serve pid %d SERVING in %s, first new pod bound in %s (on %s); peak %s by then\n",
 		signalName(rr.signal), rr.stop.Round(time.Millisecond), rr.pid, rr.toServing.Round(time.Millisecond),
-		rr.toBound.Round(time.Millisecond), rr.node, formatBytes(rr.mem.HWM))
+		rr.toBound.Round(time.Millisecond), rr.node, formatBytes(rr.mem.Peak))
 }
 
 // loadSummary is the one-line summary, in the bench's key=value form;
@@ -87,9 +87,9 @@ func loadSummary(r loadResult) string {
 		restart[signalName(rr.signal)] = rr
 	}
 	term, kill := restart["SIGTERM"], restart["SIGKILL"]
-	return fmt.Sprintf("summary: workload=%s nodes=%d pods=%d bound=%d retried=%d submit-pods/s=%.0f pods/s=%.0f server-cpu-ms/1k-pods=%.0f store-all=%s peak-rss=%d rss-after=%d peak-bytes/pod=%d bytes/pod-after=%d term-serving=%s term-bound=%s kill-serving=%s kill-bound=%s status=%q",
+	return fmt.Sprintf("summary: workload=%s nodes=%d pods=%d bound=%d retried=%d submit-pods/s=%.0f pods/s=%.0f server-cpu-ms/1k-pods=%.0f store-all=%s peak-rss=%d rss-after=%d anon-after=%d file-after=%d peak-bytes/pod=%d bytes/pod-after=%d term-serving=%s term-bound=%s kill-serving=%s kill-bound=%s status=%q",
 		r.run.workload, r.run.nodes, r.run.pods, r.run.bound, r.retried, r.submitRate(), r.run.podsPerSec(), r.run.cpuPerThousand(),
-		r.storeTime().Round(time.Millisecond), r.loaded.HWM, r.loaded.RSS, perPod(r.loaded.HWM, r.run.pods), perPod(r.loaded.RSS, r.run.pods),
+		r.storeTime().Round(time.Millisecond), r.loaded.Peak, r.loaded.Resident, r.loaded.Anon, r.loaded.File, perPod(r.loaded.Peak, r.run.pods), perPod(r.loaded.Resident, r.run.pods),
 		term.toServing.Round(time.Millisecond), term.toBound.Round(time.Millisecond),
 		kill.toServing.Round(time.Millisecond), kill.toBound.Round(time.Millisecond), firstLine(r.err))
 }
@@ -130,11 +130,12 @@ func loadPerfData(r loadResult) PerfData {
 			Unit: "ms", Labels: labels(metricServerCPU),
 		})
 	}
-	if r.loaded.HWM > 0 {
+	if r.loaded.Peak > 0 {
 		pd.DataItems = append(pd.DataItems, DataItem{
 			Data: map[string]float64{
-				"Peak": float64(r.loaded.HWM), "AfterLoad": float64(r.loaded.RSS),
-				"PeakPerPod": float64(perPod(r.loaded.HWM, r.run.pods)), "AfterLoadPerPod": float64(perPod(r.loaded.RSS, r.run.pods)),
+				"Peak": float64(r.loaded.Peak), "AfterLoad": float64(r.loaded.Resident),
+				"AfterLoadAnon": float64(r.loaded.Anon), "AfterLoadFile": float64(r.loaded.File),
+				"PeakPerPod": float64(perPod(r.loaded.Peak, r.run.pods)), "AfterLoadPerPod": float64(perPod(r.loaded.Resident, r.run.pods)),
 			},
 			Unit: "bytes", Labels: labels(metricServerMemory, "phase", "load"),
 		})
@@ -148,7 +149,7 @@ func loadPerfData(r loadResult) PerfData {
 			Data: map[string]float64{"Stop": ms(rr.stop), "ToServing": ms(rr.toServing), "ToFirstBinding": ms(rr.toBound)},
 			Unit: "ms", Labels: labels(metricRestart, "signal", sig),
 		}, DataItem{
-			Data: map[string]float64{"Peak": float64(rr.mem.HWM), "AtFirstBinding": float64(rr.mem.RSS)},
+			Data: map[string]float64{"Peak": float64(rr.mem.Peak), "AtFirstBinding": float64(rr.mem.Resident)},
 			Unit: "bytes", Labels: labels(metricServerMemory, "phase", "restart", "signal", sig),
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-io/berth/replica"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -43,18 +44,18 @@ func sampleLoadResult() loadResult {
 			latencies: []time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond, 4 * time.Millisecond},
 		},
 		pid:    7,
-		loaded: memStatus{HWM: 4000, RSS: 2000},
+		loaded: replica.ProcessMemory{Peak: 4000, Resident: 2000, Anon: 1500, File: 500},
 		stored: 4,
 		restarts: []restartResult{
-			{signal: syscall.SIGTERM, stop: time.Second, toServing: 2 * time.Second, toBound: 3 * time.Second, mem: memStatus{HWM: 400, RSS: 300}},
-			{signal: syscall.SIGKILL, toServing: 4 * time.Second, toBound: 5 * time.Second, mem: memStatus{HWM: 500, RSS: 350}},
+			{signal: syscall.SIGTERM, stop: time.Second, toServing: 2 * time.Second, toBound: 3 * time.Second, mem: replica.ProcessMemory{Peak: 400, Resident: 300}},
+			{signal: syscall.SIGKILL, toServing: 4 * time.Second, toBound: 5 * time.Second, mem: replica.ProcessMemory{Peak: 500, Resident: 350}},
 		},
 	}
 }
 
 func TestLoadSummary(t *testing.T) {
 	got := loadSummary(sampleLoadResult())
-	want := `summary: workload=scale nodes=2 pods=4 bound=4 retried=0 submit-pods/s=2 pods/s=1 server-cpu-ms/1k-pods=1500000 store-all=2s peak-rss=4000 rss-after=2000 peak-bytes/pod=1000 bytes/pod-after=500 term-serving=2s term-bound=3s kill-serving=4s kill-bound=5s status="ok"`
+	want := `summary: workload=scale nodes=2 pods=4 bound=4 retried=0 submit-pods/s=2 pods/s=1 server-cpu-ms/1k-pods=1500000 store-all=2s peak-rss=4000 rss-after=2000 anon-after=1500 file-after=500 peak-bytes/pod=1000 bytes/pod-after=500 term-serving=2s term-bound=3s kill-serving=4s kill-bound=5s status="ok"`
 	if got != want {
 		t.Errorf("summary\n got %s\nwant %s", got, want)
 	}
@@ -91,7 +92,7 @@ func TestLoadPerfData(t *testing.T) {
 	if d := items[4].Data; d["Total"] != 6000 || d["PerThousandPods"] != 1_500_000 {
 		t.Errorf("server CPU %v, want 6000 ms in all, 1,500,000 per 1,000 of the 4 pods", d)
 	}
-	if d := items[5].Data; d["Peak"] != 4000 || d["PeakPerPod"] != 1000 || d["AfterLoadPerPod"] != 500 {
+	if d := items[5].Data; d["Peak"] != 4000 || d["PeakPerPod"] != 1000 || d["AfterLoadPerPod"] != 500 || d["AfterLoadAnon"] != 1500 || d["AfterLoadFile"] != 500 {
 		t.Errorf("load memory %v", d)
 	}
 	if d := items[8].Data; d["ToServing"] != 4000 || d["ToFirstBinding"] != 5000 {

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/berth-io/berth/replica"
 )
 
 // ServerCommand is how berth load runs `berth serve` as a child process:
@@ -143,54 +144,6 @@ func processAlive(pid int) bool {
 	return syscall.Kill(pid, 0) == nil
 }
 
-// memStatus is the memory of a process as /proc/PID/status gives it.
-type memStatus struct {
-	// HWM is the peak resident set (VmHWM) over the process's life; RSS the
-	// current one (VmRSS). Bytes.
-	HWM, RSS int64
-}
-
-// readMemStatus reads a process's VmHWM and VmRSS.
-func readMemStatus(pid int) (memStatus, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return memStatus{}, err
-	}
-	return parseMemStatus(b)
-}
-
-// parseMemStatus takes VmHWM and VmRSS from a /proc/PID/status text; both
-// are in kB there.
-func parseMemStatus(b []byte) (memStatus, error) {
-	var m memStatus
-	var found int
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		key, val, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (key != "VmHWM" && key != "VmRSS") {
-			continue
-		}
-		fields := strings.Fields(val)
-		if len(fields) != 2 || fields[1] != "kB" {
-			return m, fmt.Errorf("%s: unexpected value %q", key, val)
-		}
-		kb, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil {
-			return m, fmt.Errorf("%s: %w", key, err)
-		}
-		if key == "VmHWM" {
-			m.HWM = kb << 10
-		} else {
-			m.RSS = kb << 10
-		}
-		found++
-	}
-	if found != 2 {
-		return m, errors.New("no VmHWM and VmRSS in the process status")
-	}
-	return m, nil
-}
-
 // userHZ is the unit of a process's CPU times in /proc/PID/stat: Linux
 // reports them in USER_HZ, 100 per second, whatever the kernel's own tick.
 const userHZ = 100
@@ -245,11 +198,11 @@ func reservePort() (string, error) {
 // progress line or the report can still show it after the child is gone.
 type memTracker struct {
 	mu   sync.Mutex
-	last memStatus
+	last replica.ProcessMemory
 }
 
-func (m *memTracker) read(pid int) memStatus {
-	st, err := readMemStatus(pid)
+func (m *memTracker) read(pid int) replica.ProcessMemory {
+	st, err := replica.ReadProcessMemory(pid)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err == nil {

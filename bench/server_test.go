@@ -184,23 +184,3 @@ func TestParseCPU(t *testing.T) {
 		}
 	}
 }
-
-func TestParseMemStatus(t *testing.T) {
-	status := "Name:\tberth\nVmPeak:\t 2000 kB\nVmHWM:\t    4096 kB\nVmRSS:\t    1024 kB\nThreads:\t9\n"
-	m, err := parseMemStatus([]byte(status))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m != (memStatus{HWM: 4096 << 10, RSS: 1024 << 10}) {
-		t.Errorf("parsed %+v, want HWM 4 MiB, RSS 1 MiB", m)
-	}
-	for _, bad := range []string{"Name:\tx\n", "VmHWM:\t1 MB\nVmRSS:\t1 kB\n", "VmHWM:\tx kB\nVmRSS:\t1 kB\n"} {
-		if _, err := parseMemStatus([]byte(bad)); err == nil {
-			t.Errorf("%q parsed", bad)
-		}
-	}
-	self, err := readMemStatus(os.Getpid())
-	if err != nil || self.HWM <= 0 || self.RSS <= 0 || self.RSS > self.HWM {
-		t.Errorf("own status: %+v, %v; want 0 < RSS <= HWM", self, err)
-	}
-}

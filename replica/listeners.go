@@ -28,12 +28,14 @@ import (
 var runtimeMemoryMetrics = regexp.MustCompile(`^/gc/heap/(live|goal):bytes$|^/gc/gogc:percent$|^/gc/gomemlimit:bytes$|^/cpu/classes/(gc/total|total):cpu-seconds$`)
 
 // newRegistry is the replica's metrics registry, with the Go runtime's and
-// the process's collectors.
+// the process's collectors, and the process's memory by kind
+// (process_memory.go).
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{Matcher: runtimeMemoryMetrics})),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newProcessMemoryCollector())
 	return reg
 }
 

@@ -23,7 +23,9 @@ registers --nodes nodes, submits --pods basic pods through SubmitPods and
 waits for every binding on WatchBindings, printing progress (pods
 submitted and bound, pods/s, the server's RSS) every --progress. It then
 reports pods/s (submitted and bound), the time to store all pods, the
-server's peak RSS (VmHWM) and RSS after the load, in total and per pod.
+server's peak RSS (VmHWM) and RSS after the load, in total and per pod,
+and what of the latter is anonymous memory (the Go heap) and what mapped
+files (the embedded etcd's database).
 
 With --restarts (the default) it then SIGTERMs the server and restarts it
 on the same data, timing the new process to SERVING (gRPC health) and to
