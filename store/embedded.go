@@ -375,12 +375,18 @@ func (e *Embedded) ClientTLSDir() string {
 // Client returns a new client that calls the server in-process, for
 // Config.Client: no gRPC, HTTP/2 or socket between the store and its own
 // etcd, which cost a tenth of the CPU of a write-heavy benchmark.
-func (e *Embedded) Client() *clientv3.Client { return v3client.New(e.etcd.Server) }
+// Its KV also streams ranges (inProcessKV).
+func (e *Embedded) Client() *clientv3.Client {
+	c := v3client.New(e.etcd.Server)
+	c.KV = clientv3.NewKVFromKVClient(e.KVClient(), c)
+	return c
+}
 
 // KVClient returns the server's KV service, called in-process, for
 // Config.KVClient.
 func (e *Embedded) KVClient() pb.KVClient {
-	return adapter.KvServerToKvClient(v3rpc.NewQuotaKVServer(e.etcd.Server))
+	kv := v3rpc.NewQuotaKVServer(e.etcd.Server)
+	return inProcessKV{KVClient: adapter.KvServerToKvClient(kv), server: kv}
 }
 
 // Close stops maintenance (waiting for a running pass) and the WAL's

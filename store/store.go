@@ -126,9 +126,13 @@ type Store struct {
 	closed      atomic.Bool
 	// session is the replica's current etcd session, nil until one opens.
 	session atomic.Pointer[sessionInfo]
-	// chunk is how many keys one range request of a scan reads; a field so
-	// tests can force multi-chunk scans.
+	// chunk is how many keys one range request of a scan reads, where
+	// ranges are read in pages; a field so tests can force multi-chunk
+	// scans.
 	chunk int
+	// noRangeStream: the etcd has no RangeStream, so ranges are read in
+	// pages (rangestream.go).
+	noRangeStream atomic.Bool
 	// held maps an assume key to the heldAssumption this replica last
 	// wrote there, so a gang's binding can rely on the charge it made.
 	held sync.Map

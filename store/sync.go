@@ -400,12 +400,14 @@ func watchFailure(resp clientv3.WatchResponse, what string) error {
 	return nil
 }
 
-// Paging a scan: etcd counts every key left in the range to answer each
-// page, so a scan of n keys in pages of c costs n²/c. Pages grow while they
-// are small in bytes, which keeps a scan of a million pods near linear,
-// and shrink if they grow large, which bounds one response's memory. A
+// Paging a scan: a scan hands its caller pages of about these sizes. A
 // sync listing, which reads everything once and is a restart's critical
-// path, aims for larger pages than other scans.
+// path, aims for larger pages than other scans. Where etcd has no
+// RangeStream (rangestream.go), each page is a range request, and etcd
+// counts every key left in the range to answer it, so a scan of n keys in
+// pages of c costs n²/c: pages then grow while they are small in bytes,
+// which keeps a scan of a million pods nearer linear, and shrink if they
+// grow large, which bounds one response's memory.
 const (
 	scanPageBytes = 4 << 20
 	syncPageBytes = 16 << 20

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync"
@@ -159,8 +160,18 @@ func (s *Store) rangeAt(ctx context.Context, op, start, end string, rev int64, f
 }
 
 // rangePages is rangeAt a page at a time, aiming at pages of pageBytes: fn
-// gets each chunk's key-values, in key order, and may keep the slice.
+// gets each chunk's key-values, in key order, and may keep the slice. It
+// streams the range (rangestream.go) unless the etcd cannot.
 func (s *Store) rangePages(ctx context.Context, op, start, end string, rev int64, pageBytes int, fn func([]*mvccpb.KeyValue)) (int64, error) {
+	if !s.noRangeStream.Load() {
+		read, err := s.streamPages(ctx, op, start, end, rev, pageBytes, fn)
+		if !errors.Is(err, errNoRangeStream) {
+			return read, err
+		}
+		if !s.noRangeStream.Swap(true) {
+			s.log.Info("store: etcd has no RangeStream (before 3.7): ranges are read in pages, each counting the rest of its range")
+		}
+	}
 	chunk := s.chunk
 	for {
 		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(chunk))}
