@@ -31,8 +31,8 @@ var errNoRangeStream = errors.New("etcd has no RangeStream")
 
 // streamPages is rangePages through RangeStream. Its chunks are gathered
 // into pages of about pageBytes. Like each page of the fallback, each
-// chunk has RequestTimeout to arrive, so a listing of any size completes
-// and a stalled one fails.
+// chunk has RequestTimeout to arrive (not counting the time fn takes), so
+// a listing of any size completes and a stalled one fails.
 func (s *Store) streamPages(ctx context.Context, op, start, end string, rev int64, pageBytes int, fn func([]*mvccpb.KeyValue)) (int64, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -57,19 +57,20 @@ func (s *Store) streamPages(ctx context.Context, op, start, end string, rev int6
 		if err = chunk.Err(); err != nil {
 			continue
 		}
-		stalled.Reset(s.cfg.RequestTimeout)
 		received = true
 		for _, kv := range chunk.Kvs {
 			page = append(page, kv)
 			size += len(kv.Key) + len(kv.Value)
 		}
-		if size >= pageBytes {
-			fn(page)
-			page, size = nil, 0
-		}
 		if h := chunk.Header; h != nil && asked == 0 {
 			rev = h.Revision // the last chunk's: the current revision, read at
 		}
+		if size >= pageBytes {
+			stalled.Stop() // the time fn takes is not etcd's
+			fn(page)
+			page, size = nil, 0
+		}
+		stalled.Reset(s.cfg.RequestTimeout)
 	}
 	if err != nil {
 		return 0, s.streamError(ctx, op, err, received)

@@ -166,3 +166,24 @@ func TestRangePagesStreamStalled(t *testing.T) {
 		t.Error("a stalled stream taken for a server without RangeStream")
 	}
 }
+
+// The time the caller takes with a page is not held against the stream:
+// a page written out slowly (a snapshot to a slow disk) does not fail the
+// listing that a stalled etcd would.
+func TestRangePagesSlowConsumerIsNotAStall(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	s := openStore(t, sharedEtcd(t), func(c *Config) { c.RequestTimeout = timeout })
+	prefix := s.keys.pods
+	putKeys(t, s, prefix, 0, 600)
+	pages, keys := 0, 0
+	_, err := s.rangePages(testCtx(t), "test", prefix, clientv3.GetPrefixRangeEnd(prefix), 0, 4<<10, func(kvs []*mvccpb.KeyValue) {
+		pages++
+		keys += len(kvs)
+		if pages == 1 {
+			<-time.After(3 * timeout) // a slow consumer, not a wait for anything
+		}
+	})
+	if err != nil || keys != 600 || pages < 2 {
+		t.Fatalf("with a slow first page: %d keys in %d pages, %v; want 600 in several", keys, pages, err)
+	}
+}
