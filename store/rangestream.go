@@ -58,8 +58,8 @@ func (s *Store) streamPages(ctx context.Context, op, start, end string, rev int6
 			continue
 		}
 		received = true
+		page = append(page, chunk.Kvs...)
 		for _, kv := range chunk.Kvs {
-			page = append(page, kv)
 			size += len(kv.Key) + len(kv.Value)
 		}
 		if h := chunk.Header; h != nil && asked == 0 {
