@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -30,13 +29,6 @@ const (
 	maxLabelValueLen = 63
 	maxUIDLen        = 128
 	maxSchedulerName = 253
-)
-
-var (
-	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	labelName    = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
-	labelValue   = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
 )
 
 // violations collects every problem of a request so the caller can fix them
@@ -71,7 +63,7 @@ func (v *violations) dnsLabel(field, s string) {
 		v.add(field, "must not be empty")
 	case len(s) > 63:
 		v.add(field, "must be at most 63 characters, got %d", len(s))
-	case !dnsLabel.MatchString(s):
+	case !isDNSLabel(s):
 		v.add(field, "must be lower-case alphanumerics and '-', starting and ending alphanumeric (DNS-1123 label), got %q", s)
 	}
 }
@@ -82,7 +74,7 @@ func (v *violations) dnsSubdomain(field, s string) {
 		v.add(field, "must not be empty")
 	case len(s) > 253:
 		v.add(field, "must be at most 253 characters, got %d", len(s))
-	case !dnsSubdomain.MatchString(s):
+	case !isDNSSubdomain(s):
 		v.add(field, "must be lower-case alphanumerics, '-' and '.', starting and ending alphanumeric (DNS-1123 subdomain), got %q", s)
 	}
 }
@@ -96,13 +88,13 @@ func (v *violations) qualifiedName(field, s string) {
 	}
 	name := s
 	if prefix, rest, ok := strings.Cut(s, "/"); ok {
-		if prefix == "" || len(prefix) > 253 || !dnsSubdomain.MatchString(prefix) {
+		if prefix == "" || len(prefix) > 253 || !isDNSSubdomain(prefix) {
 			v.add(field, "prefix of %q must be a DNS-1123 subdomain", s)
 			return
 		}
 		name = rest
 	}
-	if len(name) > 63 || !labelName.MatchString(name) {
+	if len(name) > 63 || !isLabelName(name) {
 		v.add(field, "name part of %q must be at most 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric", s)
 	}
 }
@@ -114,7 +106,7 @@ func (v *violations) labels(field string, labels map[string]string) {
 	}
 	for k, val := range labels {
 		v.qualifiedName(field+"["+k+"]", k)
-		if len(val) > maxLabelValueLen || !labelValue.MatchString(val) {
+		if len(val) > maxLabelValueLen || !isLabelValue(val) {
 			v.add(field+"["+k+"]", "value %q must be at most 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric", val)
 		}
 	}
@@ -177,7 +169,7 @@ func validateNode(v *violations, field string, n *berthv1.Node) {
 	for i, t := range n.GetTaints() {
 		f := fmt.Sprintf("%s.taints[%d]", field, i)
 		v.qualifiedName(f+".key", t.GetKey())
-		if len(t.GetValue()) > maxLabelValueLen || !labelValue.MatchString(t.GetValue()) {
+		if len(t.GetValue()) > maxLabelValueLen || !isLabelValue(t.GetValue()) {
 			v.add(f+".value", "must be a label value, got %q", t.GetValue())
 		}
 		if !convert.KnownTaintEffect(t.GetEffect()) {
