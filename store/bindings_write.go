@@ -127,7 +127,7 @@ func bindingValue(b Binding) ([]byte, error) {
 	if b.Value != nil {
 		return b.Value, nil
 	}
-	val, err := marshalOpts.Marshal(b.Pod)
+	val, err := marshalPod(b.Pod)
 	if err != nil {
 		return nil, fmt.Errorf("store: encode pod: %w", err)
 	}

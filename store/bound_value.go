@@ -13,14 +13,6 @@ import (
 
 // Field numbers MarkBoundValue edits (proto/berth/v1/types.proto).
 const (
-	podNodeNameField = 9
-	podStatusField   = 11
-
-	statusPhaseField       = 1
-	statusStartTimeField   = 4
-	statusScheduledByField = 7
-	statusRejectionsField  = 8
-
 	timestampSecondsField = 1
 	timestampNanosField   = 2
 )
@@ -48,7 +40,7 @@ func MarkBoundValue(value []byte, node, replica string, now time.Time) ([]byte, 
 		return nil, err
 	}
 	MarkBound(p, node, replica, now)
-	out, err := marshalOpts.Marshal(p)
+	out, err := marshalPod(p)
 	if err != nil {
 		return nil, fmt.Errorf("store: encode pod: %w", err)
 	}

@@ -108,7 +108,7 @@ func (s *Store) CreatePods(ctx context.Context, pods []*berthv1.Pod) []CreateRes
 			return nil, err
 		}
 		sp := withCreateDefaults(p)
-		val, err := marshalOpts.Marshal(sp)
+		val, err := marshalPod(sp)
 		if err != nil {
 			return nil, fmt.Errorf("store: encode pod: %w", err)
 		}
@@ -391,7 +391,7 @@ func (s *Store) UpdatePods(ctx context.Context, updates []PodUpdate) []UpdateRes
 		if err := validatePodKey(up.Pod); err != nil {
 			return nil, err
 		}
-		val, err := marshalOpts.Marshal(up.Pod)
+		val, err := marshalPod(up.Pod)
 		if err != nil {
 			return nil, fmt.Errorf("store: encode pod: %w", err)
 		}
