@@ -63,7 +63,7 @@ func (v *violations) dnsLabel(field, s string) {
 		v.add(field, "must not be empty")
 	case len(s) > 63:
 		v.add(field, "must be at most 63 characters, got %d", len(s))
-	case !isDNSLabel(s):
+	case !framework.IsDNSLabel(s):
 		v.add(field, "must be lower-case alphanumerics and '-', starting and ending alphanumeric (DNS-1123 label), got %q", s)
 	}
 }
@@ -74,7 +74,7 @@ func (v *violations) dnsSubdomain(field, s string) {
 		v.add(field, "must not be empty")
 	case len(s) > 253:
 		v.add(field, "must be at most 253 characters, got %d", len(s))
-	case !isDNSSubdomain(s):
+	case !framework.IsDNSSubdomain(s):
 		v.add(field, "must be lower-case alphanumerics, '-' and '.', starting and ending alphanumeric (DNS-1123 subdomain), got %q", s)
 	}
 }
@@ -88,13 +88,13 @@ func (v *violations) qualifiedName(field, s string) {
 	}
 	name := s
 	if prefix, rest, ok := strings.Cut(s, "/"); ok {
-		if prefix == "" || len(prefix) > 253 || !isDNSSubdomain(prefix) {
+		if prefix == "" || len(prefix) > 253 || !framework.IsDNSSubdomain(prefix) {
 			v.add(field, "prefix of %q must be a DNS-1123 subdomain", s)
 			return
 		}
 		name = rest
 	}
-	if len(name) > 63 || !isLabelName(name) {
+	if len(name) > 63 || !framework.IsLabelName(name) {
 		v.add(field, "name part of %q must be at most 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric", s)
 	}
 }
@@ -106,7 +106,7 @@ func (v *violations) labels(field string, labels map[string]string) {
 	}
 	for k, val := range labels {
 		v.qualifiedName(field+"["+k+"]", k)
-		if len(val) > maxLabelValueLen || !isLabelValue(val) {
+		if len(val) > maxLabelValueLen || !framework.IsLabelValue(val) {
 			v.add(field+"["+k+"]", "value %q must be at most 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric", val)
 		}
 	}
@@ -169,7 +169,7 @@ func validateNode(v *violations, field string, n *berthv1.Node) {
 	for i, t := range n.GetTaints() {
 		f := fmt.Sprintf("%s.taints[%d]", field, i)
 		v.qualifiedName(f+".key", t.GetKey())
-		if len(t.GetValue()) > maxLabelValueLen || !isLabelValue(t.GetValue()) {
+		if len(t.GetValue()) > maxLabelValueLen || !framework.IsLabelValue(t.GetValue()) {
 			v.add(f+".value", "must be a label value, got %q", t.GetValue())
 		}
 		if !convert.KnownTaintEffect(t.GetEffect()) {

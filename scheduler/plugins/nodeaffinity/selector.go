@@ -343,12 +343,12 @@ func validateLabelKey(key string) error {
 		if prefix == "" {
 			return fmt.Errorf("key: %q has an empty prefix", key)
 		}
-		if !isDNSSubdomain(prefix) {
+		if len(prefix) > maxDNSSubdomLen || !framework.IsDNSSubdomain(prefix) {
 			return fmt.Errorf("key: prefix of %q is not a DNS-1123 subdomain", key)
 		}
 		name = rest
 	}
-	if name == "" || len(name) > maxLabelNameLen || !isQualifiedNamePart(name) {
+	if name == "" || len(name) > maxLabelNameLen || !framework.IsLabelName(name) {
 		return fmt.Errorf("key: name part of %q must be 1-%d alphanumerics, '-', '_' or '.', starting and ending alphanumeric", key, maxLabelNameLen)
 	}
 	return nil
@@ -360,43 +360,8 @@ func validateLabelValue(v string) error {
 	if v == "" {
 		return nil
 	}
-	if len(v) > maxLabelValueLen || !isQualifiedNamePart(v) {
+	if len(v) > maxLabelValueLen || !framework.IsLabelName(v) {
 		return fmt.Errorf("%q is not a valid label value: at most %d alphanumerics, '-', '_' or '.', starting and ending alphanumeric", v, maxLabelValueLen)
 	}
 	return nil
 }
-
-func isAlnum(c byte) bool {
-	return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
-}
-
-func isQualifiedNamePart(s string) bool {
-	if s == "" || !isAlnum(s[0]) || !isAlnum(s[len(s)-1]) {
-		return false
-	}
-	for i := 1; i < len(s)-1; i++ {
-		if c := s[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' {
-			return false
-		}
-	}
-	return true
-}
-
-func isDNSSubdomain(s string) bool {
-	if s == "" || len(s) > maxDNSSubdomLen {
-		return false
-	}
-	for label := range strings.SplitSeq(s, ".") {
-		if label == "" || !isLowerAlnum(label[0]) || !isLowerAlnum(label[len(label)-1]) {
-			return false
-		}
-		for i := 1; i < len(label)-1; i++ {
-			if c := label[i]; !isLowerAlnum(c) && c != '-' {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func isLowerAlnum(c byte) bool { return ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') }

@@ -1,11 +1,9 @@
-package server
+package framework
 
 import (
 	"math/rand/v2"
 	"regexp"
 	"testing"
-
-	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
 
 // The rules as Kubernetes writes them, the oracle for the byte matchers.
@@ -14,13 +12,13 @@ var nameRegexps = []struct {
 	re    *regexp.Regexp
 	match func(string) bool
 }{
-	{"dns label", regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`), isDNSLabel},
-	{"dns subdomain", regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`), isDNSSubdomain},
-	{"label name", regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`), isLabelName},
-	{"label value", regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`), isLabelValue},
+	{"dns label", regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`), IsDNSLabel},
+	{"dns subdomain", regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`), IsDNSSubdomain},
+	{"label name", regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`), IsLabelName},
+	{"label value", regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`), IsLabelValue},
 }
 
-func TestNameMatchersAgreeWithRegexps(t *testing.T) {
+func TestNameRulesAgreeWithRegexps(t *testing.T) {
 	check := func(s string) {
 		t.Helper()
 		for _, r := range nameRegexps {
@@ -59,30 +57,5 @@ func TestNameMatchersAgreeWithRegexps(t *testing.T) {
 	}
 	for _, s := range []string{"", "a", "a.b", "a..b", ".a", "a.", "-a", "a-", "ü", "a\x00b", "A", "a_b", "a/b"} {
 		check(s)
-	}
-}
-
-func BenchmarkValidatePod(b *testing.B) {
-	pod := benchPod()
-	b.ReportAllocs()
-	for b.Loop() {
-		var v violations
-		validatePod(&v, "pods[0]", pod)
-		if v.list != nil {
-			b.Fatal(v.err())
-		}
-	}
-}
-
-// benchPod is a pod like the bench's: a namespace, a name, one label and
-// one container requesting cpu and memory.
-func benchPod() *berthv1.Pod {
-	return &berthv1.Pod{
-		Namespace: "bench", Name: "scale-7f3a-000123",
-		Labels: map[string]string{"app": "scale-7f3a", "tier": "web"},
-		Containers: []*berthv1.Container{{
-			Name: "main", Image: "registry.example/app:1",
-			Requests: map[string]int64{"cpu": 100, "memory": 128 << 20},
-		}},
 	}
 }
