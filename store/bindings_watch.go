@@ -328,11 +328,11 @@ func decodeBindingView(b []byte) (*berthv1.Pod, error) {
 		body, _ := protowire.ConsumeBytes(field)
 		var dst *string
 		switch num {
-		case 1:
+		case podNamespaceField:
 			dst = &p.Namespace
-		case 2:
+		case podNameField:
 			dst = &p.Name
-		case 3:
+		case podUIDField:
 			dst = &p.Uid
 		case podNodeNameField:
 			dst = &p.NodeName
