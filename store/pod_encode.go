@@ -13,15 +13,15 @@ import (
 // Every pod written is encoded deterministically (map entries in key
 // order), so that equal pods store equal bytes. protobuf-go reaches a map
 // through reflection and sorts its keys on the way: a pod with two labels
-// and one container took 2 us and 25 allocations, the most any one step of
+// and one container took 2-3 µs and 25 allocations, the most any one step of
 // storing a submitted pod allocated. marshalPod writes the same bytes
 // directly for Pod, Container and PodStatus, and hands the messages few
 // pods carry (tolerations, affinity, spread constraints, ports, a
 // diagnosis) to proto. A pod the direct path cannot vouch for (unknown
 // fields, a string that is not UTF-8, a nil list entry) goes through proto
 // whole, which also gives its error. TestMarshalPodMatchesProto holds the
-// two paths to the same bytes, and fails when a field is added to one of
-// the three messages and not here.
+// two paths to the same bytes; TestPodEncoderKnowsEveryField fails when a
+// field is added to one of the three messages and not here.
 
 // marshalPod is marshalOpts.Marshal for a pod.
 func marshalPod(p *berthv1.Pod) ([]byte, error) {
