@@ -1,13 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime/debug"
-	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
@@ -38,14 +35,6 @@ const memoryLimitUsage = "soft memory limit of the Go heap (Go's GOMEMLIMIT), in
 // cache charged to the cgroup, fragmentation) so the kernel's OOM killer
 // does not strike before the collector has tried.
 const cgroupLimitShare = 0.9
-
-// cgroupUnlimited: a cgroup limit at or above this is the kernel's way of
-// saying none (v1 writes a page-rounded math.MaxInt64).
-const cgroupUnlimited = 1 << 60
-
-// cgroupRoot is where the cgroup filesystem is mounted; tests point it at a
-// directory of fake files.
-var cgroupRoot = "/sys/fs/cgroup"
 
 // thpModePath is where Linux says whether anonymous memory gets
 // transparent huge pages; tests point it at a fake file.
@@ -113,6 +102,7 @@ func applyGC(percent int, memoryLimit string) (gcSettings, error) {
 // adapt starts the tuner that lowers GOGC for a large heap (see gcTuner),
 // unless headroom is 0 or GOGC came from the environment: an operator who
 // set Go's own variable gets exactly what Go would do.
+
 func (s *gcSettings) adapt(headroom string) error {
 	n, err := parseHeadroom(headroom)
 	if err != nil {
@@ -219,32 +209,4 @@ func parseBytes(flag, v string) (int64, error) {
 		return 0, fmt.Errorf("%s %q: want a positive whole number of bytes", flag, v)
 	}
 	return n, nil
-}
-
-// cgroupMemoryLimit reads the memory limit of the process's cgroup under
-// root: v2's memory.max, else v1's memory/memory.limit_in_bytes. ok is
-// false when neither file exists or the limit is none.
-func cgroupMemoryLimit(root string) (limit int64, ok bool, err error) {
-	for _, name := range []string{"memory.max", filepath.Join("memory", "memory.limit_in_bytes")} {
-		b, err := os.ReadFile(filepath.Join(root, name))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return 0, false, err
-		}
-		v := strings.TrimSpace(string(b))
-		if v == "max" {
-			return 0, false, nil
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, false, fmt.Errorf("%s: %w", name, err)
-		}
-		if n <= 0 || n >= cgroupUnlimited {
-			return 0, false, nil
-		}
-		return n, true, nil
-	}
-	return 0, false, nil
 }
