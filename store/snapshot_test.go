@@ -113,6 +113,74 @@ func TestSnapshotResumesWithChangesMadeAfterIt(t *testing.T) {
 	}
 }
 
+// noPrevCatchUp is a catchUpRecorder that reads no previous values, as
+// the replica's bridge does.
+type noPrevCatchUp struct{ catchUpRecorder }
+
+func (noPrevCatchUp) IgnoresPrev() {}
+
+// A handler that reads no previous values catches up on each pod's last
+// change only: a pod created and bound since the snapshot arrives once,
+// bound; one created and deleted, as a deletion. Other keys' changes come
+// as they happened, and the watch goes on change by change afterwards.
+func TestCatchUpDeliversEachPodOnce(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	ctx := testCtx(t)
+	for _, n := range []string{"n1", "n2"} {
+		if _, err := s.PutNode(ctx, &berthv1.Node{Name: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := mustCreate(t, s, pendingPod("ns", "a", "ua"), pendingPod("ns", "b", "ub"))
+	path := filepath.Join(t.TempDir(), "snap")
+	writeSnapshot(t, s, path)
+
+	// Written after the snapshot, before the "restart".
+	d := mustCreate(t, s, pendingPod("ns", "d", "ud"))[0]
+	rd := mustUpdate(t, s, boundTo(d.Pod, "n1"), d.Revision)
+	mustCreate(t, s, pendingPod("ns", "e", "ue"))
+	re, err := s.DeletePod(ctx, "ns", "e", "ue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra := mustUpdate(t, s, boundTo(c[0].Pod, "n2"), c[0].Revision)
+	rn3, _ := s.PutNode(ctx, &berthv1.Node{Name: "n3"})
+	rb, err := s.DeletePod(ctx, "ns", "b", "ub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := mustCreate(t, s, pendingPod("ns", "f", "uf"))[0]
+
+	sn := readSnapshot(t, s, path)
+	h := noPrevCatchUp{catchUpRecorder{newRecordingHandler()}}
+	sn.Load(h)
+	if reset := h.next(t, 1)[0]; reset.Kind != "Reset" {
+		t.Fatalf("first call %+v, want Reset", reset)
+	}
+	runSyncFrom(t, s, h, sn)
+	want := []call{
+		{Kind: "NodePut", Rev: rn3, Names: []string{"n3"}},
+		{Kind: "PodPut", Rev: rd, Names: []string{"ns/d"}, State: "ud/POD_PHASE_BOUND/n1"},
+		{Kind: "PodDeleted", Rev: re, Names: []string{"ns/e"}, Prev: "/POD_PHASE_UNSPECIFIED"},
+		{Kind: "PodPut", Rev: ra, Names: []string{"ns/a"}, State: "ua/POD_PHASE_BOUND/n2"},
+		{Kind: "PodDeleted", Rev: rb, Names: []string{"ns/b"}, Prev: "/POD_PHASE_UNSPECIFIED"},
+		{Kind: "PodPut", Rev: f.Revision, Names: []string{"ns/f"}, State: "uf/POD_PHASE_PENDING/"},
+		{Kind: "CaughtUp", Rev: f.Revision},
+	}
+	if diff := cmp.Diff(want, h.next(t, len(want))); diff != "" {
+		t.Errorf("catching up (-want +got):\n%s", diff)
+	}
+	g := mustCreate(t, s, pendingPod("ns", "g", "ug"))[0]
+	rg := mustUpdate(t, s, boundTo(g.Pod, "n1"), g.Revision)
+	after := []call{
+		{Kind: "PodPut", Rev: g.Revision, Names: []string{"ns/g"}, State: "ug/POD_PHASE_PENDING/"},
+		{Kind: "PodPut", Rev: rg, Names: []string{"ns/g"}, State: "ug/POD_PHASE_BOUND/n1"},
+	}
+	if diff := cmp.Diff(after, h.next(t, len(after))); diff != "" {
+		t.Errorf("after catching up (-want +got):\n%s", diff)
+	}
+}
+
 // When etcd's revision moved only through keys the replica does not cache,
 // no event says the watch caught up: a progress notification does.
 func TestSnapshotCatchUpWithoutCachedChanges(t *testing.T) {

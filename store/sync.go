@@ -246,37 +246,53 @@ func (s *Store) followSyncTo(ctx context.Context, h SyncHandler, rev, target int
 		opts = append(opts, clientv3.WithPrevKV())
 	}
 	wch := s.client.Watch(wctx, start, opts...)
-	seen := rev // every change up to seen has been delivered
+	seen := rev  // every change up to seen has been delivered
+	shown := rev // every change up to shown has been received
 	stopProving := s.proveViews(wctx, seen)
 	defer stopProving()
+	// Catching up, a handler without previous values gets each pod's last
+	// change only (see heldPods). What is held is not delivered yet, so
+	// seen moves only when nothing is.
+	var held *heldPods
 	if behind {
 		s.WantView(target)
+		if _, ignores := h.(NoPrevHandler); ignores {
+			held = newHeldPods()
+		}
 	}
+	deliver := func(ev *clientv3.Event) { s.deliver(h, ev) }
 	for resp := range wch {
 		if err := watchFailure(resp, "sync watch"); err != nil {
 			return err
 		}
 		s.metrics.watchEvent("sync", len(resp.Events))
 		for _, ev := range resp.Events {
+			if held != nil && s.keys.isPod(eventKey(ev)) {
+				held.add(ev)
+				continue
+			}
 			s.deliver(h, ev)
 		}
-		shown := int64(0)
 		if n := len(resp.Events); n > 0 {
-			shown = resp.Events[n-1].Kv.ModRevision
+			shown = max(shown, resp.Events[n-1].Kv.ModRevision)
 		} else if resp.IsProgressNotify() {
 			// etcd notifies a watch of progress only once it has sent
 			// every change up to the header's revision.
-			shown = resp.Header.Revision
+			shown = max(shown, resp.Header.Revision)
 		}
-		if shown > seen {
+		caught := behind && reached(resp, target)
+		if held != nil && (caught || held.full()) {
+			held.flush(deliver)
+		}
+		if held.len() == 0 && shown > seen {
 			seen = shown
 			s.views.shown(seen)
 			if applied != nil {
 				applied.Applied(seen)
 			}
 		}
-		if behind && reached(resp, target) {
-			behind = false
+		if caught {
+			behind, held = false, nil
 			caughtUp(target)
 		}
 	}
