@@ -271,7 +271,7 @@ func (s *Store) followSyncTo(ctx context.Context, h SyncHandler, rev, target int
 				held.add(ev)
 				continue
 			}
-			s.deliver(h, ev)
+			deliver(ev)
 		}
 		if n := len(resp.Events); n > 0 {
 			shown = max(shown, resp.Events[n-1].Kv.ModRevision)

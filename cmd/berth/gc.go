@@ -102,7 +102,6 @@ func applyGC(percent int, memoryLimit string) (gcSettings, error) {
 // adapt starts the tuner that lowers GOGC for a large heap (see gcTuner),
 // unless headroom is 0 or GOGC came from the environment: an operator who
 // set Go's own variable gets exactly what Go would do.
-
 func (s *gcSettings) adapt(headroom string) error {
 	n, err := parseHeadroom(headroom)
 	if err != nil {
