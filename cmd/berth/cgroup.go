@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -67,20 +68,11 @@ func ownCgroups(path string) (v2, v1 string) {
 		switch {
 		case id == "0" && controllers == "":
 			v2 = group
-		case containsWord(controllers, "memory"):
+		case slices.Contains(strings.Split(controllers, ","), "memory"):
 			v1 = group
 		}
 	}
 	return v2, v1
-}
-
-func containsWord(list, word string) bool {
-	for w := range strings.SplitSeq(list, ",") {
-		if w == word {
-			return true
-		}
-	}
-	return false
 }
 
 // unifiedBase is where the v2 hierarchy is mounted under root: root
