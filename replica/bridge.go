@@ -16,9 +16,11 @@ import (
 // bridge feeds the store's watch into the scheduling core, converting as it
 // goes. Only the store's sync goroutine calls it.
 type bridge struct {
-	sched    *scheduler.Scheduler
-	ready    chan struct{}
-	revision func(int64)
+	sched *scheduler.Scheduler
+	ready chan struct{}
+	// applied records that the cache holds rev, after that many changes
+	// (a Reset counts every key it loads).
+	applied func(rev int64, changes int)
 	// startup, if set, is told when the first listing is read and loaded.
 	startup *startupClock
 	// beforeLoad, if set, runs when a listing has been read (tests).
@@ -87,7 +89,7 @@ func (s *bridge) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64)
 	cp := s.podsToCore(pods, workers, s.fromSnapshot)
 	s.sched.Reset(cn, cp)
 	s.checkLost(cp...)
-	s.revision(rev)
+	s.applied(rev, len(nodes)+len(pods))
 	if s.fromSnapshot {
 		s.fromSnapshot = false
 		return
@@ -97,6 +99,9 @@ func (s *bridge) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64)
 	}
 	s.markReady()
 }
+
+// revision records that the cache holds rev, after one change.
+func (s *bridge) revision(rev int64) { s.applied(rev, 1) }
 
 // markReady says the cache holds the cluster: scheduling may start.
 func (s *bridge) markReady() {

@@ -123,10 +123,14 @@ type Replica struct {
 	snapshots *snapshots
 	// appliedRev is the latest revision the cache holds.
 	appliedRev atomic.Int64
-	front      *server.Server
-	lis        net.Listener
-	metrics    *metricsListener
-	sec        *security
+	// appliedChanges counts the changes the cache has taken in since the
+	// start, a listing's or a snapshot's keys included.
+	appliedChanges atomic.Int64
+
+	front   *server.Server
+	lis     net.Listener
+	metrics *metricsListener
+	sec     *security
 	// etcdEndpoints are the store's, for the start-up log.
 	etcdEndpoints []string
 
@@ -191,7 +195,7 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 	if err := r.newScheduler(ctx); err != nil {
 		return nil, err
 	}
-	r.bridge = &bridge{sched: r.sched, ready: r.syncReady, revision: r.applied,
+	r.bridge = &bridge{sched: r.sched, ready: r.syncReady, applied: r.applied,
 		startup: r.startup, beforeLoad: r.cfg.beforeLoad}
 	r.loadSnapshot()
 	if err := r.openStore(ctx); err != nil {
@@ -446,9 +450,11 @@ func (r *Replica) runSync(ctx context.Context) error {
 	return err
 }
 
-// applied records the latest revision the cache holds.
-func (r *Replica) applied(rev int64) {
+// applied records the latest revision the cache holds, reached after
+// that many changes.
+func (r *Replica) applied(rev int64, changes int) {
 	r.appliedRev.Store(rev)
+	r.appliedChanges.Add(int64(changes))
 	r.lastRev.Set(float64(rev))
 }
 

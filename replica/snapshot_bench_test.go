@@ -36,7 +36,7 @@ func BenchmarkSnapshotLoad(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		br := &bridge{sched: sched, ready: make(chan struct{}), revision: func(int64) {}, fromSnapshot: true}
+		br := &bridge{sched: sched, ready: make(chan struct{}), applied: func(int64, int) {}, fromSnapshot: true}
 		began := cpuTime()
 		b.StartTimer()
 		sn, err := store.ReadSnapshot(path, "", nil)

@@ -375,6 +375,72 @@ func TestSnapshotWrittenPeriodically(t *testing.T) {
 	}
 }
 
+// The gauge of changes a crash restart would replay counts what the cache
+// took in since the file last matched it, and drops to none on a write.
+func TestSnapshotChangesBehind(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := Config{
+		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "behind",
+		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
+		Logger:   zaptest.NewLogger(t), SnapshotInterval: time.Hour,
+	}
+	r := startSynced(ctx, t, cfg)
+	behind := func() float64 {
+		t.Helper()
+		families, err := r.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == "berth_startup_snapshot_changes_behind" {
+				return f.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no berth_startup_snapshot_changes_behind")
+		return 0
+	}
+	writeCluster(ctx, t, r.store, 2, 4)
+	// Its pending pod's binding is a change too: the count settles after.
+	waitBound(ctx, t, r.store, "pending-0")
+	rev, err := r.store.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(ctx, t, "the cluster in the cache", func() bool { return r.appliedRev.Load() >= rev })
+	// Two nodes and five pods at least; leases count too.
+	if got := behind(); got < 7 {
+		t.Fatalf("%v changes behind before any snapshot, want at least 7", got)
+	}
+	if !r.writeSnapshot(ctx, false) {
+		t.Fatal("no snapshot written")
+	}
+	if got := behind(); got != 0 {
+		t.Fatalf("%v changes behind after a write, want 0", got)
+	}
+	resp := r.store.CreatePods(ctx, []*berthv1.Pod{restartTestPod("one-more", "node-0")})[0]
+	if resp.Err != nil {
+		t.Fatal(resp.Err)
+	}
+	pollUntil(ctx, t, "the new pod in the cache", func() bool { return r.appliedRev.Load() >= resp.Revision })
+	if got := behind(); got != 1 {
+		t.Fatalf("%v changes behind after one pod, want 1", got)
+	}
+
+	// A restart loads the snapshot its stop wrote: what it loaded is not
+	// behind, whatever else the catch-up brings.
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	r = startSynced(ctx, t, cfg)
+	if r.snapshots.snap == nil || r.snapshots.rejected.Load() {
+		t.Fatal("the start-up snapshot was not used")
+	}
+	if got, keys := behind(), r.snapshots.snap.Keys; got >= float64(keys) {
+		t.Fatalf("%v changes behind after loading a snapshot of %d keys", got, keys)
+	}
+}
+
 func TestSnapshotWritesSpacedByTheirCost(t *testing.T) {
 	last := time.Unix(1000, 0)
 	for _, tc := range []struct {
