@@ -6,8 +6,10 @@ MAKEFLAGS += --no-builtin-rules
 GO      ?= go
 BIN     := $(CURDIR)/bin
 TOOLS   := -modfile=tools/go.mod
-# Packages whose tests are pure in-memory logic: cheap enough to run under -race.
-RACED   := ./scheduler/... ./convert/
+# Packages run again under -race: the in-memory core, and where goroutines
+# meet real etcd and gRPC (the store's sync and fan-out, the replica's
+# wiring, the server's streams), about a minute more on 2 cores.
+RACED   := ./scheduler/... ./convert/ ./store/ ./replica/ ./server/
 
 .PHONY: all build run test promtool python-deps protoc-python python-proto test-python test-race test-e2e test-faults lint vet proto tools bench ghz clean conformance conformance-quick
 
@@ -28,7 +30,7 @@ FUZZ_EXECS ?= 50000x
 
 test: vet promtool python-deps
 	$(GO) test -count=1 -timeout 9m ./...
-	$(GO) test -count=1 -race -timeout 5m $(RACED)
+	$(GO) test -count=1 -race -timeout 8m $(RACED)
 	$(GO) test -run='^$$' -fuzz=FuzzValidateAndConvert -fuzztime=$(FUZZ_EXECS) ./server/
 	$(GO) test -run='^$$' -fuzz=FuzzStoredValueToCore -fuzztime=$(FUZZ_EXECS) ./convert/
 	if [ "$(CONFORMANCE)" != 0 ]; then $(MAKE) conformance-quick; fi
