@@ -19,7 +19,7 @@ type bridge struct {
 	sched *scheduler.Scheduler
 	ready chan struct{}
 	// applied records that the cache holds rev, after that many changes
-	// (a Reset counts every key it loads).
+	// (a Reset counts every node and pod it loads).
 	applied func(rev int64, changes int)
 	// startup, if set, is told when the first listing is read and loaded.
 	startup *startupClock

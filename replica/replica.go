@@ -124,7 +124,7 @@ type Replica struct {
 	// appliedRev is the latest revision the cache holds.
 	appliedRev atomic.Int64
 	// appliedChanges counts the changes the cache has taken in since the
-	// start, a listing's or a snapshot's keys included.
+	// start, the nodes and pods of a listing or a snapshot included.
 	appliedChanges atomic.Int64
 
 	front   *server.Server

@@ -62,7 +62,8 @@ type snapshots struct {
 	writes   *prometheus.CounterVec
 }
 
-// applied reads the replica's count of changes applied to the cache.
+// newSnapshots sets up the writes to path and their metrics; applied reads
+// the replica's count of changes applied to the cache, for the lag.
 func newSnapshots(path string, interval time.Duration, applied func() int64, reg prometheus.Registerer, log *zap.Logger) *snapshots {
 	if interval <= 0 {
 		interval = defaultSnapshotInterval
