@@ -170,12 +170,12 @@ func (s *Store) sendBound(ctx context.Context, send func(*berthv1.BindingEvent) 
 }
 
 // watchBindingsFrom follows one etcd watch from revision from, delivering
-// events above *after and advancing it.
+// the events above *after a revision at a time and advancing it.
 //
 // The watch spans node leases, nodes (and pod groups) as well as pods, one
 // range in one global order: a lease key's deletion is an expiry only if its
 // revision does not also write the node's record (see leases.go).
-func (s *Store) watchBindingsFrom(ctx context.Context, from int64, after *int64, send func(*berthv1.BindingEvent) error) error {
+func (s *Store) watchBindingsFrom(ctx context.Context, from int64, after *int64, sendRevision func([]*berthv1.BindingEvent) error) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The hub's watch has a stream to itself: watches that others open
@@ -184,8 +184,18 @@ func (s *Store) watchBindingsFrom(ctx context.Context, from int64, after *int64,
 	wctx = metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(wctx), watchStreamKey, "bindings-hub")
 	wch := s.client.Watch(wctx, s.keys.nodeLeases,
 		clientv3.WithRange(clientv3.GetPrefixRangeEnd(s.keys.pods)), clientv3.WithRev(from), clientv3.WithPrevKV())
-	emit := func(ev *berthv1.BindingEvent) error {
-		if err := send(ev); err != nil {
+	var revision []*berthv1.BindingEvent
+	collect := func(ev *berthv1.BindingEvent) error {
+		revision = append(revision, ev)
+		return nil
+	}
+	revisionDone := func() error {
+		if len(revision) == 0 {
+			return nil
+		}
+		err := sendRevision(revision)
+		revision = revision[:0]
+		if err != nil {
 			return sendError{err}
 		}
 		return nil
@@ -194,7 +204,7 @@ func (s *Store) watchBindingsFrom(ctx context.Context, from int64, after *int64,
 		if err := watchFailure(resp, "binding watch"); err != nil {
 			return err
 		}
-		if err := s.deliverResponse(resp, after, emit); err != nil {
+		if err := s.deliverResponse(resp, after, collect, revisionDone); err != nil {
 			return err
 		}
 	}
@@ -202,8 +212,8 @@ func (s *Store) watchBindingsFrom(ctx context.Context, from int64, after *int64,
 }
 
 // deliverResponse emits the binding events of one watch response above
-// *after, advancing it.
-func (s *Store) deliverResponse(resp clientv3.WatchResponse, after *int64, emit func(*berthv1.BindingEvent) error) error {
+// *after, advancing it; revisionDone, if set, runs after each revision's.
+func (s *Store) deliverResponse(resp clientv3.WatchResponse, after *int64, emit func(*berthv1.BindingEvent) error, revisionDone func() error) error {
 	s.metrics.watchEvent("bindings", len(resp.Events))
 	// One Txn's events share a revision and arrive in one response, so
 	// the threshold moves per response, not per event, and a revision
@@ -219,6 +229,11 @@ func (s *Store) deliverResponse(resp clientv3.WatchResponse, after *int64, emit 
 		if rev > seen {
 			if err := s.revisionBindingEvents(evs[i:j], rev, emit); err != nil {
 				return err
+			}
+			if revisionDone != nil {
+				if err := revisionDone(); err != nil {
+					return err
+				}
 			}
 			*after = rev
 		}

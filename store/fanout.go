@@ -30,7 +30,10 @@ var ErrFellBehind = errors.New("store: watcher fell behind")
 
 // FellBehindError carries where the subscriber can resume from.
 type FellBehindError struct {
-	// Resume is the revision of the last event delivered.
+	// Resume is the last revision all of whose events were delivered. One
+	// Txn's events share a revision, and a subscriber can be cut off
+	// between them: resuming from Resume then repeats the ones it had, and
+	// skips none.
 	Resume int64
 	Why    string
 }
@@ -73,6 +76,8 @@ type bindingHub struct {
 	s      *Store
 	size   int
 	maxLag time.Duration
+	// batch is how many events a subscriber takes per read (fanoutBatch).
+	batch int
 
 	mu       sync.Mutex
 	ring     []ringEntry // circular; ring[first] is the oldest
@@ -109,6 +114,7 @@ func (s *Store) hub(ctx context.Context) (*bindingHub, error) {
 		s:       s,
 		size:    s.cfg.WatchBuffer,
 		maxLag:  s.cfg.WatchMaxLag,
+		batch:   fanoutBatch,
 		ring:    make([]ringEntry, s.cfg.WatchBuffer),
 		covered: rev,
 		wake:    make(chan struct{}),
@@ -144,7 +150,7 @@ func (h *bindingHub) run(rev int64) {
 	bo := newBackoff()
 	for {
 		before := after
-		err := s.watchBindingsFrom(ctx, after+1, &after, h.append)
+		err := s.watchBindingsFrom(ctx, after+1, &after, h.appendRevision)
 		if ctx.Err() != nil || s.isClosed() {
 			h.stop(ErrClosed)
 			return
@@ -169,22 +175,30 @@ func (h *bindingHub) run(rev int64) {
 	}
 }
 
-func (h *bindingHub) append(ev *berthv1.BindingEvent) error {
+// appendRevision adds one revision's events at once: a reader never finds
+// the ring ending inside a revision, so a batch that ends at the ring's
+// head ends a revision (see read).
+func (h *bindingHub) appendRevision(evs []*berthv1.BindingEvent) error {
 	h.mu.Lock()
-	if h.n == h.size {
-		// The oldest event leaves: from now on the ring covers only what
-		// came after its revision.
-		h.covered = h.ring[h.first].ev.Revision
-		h.ring[h.first] = ringEntry{}
-		h.first = (h.first + 1) % h.size
-		h.firstSeq++
-		h.n--
+	now := time.Now()
+	for _, ev := range evs {
+		if h.n == h.size {
+			// The oldest event leaves: from now on the ring covers only
+			// what came after its revision.
+			h.covered = h.ring[h.first].ev.Revision
+			h.ring[h.first] = ringEntry{}
+			h.first = (h.first + 1) % h.size
+			h.firstSeq++
+			h.n--
+		}
+		h.ring[(h.first+h.n)%h.size] = ringEntry{ev: ev, at: now}
+		h.n++
 	}
-	h.ring[(h.first+h.n)%h.size] = ringEntry{ev: ev, at: time.Now()}
-	h.n++
 	h.broadcastLocked()
 	h.mu.Unlock()
-	h.s.metrics.fanoutEvent()
+	for range evs {
+		h.s.metrics.fanoutEvent()
+	}
 	return nil
 }
 
@@ -224,33 +238,36 @@ func (h *bindingHub) join(after int64) (uint64, bool) {
 	return h.firstSeq + uint64(i), true
 }
 
-// read copies into buf the events from cursor seq, at most len(buf); with
-// none, it returns a channel closed when more arrive.
+// read copies into buf the events from cursor seq, at most len(buf), and
+// tells whether they end a revision; with none, it returns a channel
+// closed when more arrive.
 //
 // The lag bound counts from when an event arrived, or from when the
 // subscriber joined if later: one that joins at old events (a resume) is
 // not behind for reading them, only for not keeping up from then on.
-func (h *bindingHub) read(seq uint64, resume int64, joinedAt time.Time, buf []*berthv1.BindingEvent) (int, <-chan struct{}, error) {
+func (h *bindingHub) read(seq uint64, resume int64, joinedAt time.Time, buf []*berthv1.BindingEvent) (n int, endsRevision bool, _ <-chan struct{}, _ error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if seq < h.firstSeq {
-		return 0, nil, &FellBehindError{Resume: resume, Why: fmt.Sprintf("more than %d events behind", h.size)}
+		return 0, false, nil, &FellBehindError{Resume: resume, Why: fmt.Sprintf("more than %d events behind", h.size)}
 	}
 	i := int(seq - h.firstSeq)
 	if i >= h.n {
 		if h.stopped != nil {
-			return 0, nil, h.stopped
+			return 0, false, nil, h.stopped
 		}
-		return 0, h.wake, nil
+		return 0, false, h.wake, nil
 	}
 	if lag := time.Since(later(h.at(i).at, joinedAt)); lag > h.maxLag {
-		return 0, nil, &FellBehindError{Resume: resume, Why: fmt.Sprintf("%s behind", lag.Truncate(time.Millisecond))}
+		return 0, false, nil, &FellBehindError{Resume: resume, Why: fmt.Sprintf("%s behind", lag.Truncate(time.Millisecond))}
 	}
 	k := 0
 	for ; k < len(buf) && i+k < h.n; k++ {
 		buf[k] = h.at(i + k).ev
 	}
-	return k, nil, nil
+	// Revisions are appended whole, so the ring's head ends one.
+	endsRevision = i+k == h.n || h.at(i+k).ev.Revision != buf[k-1].Revision
+	return k, endsRevision, nil, nil
 }
 
 func later(a, b time.Time) time.Time {
@@ -287,7 +304,7 @@ func (s *Store) FollowBindings(ctx context.Context, fromRev int64, send func(*be
 	defer cancel()
 	// Until the listing is done its events' revisions are no point to
 	// resume from: a subscriber cut off then starts again from fromRev.
-	tracker := &sendTracker{resume: fromRev, listing: fromRev == 0}
+	tracker := &sendTracker{resume: fromRev, last: fromRev, listing: fromRev == 0}
 	tracked := func(ev *berthv1.BindingEvent) error { return tracker.send(send, ev) }
 	o.synced = tracker.synced(o.synced)
 	done := make(chan error, 1)
@@ -391,7 +408,7 @@ func (s *Store) catchUp(ctx context.Context, h *bindingHub, after int64, send fu
 		if resp.IsProgressNotify() {
 			// Everything up to the header's revision has been sent.
 			after = max(after, resp.Header.Revision)
-		} else if err := s.deliverResponse(resp, &after, emit); err != nil {
+		} else if err := s.deliverResponse(resp, &after, emit, nil); err != nil {
 			var se sendError
 			if errors.As(err, &se) {
 				return 0, se.err
@@ -471,14 +488,17 @@ func (s *Store) catchUpWatch(ctx context.Context, h *bindingHub, after int64) (c
 // deliver sends ring events from cursor seq (the first after revision
 // after) until ctx ends or the subscriber falls behind.
 func (h *bindingHub) deliver(ctx context.Context, seq uint64, after int64, send func(*berthv1.BindingEvent) error) error {
-	buf := make([]*berthv1.BindingEvent, fanoutBatch)
+	buf := make([]*berthv1.BindingEvent, h.batch)
 	// The listing or catch-up that came before may have run ahead of the
 	// hub's own watch: the events it already delivered can still arrive in
 	// the ring after the cursor, and are passed over. Only the join can be
 	// ahead; once past it, events of one revision all count.
 	joined, joinedAt := after, time.Now()
+	// complete is the last revision sent whole, where a cut-off resumes:
+	// a batch can end inside a revision, and after is that revision.
+	complete := after
 	for {
-		n, wake, err := h.read(seq, after, joinedAt, buf)
+		n, endsRevision, wake, err := h.read(seq, complete, joinedAt, buf)
 		if err != nil {
 			if errors.Is(err, ErrFellBehind) {
 				h.s.metrics.fanoutCutOff()
@@ -498,11 +518,17 @@ func (h *bindingHub) deliver(ctx context.Context, seq uint64, after int64, send 
 				seq++
 				continue
 			}
+			if ev.Revision > after {
+				complete = after
+			}
 			if err := send(ev); err != nil {
 				return err
 			}
 			after = ev.Revision
 			seq++
+		}
+		if endsRevision {
+			complete = after
 		}
 		clear(buf[:n])
 		if ctx.Err() != nil {
@@ -512,24 +538,30 @@ func (h *bindingHub) deliver(ctx context.Context, seq uint64, after int64, send 
 }
 
 // sendTracker knows when the send in progress began (zero when none is)
-// and the revision a subscriber cut off now resumes from: the last event
-// sent, once the listing (if any) is over.
+// and the revision a subscriber cut off now resumes from: the last one
+// sent whole, once the listing (if any) is over. A send stuck inside a
+// revision resumes from the one before, repeating what it had of it.
 type sendTracker struct {
-	mu      sync.Mutex
-	since   time.Time
-	resume  int64
+	mu     sync.Mutex
+	since  time.Time
+	resume int64
+	// last is the revision of the last event sent.
+	last    int64
 	listing bool
 }
 
 func (t *sendTracker) send(send func(*berthv1.BindingEvent) error, ev *berthv1.BindingEvent) error {
 	t.mu.Lock()
 	t.since = time.Now()
+	if !t.listing && ev.Revision > t.last {
+		t.resume = t.last // every event before this one was sent
+	}
 	t.mu.Unlock()
 	err := send(ev)
 	t.mu.Lock()
 	t.since = time.Time{}
 	if err == nil && !t.listing {
-		t.resume = ev.Revision
+		t.last = ev.Revision
 	}
 	t.mu.Unlock()
 	return err
@@ -540,7 +572,7 @@ func (t *sendTracker) send(send func(*berthv1.BindingEvent) error, ev *berthv1.B
 func (t *sendTracker) synced(next func(int64) error) func(int64) error {
 	return func(rev int64) error {
 		t.mu.Lock()
-		t.listing, t.resume = false, rev
+		t.listing, t.resume, t.last = false, rev, rev
 		t.mu.Unlock()
 		if next != nil {
 			return next(rev)

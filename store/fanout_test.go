@@ -203,10 +203,8 @@ func TestFanoutCancelledSubscribersLeaveNothingBehind(t *testing.T) {
 // delivered then reach the ring after the subscriber's cursor and must not
 // be delivered twice.
 func TestFanoutSkipsWhatTheJoinAlreadyDelivered(t *testing.T) {
-	h := &bindingHub{s: &Store{}, size: 8, maxLag: time.Hour, ring: make([]ringEntry, 8), wake: make(chan struct{})}
-	for _, rev := range []int64{5, 6, 6, 7} {
-		h.append(&berthv1.BindingEvent{Name: fmt.Sprint(rev), Revision: rev})
-	}
+	h := newTestHub(8, time.Hour, fanoutBatch)
+	appendRevisions(h, 5, 6, 6, 7)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var got []int64
@@ -222,7 +220,7 @@ func TestFanoutSkipsWhatTheJoinAlreadyDelivered(t *testing.T) {
 			return nil
 		})
 	}()
-	h.append(&berthv1.BindingEvent{Revision: 8})
+	appendRevisions(h, 8)
 	<-done
 	if fmt.Sprint(got) != "[7 8]" {
 		t.Fatalf("delivered revisions %v, want [7 8]", got)
@@ -232,10 +230,8 @@ func TestFanoutSkipsWhatTheJoinAlreadyDelivered(t *testing.T) {
 // A subscriber that joins at old events (a resume, a catch-up) is not
 // behind for reading them: the lag bound counts from when it joined.
 func TestFanoutLagCountsFromTheJoin(t *testing.T) {
-	h := &bindingHub{s: &Store{}, size: 8, maxLag: time.Minute, ring: make([]ringEntry, 8), wake: make(chan struct{})}
-	for rev := int64(1); rev <= 3; rev++ {
-		h.append(&berthv1.BindingEvent{Revision: rev})
-	}
+	h := newTestHub(8, time.Minute, fanoutBatch)
+	appendRevisions(h, 1, 2, 3)
 	for i := range h.n {
 		h.at(i).at = time.Now().Add(-time.Hour) // arrived long before the subscriber
 	}
@@ -251,5 +247,116 @@ func TestFanoutLagCountsFromTheJoin(t *testing.T) {
 	})
 	if !errors.Is(err, context.Canceled) || fmt.Sprint(got) != "[1 2 3]" {
 		t.Fatalf("delivered %v and ended with %v, want [1 2 3] and the cancel", got, err)
+	}
+}
+
+// newTestHub is a hub with no etcd watch behind it: tests append to it.
+func newTestHub(size int, maxLag time.Duration, batch int) *bindingHub {
+	return &bindingHub{s: &Store{}, size: size, maxLag: maxLag, batch: batch,
+		ring: make([]ringEntry, size), wake: make(chan struct{})}
+}
+
+// appendRevisions appends one event per revision given, a run of equal
+// revisions as one revision's events, as the hub's watch does.
+func appendRevisions(h *bindingHub, revs ...int64) {
+	for i := 0; i < len(revs); {
+		j := i
+		var evs []*berthv1.BindingEvent
+		for ; j < len(revs) && revs[j] == revs[i]; j++ {
+			evs = append(evs, &berthv1.BindingEvent{Name: fmt.Sprint(j), Revision: revs[j]})
+		}
+		h.appendRevision(evs)
+		i = j
+	}
+}
+
+// A subscriber cut off inside a revision (its batch ended there) resumes
+// from the revision before: it may see some of that revision's events
+// again, but none of the rest is skipped.
+func TestFanoutCutOffInsideARevisionResumesBeforeIt(t *testing.T) {
+	h := newTestHub(4, time.Hour, 2)
+	appendRevisions(h, 5, 5, 5)
+	stalled, release := make(chan struct{}), make(chan struct{})
+	var got []string
+	done := make(chan error, 1)
+	go func() {
+		done <- h.deliver(context.Background(), 0, 4, func(ev *berthv1.BindingEvent) error {
+			got = append(got, ev.Name)
+			if len(got) == 1 {
+				close(stalled)
+				<-release
+			}
+			return nil
+		})
+	}()
+	<-stalled // holding events 0 and 1 of revision 5; event 2 is still in the ring
+	appendRevisions(h, 6, 7, 8, 9)
+	close(release)
+	var behind *FellBehindError
+	if err := <-done; !errors.As(err, &behind) {
+		t.Fatalf("ended with %v, want a FellBehindError", err)
+	}
+	if fmt.Sprint(got) != "[0 1]" || behind.Resume != 4 {
+		t.Fatalf("delivered %v then resumed from %d; want [0 1] and 4, before the revision cut", got, behind.Resume)
+	}
+}
+
+// A send stuck inside a revision resumes from the revision before it;
+// one stuck on a revision's first event, from the revision before too,
+// which it had whole.
+func TestSendTrackerResumesFromTheLastWholeRevision(t *testing.T) {
+	tr := &sendTracker{resume: 4, last: 4}
+	var during []int64
+	send := func(*berthv1.BindingEvent) error {
+		_, resume := tr.get()
+		during = append(during, resume)
+		return nil
+	}
+	for _, rev := range []int64{5, 5, 6, 7, 7} {
+		if err := tr.send(send, &berthv1.BindingEvent{Revision: rev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(during) != "[4 4 5 6 6]" {
+		t.Fatalf("resume revisions during each send %v, want [4 4 5 6 6]", during)
+	}
+}
+
+// The hub's watch hands over one write binding several pods as one
+// revision, whole, for the ring to take at once: a subscriber reading at
+// the ring's head then never holds part of a revision.
+func TestBindingWatchHandsOverWholeRevisions(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	from, err := s.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods []*berthv1.Pod
+	for i := range 3 {
+		pods = append(pods, boundTo(pendingPod("ns", fmt.Sprintf("whole-%d", i), fmt.Sprintf("whole-u%d", i)), "n1"))
+	}
+	res := mustCreate(t, s, pods...)
+	single := bindMany(t, s, "single", 1)
+	var handed [][]int64
+	after := from
+	err = s.watchBindingsFrom(ctx, from+1, &after, func(evs []*berthv1.BindingEvent) error {
+		var revs []int64
+		for _, ev := range evs {
+			revs = append(revs, ev.Revision)
+		}
+		handed = append(handed, revs)
+		if len(handed) == 2 {
+			cancel()
+		}
+		return nil
+	})
+	if ctx.Err() == nil {
+		t.Fatalf("watch ended with %v", err)
+	}
+	w, one := res[0].Revision, single[0].Revision
+	if want := fmt.Sprint([][]int64{{w, w, w}, {one}}); fmt.Sprint(handed) != want {
+		t.Fatalf("handed over %v, want %s", handed, want)
 	}
 }
