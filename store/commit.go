@@ -328,8 +328,8 @@ func (c *groupCommitter) takeFromLocked(b *batchBuilder, q []*commitUnit, limit 
 		u := q[i]
 		if u.ctx.Err() != nil {
 			q[i] = nil
-			u.finish(commitResult{err: u.ctx.Err()})
 			c.metrics.unitsDone(resultAbandoned, 1)
+			u.finish(commitResult{err: u.ctx.Err()})
 			continue
 		}
 		if c.touchesInflightLocked(u, b.charged) {
@@ -458,10 +458,12 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 		}
 		if resp.Succeeded {
 			c.allocs.committed(pending, bounds, resp.Header.Revision, solo)
+			// Counted before the callers hear: one that reads the
+			// metrics on return sees its own commit in them.
+			c.metrics.unitsDone(resultCommitted, len(pending))
 			for _, u := range pending {
 				u.finish(commitResult{rev: resp.Header.Revision})
 			}
-			c.metrics.unitsDone(resultCommitted, len(pending))
 			return
 		}
 		c.metrics.txnConflict()

@@ -83,10 +83,10 @@ func (c *groupCommitter) failAll(pending []*commitUnit, err error) {
 	default:
 		err = fmt.Errorf("store: txn: %w", err)
 	}
+	c.metrics.unitsDone(result, len(pending))
 	for _, u := range pending {
 		u.finish(commitResult{err: err})
 	}
-	c.metrics.unitsDone(result, len(pending))
 }
 
 // settleFailed finishes the units whose compares fail against current, the
@@ -115,8 +115,8 @@ func (c *groupCommitter) settleFailed(pending []*commitUnit, current map[string]
 		}
 		if holds {
 			if u.ctx.Err() != nil {
-				u.finish(commitResult{err: u.ctx.Err()})
 				c.metrics.unitsDone(resultAbandoned, 1)
+				u.finish(commitResult{err: u.ctx.Err()})
 				continue
 			}
 			retry = append(retry, u)
@@ -132,16 +132,16 @@ func (c *groupCommitter) settleFailed(pending []*commitUnit, current map[string]
 				res.chargedAt = max(res.chargedAt, kv.ModRevision)
 			}
 		}
+		c.metrics.unitsDone(resultCompareFailed, 1)
 		u.finish(res)
 		failed++
 	}
-	c.metrics.unitsDone(resultCompareFailed, failed)
 	if failed == 0 && len(retry) > 0 {
 		err := fmt.Errorf("store: txn compares failed but none fails locally (revision %d)", rev)
+		c.metrics.unitsDone(resultError, len(retry))
 		for _, u := range retry {
 			u.finish(commitResult{err: err})
 		}
-		c.metrics.unitsDone(resultError, len(retry))
 		return nil
 	}
 	return retry
