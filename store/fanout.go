@@ -196,9 +196,7 @@ func (h *bindingHub) appendRevision(evs []*berthv1.BindingEvent) error {
 	}
 	h.broadcastLocked()
 	h.mu.Unlock()
-	for range evs {
-		h.s.metrics.fanoutEvent()
-	}
+	h.s.metrics.fanoutEvents(len(evs))
 	return nil
 }
 

@@ -162,9 +162,9 @@ func (m *Metrics) liveReplicas(n int) {
 	}
 }
 
-func (m *Metrics) fanoutEvent() {
+func (m *Metrics) fanoutEvents(n int) {
 	if m != nil {
-		m.fanout.WithLabelValues("events").Inc()
+		m.fanout.WithLabelValues("events").Add(float64(n))
 	}
 }
 
