@@ -922,7 +922,10 @@ type BindingEvent struct {
 	Uid string `protobuf:"bytes,4,opt,name=uid,proto3" json:"uid,omitempty"`
 	// Node the pod is (or was) bound to.
 	NodeName string `protobuf:"bytes,5,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
-	// etcd revision of the change; resume a watch from here.
+	// etcd revision of the change. One write can bind many pods at one
+	// revision, and a disconnect can fall between its events: resume from
+	// the revision before the last one processed, passing over events
+	// already seen.
 	Revision int64 `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
 	// For EVICT: the pod (namespace/name) the victim makes room for.
 	Preemptor string `protobuf:"bytes,7,opt,name=preemptor,proto3" json:"preemptor,omitempty"`
