@@ -85,6 +85,9 @@ type Config struct {
 	// beforeLoad, for tests, runs after each listing (or start-up
 	// snapshot) is read and before it is loaded into the core.
 	beforeLoad func()
+	// crashLike, for tests, stops without the final snapshot, leaving the
+	// data dir's files as a kill -9 would.
+	crashLike bool
 }
 
 func (cfg *Config) setDefaults() {
@@ -440,7 +443,10 @@ func (r *Replica) runSync(ctx context.Context) error {
 		b.snapshotRejected = func() {
 			r.snapshots.rejected.Store(true)
 			r.snapshots.written.Store(0)
+			r.snapshots.changes.Discard()
 		}
+		r.store.RecordChanges(r.snapshots.changes)
+		defer r.snapshots.changes.Close()
 	}
 	err := r.store.SyncFrom(ctx, b, snap)
 	b.waitMarking()

@@ -53,13 +53,17 @@ type snapshots struct {
 	// took is how long the last write took, which spaces the next.
 	took atomic.Int64
 	// changesAt is the replica's count of applied changes when the file
-	// last matched the cache (read before a write; after a load).
+	// and its change log last matched the cache (read before a write;
+	// after a load; after each change log frame).
 	changesAt atomic.Int64
+	// changes is the change log beside the file (store/changelog.go).
+	changes *store.ChangeLog
 
 	seconds  prometheus.Histogram
 	bytes    prometheus.Gauge
 	revision prometheus.Gauge
 	writes   *prometheus.CounterVec
+	logBytes prometheus.Counter
 }
 
 // newSnapshots sets up the writes to path and their metrics; applied reads
@@ -83,15 +87,18 @@ func newSnapshots(path string, interval time.Duration, applied func() int64, reg
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_startup_snapshot_writes_total", Help: "Start-up snapshot writes, by result (ok, error).",
 		}, []string{"result"}),
+		logBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "berth_startup_change_log_bytes_total", Help: "Bytes appended to the start-up snapshot's change log.",
+		}),
 	}
 	// A kill -9 restart replays what the file lacks; the interval is
 	// stretched by the writes' cost, so under a heavy load this, not the
 	// interval, says how far behind the file is.
 	behind := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "berth_startup_snapshot_changes_behind",
-		Help: "Changes the cache has applied that the start-up snapshot lacks: what a restart after a crash replays.",
+		Help: "Changes the cache has applied that the start-up snapshot and its change log lack: what a restart after a crash replays from etcd.",
 	}, func() float64 { return float64(applied() - s.changesAt.Load()) })
-	reg.MustRegister(s.seconds, s.bytes, s.revision, s.writes, behind)
+	reg.MustRegister(s.seconds, s.bytes, s.revision, s.writes, s.logBytes, behind)
 	return s
 }
 
@@ -114,6 +121,13 @@ func (r *Replica) loadSnapshot() {
 		dir = r.cfg.DataDir
 	}
 	s := newSnapshots(filepath.Join(dir, snapshotFileName), r.cfg.SnapshotInterval, r.appliedChanges.Load, r.reg, r.logger.Named("snapshot"))
+	s.changes = store.OpenChangeLog(s.path, func(bytes int) {
+		s.logBytes.Add(float64(bytes))
+		// Frames continue a snapshot; before the first there is none.
+		if s.written.Load() > 0 {
+			s.changesAt.Store(r.appliedChanges.Load())
+		}
+	}, s.log)
 	r.snapshots = s
 	go func() {
 		defer close(s.loaded)
@@ -123,6 +137,9 @@ func (r *Replica) loadSnapshot() {
 			if errors.Is(err, fs.ErrNotExist) {
 				reason = "no snapshot in the data dir"
 			}
+			// Change logs continue a snapshot; without one they are
+			// of no use.
+			s.changes.Discard()
 			r.startup.mark(phaseSnapshot, zap.Bool("used", false), zap.String("reason", reason))
 			return
 		}
@@ -135,6 +152,7 @@ func (r *Replica) loadSnapshot() {
 		s.written.Store(sn.Revision)
 		s.changesAt.Store(r.appliedChanges.Load())
 		r.startup.mark(phaseSnapshot, zap.Bool("used", true), zap.Int64("revision", sn.Revision),
+			zap.Int64("file_revision", sn.BaseRevision), zap.Int("logged_changes", sn.Changes),
 			zap.Int("nodes", sn.Nodes), zap.Int("pods", sn.Pods))
 	}()
 }
@@ -238,7 +256,11 @@ func (r *Replica) writeSnapshot(ctx context.Context, ifEtcdMoved bool) bool {
 	s.revision.Set(float64(w.Revision))
 	s.written.Store(w.Revision)
 	s.took.Store(int64(w.Duration))
-	s.changesAt.Store(changes)
+	// The change log's frames may have moved the count past the write's.
+	if changes > s.changesAt.Load() {
+		s.changesAt.Store(changes)
+	}
+	s.changes.Rotate()
 	s.log.Debug("start-up snapshot written", zap.Int64("revision", w.Revision), zap.Int("keys", w.Keys),
 		zap.Int64("bytes", w.Bytes), zap.Duration("took", w.Duration))
 	return true
@@ -246,7 +268,7 @@ func (r *Replica) writeSnapshot(ctx context.Context, ifEtcdMoved bool) bool {
 
 // finalSnapshot writes one at a graceful stop, bounded by the grace.
 func (r *Replica) finalSnapshot() {
-	if r.snapshots == nil {
+	if r.snapshots == nil || r.cfg.crashLike {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ShutdownGrace)

@@ -166,6 +166,11 @@ type Snapshot struct {
 	// Keys counts the records; Nodes the nodes decoded, Pods the pods'
 	// records (decoded by Load, which skips those that do not decode).
 	Keys, Nodes, Pods int
+	// BaseRevision is the file's own revision; Revision is past it when
+	// the change logs beside it continued it (see changelog.go), by
+	// Changes keys changed.
+	BaseRevision int64
+	Changes      int
 
 	prefix  string       // the pods' key prefix, which names the keyspace
 	listing *syncListing // all but the pods; nil once loaded
@@ -211,8 +216,18 @@ func ReadSnapshot(path, prefix string, log *zap.Logger) (*Snapshot, error) {
 		release()
 		return nil, fmt.Errorf("%w: written for keys under %q, not %q", ErrSnapshotInvalid, sn.prefix, keys.pods)
 	}
+	sn.BaseRevision = sn.Revision
+	changes := replayChangeLogs(path, sn.Revision, log)
+	if changes.frames > 0 {
+		kvs = applyChanges(kvs, changes.changes)
+		sn.Revision, sn.Keys, sn.Changes = changes.to, len(kvs), len(changes.changes)
+		if changes.written.After(sn.Written) {
+			sn.Written = changes.written
+		}
+	}
 	sn.listing, sn.pods = decodeSnapshot(keys, kvs, log)
-	sn.Nodes, sn.Pods, sn.log, sn.release = len(sn.listing.nodes), len(sn.pods), log, release
+	sn.Nodes, sn.Pods, sn.log = len(sn.listing.nodes), len(sn.pods), log
+	sn.release = func() { release(); changes.release() }
 	return sn, nil
 }
 

@@ -143,7 +143,13 @@ type Store struct {
 	fanoutMu   sync.Mutex
 	fanout     *bindingHub
 	fanoutDone sync.WaitGroup
+	// changes, if set, records what the sync receives (changelog.go).
+	changes *ChangeLog
 }
+
+// RecordChanges makes the sync append every change it receives to c,
+// from the next Sync or SyncFrom on; call it before them.
+func (s *Store) RecordChanges(c *ChangeLog) { s.changes = c }
 
 var marshalOpts = proto.MarshalOptions{Deterministic: true}
 

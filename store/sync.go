@@ -261,6 +261,7 @@ func (s *Store) followSyncTo(ctx context.Context, h SyncHandler, rev, target int
 		}
 	}
 	deliver := func(ev *clientv3.Event) { s.deliver(h, ev) }
+	recorded := rev // every change up to recorded is in the change log
 	for resp := range wch {
 		if err := watchFailure(resp, "sync watch"); err != nil {
 			return err
@@ -290,6 +291,10 @@ func (s *Store) followSyncTo(ctx context.Context, h SyncHandler, rev, target int
 			if applied != nil {
 				applied.Applied(seen)
 			}
+		}
+		if s.changes != nil && shown > recorded {
+			s.changes.record(recorded, shown, resp.Events)
+			recorded = shown
 		}
 		if caught {
 			behind, held = false, nil

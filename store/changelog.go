@@ -1,0 +1,239 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// A start-up snapshot is rewritten from etcd every interval or more (its
+// cost grows with the cluster), so a crash under a heavy load found it
+// hundreds of thousands of pods behind, and the restart replayed them
+// through etcd's watch after the etcd open instead of beside it (issue
+// 11). The change log closes that gap: the sync appends every change it
+// receives, raw, as etcd sent it, to a file beside the snapshot, one
+// frame per watch response; a restart reads the snapshot at R, applies the
+// frames after R, and resumes from where the frames end.
+//
+// The log is an accelerator, never a source of truth: frames are written
+// without fsync (a kill -9 keeps what reached the kernel), each carries a
+// checksum, and a restart stops at the first frame that does not check or
+// does not continue where the one before ended; whatever the frames lack
+// the watch replays, and the whole result is checked against etcd as the
+// snapshot alone was.
+//
+// Each successful snapshot write rotates the log: the file being written
+// is kept, older ones are removed, and a new one begins. A snapshot at R
+// is read from etcd after the previous rotation, so every change after R
+// is in the two newest files.
+//
+// File layout: magic "BERTHCLG", format version (uvarint); then frames:
+//
+//	body length (4 bytes LE), body, CRC-32C of the body (4 bytes LE)
+//	body: from, to (uvarints): the frame holds every change in (from, to];
+//	      then per change: kind (0 put, 1 delete), key length, key,
+//	      for a put value length and value, mod revision (uvarints)
+const (
+	changeLogMagic   = "BERTHCLG"
+	changeLogVersion = 1
+	changePut        = 0
+	changeDelete     = 1
+	// changeLogMaxFrame bounds a frame read back: a watch response holds at
+	// most etcd's response size, far below it; a larger length is damage.
+	changeLogMaxFrame = 1 << 30
+)
+
+// ChangeLog appends the sync's changes beside a start-up snapshot. The
+// sync calls record; the snapshot writer calls Rotate after each write.
+type ChangeLog struct {
+	base string // the snapshot's path; files are base.changes.N
+	log  *zap.Logger
+	// written, if set, runs after each frame reaches the file, with its
+	// size.
+	written func(bytes int)
+
+	mu   sync.Mutex
+	seq  int // the current file's number
+	file *os.File
+	// broken: a write failed; frames are dropped until the next rotation
+	// opens a new file (the gap they leave ends a restart's replay there).
+	broken bool
+	buf    []byte
+}
+
+// OpenChangeLog prepares the change log beside the snapshot at base; its
+// first frame opens a file numbered after any already there, which a
+// restart may still need. written, if not nil, runs after each frame is
+// written, with its size.
+func OpenChangeLog(base string, written func(bytes int), log *zap.Logger) *ChangeLog {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	seqs := changeLogFiles(base)
+	next := 1
+	if n := len(seqs); n > 0 {
+		next = seqs[n-1] + 1
+	}
+	return &ChangeLog{base: base, log: log, written: written, seq: next}
+}
+
+func changeLogPath(base string, seq int) string {
+	return base + ".changes." + strconv.Itoa(seq)
+}
+
+// changeLogFiles returns the numbers of the change log files beside base,
+// in order.
+func changeLogFiles(base string) []int {
+	names, _ := filepath.Glob(base + ".changes.*")
+	var seqs []int
+	for _, name := range names {
+		if n, err := strconv.Atoi(strings.TrimPrefix(name, base+".changes.")); err == nil && n > 0 {
+			seqs = append(seqs, n)
+		}
+	}
+	slices.Sort(seqs)
+	return seqs
+}
+
+// record appends the changes in (from, to]: evs, in revision order.
+func (c *ChangeLog) record(from, to int64, evs []*clientv3.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken {
+		return
+	}
+	if c.file == nil {
+		if err := c.openLocked(); err != nil {
+			c.failLocked(err)
+			return
+		}
+	}
+	b := append(c.buf[:0], 0, 0, 0, 0)
+	b = binary.AppendUvarint(b, uint64(from))
+	b = binary.AppendUvarint(b, uint64(to))
+	for _, ev := range evs {
+		if ev.Type == clientv3.EventTypeDelete {
+			b = append(b, changeDelete)
+			b = appendBytes(b, ev.Kv.Key)
+		} else {
+			b = append(b, changePut)
+			b = appendBytes(b, ev.Kv.Key)
+			b = appendBytes(b, ev.Kv.Value)
+		}
+		b = binary.AppendUvarint(b, uint64(ev.Kv.ModRevision))
+	}
+	body := b[4:]
+	binary.LittleEndian.PutUint32(b, uint32(len(body)))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(body, castagnoli))
+	c.buf = b
+	// One write per frame: what returned is the kernel's, which a kill -9
+	// does not lose.
+	if _, err := c.file.Write(b); err != nil {
+		c.failLocked(err)
+		return
+	}
+	if c.written != nil {
+		c.written(len(b))
+	}
+}
+
+func appendBytes(b, v []byte) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
+}
+
+func (c *ChangeLog) openLocked() error {
+	f, err := os.OpenFile(changeLogPath(c.base, c.seq), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(binary.AppendUvarint([]byte(changeLogMagic), changeLogVersion)); err != nil {
+		f.Close()
+		return err
+	}
+	c.file = f
+	return nil
+}
+
+func (c *ChangeLog) failLocked(err error) {
+	c.log.Warn("start-up change log not written until the next snapshot", zap.Error(err))
+	c.broken = true
+	if c.file != nil {
+		c.file.Close()
+		c.file = nil
+	}
+}
+
+// Rotate follows a snapshot written: the current file is kept (it may
+// hold changes after the snapshot's revision), every older one removed,
+// and the next frame opens a new file.
+func (c *ChangeLog) Rotate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keep := c.seq
+	if c.file == nil && !c.broken {
+		// Nothing was written since the last rotation: no file to keep.
+		keep = c.seq + 1
+	}
+	c.closeLocked()
+	c.removeBefore(keep)
+	c.seq++
+	c.broken = false
+}
+
+// Discard removes every file, the current one included: the snapshot they
+// follow did not match etcd, so nothing in them will be of use.
+func (c *ChangeLog) Discard() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closeLocked()
+	c.seq++
+	c.removeBefore(c.seq)
+	c.broken = false
+}
+
+// Close closes the current file; it stays for the next start.
+func (c *ChangeLog) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closeLocked()
+	c.broken = true
+}
+
+func (c *ChangeLog) closeLocked() {
+	if c.file != nil {
+		if err := c.file.Close(); err != nil {
+			c.log.Warn("start-up change log close", zap.Error(err))
+		}
+		c.file = nil
+	}
+}
+
+func (c *ChangeLog) removeBefore(seq int) {
+	for _, n := range changeLogFiles(c.base) {
+		if n < seq {
+			if err := os.Remove(changeLogPath(c.base, n)); err != nil && !os.IsNotExist(err) {
+				c.log.Warn("start-up change log not removed", zap.Int("file", n), zap.Error(err))
+			}
+		}
+	}
+}
+
+// RemoveChangeLogs removes the change log files beside the snapshot at
+// base.
+func RemoveChangeLogs(base string) error {
+	for _, n := range changeLogFiles(base) {
+		if err := os.Remove(changeLogPath(base, n)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("store: remove change log: %w", err)
+		}
+	}
+	return nil
+}

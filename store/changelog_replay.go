@@ -1,0 +1,207 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"os"
+	"slices"
+	"time"
+	"unsafe"
+
+	"go.uber.org/zap"
+)
+
+// change is one change read back from a change log; key and value alias
+// the file's bytes.
+type change struct {
+	key, value []byte
+	modRev     int64
+	deleted    bool
+}
+
+// replayed is what a snapshot's change logs add to it.
+type replayed struct {
+	// to is the revision the snapshot plus the changes reflect.
+	to int64
+	// changes is the last change of each key after the snapshot, in key
+	// order.
+	changes []change
+	frames  int
+	// written is when the last file used was written.
+	written time.Time
+	release func()
+}
+
+// replayChangeLogs reads the change logs beside the snapshot at base and
+// returns the changes after rev that continue it without a gap. A file
+// that cannot be read, or a frame that does not check, ends what is taken
+// from that file; a frame that does not start at or before where the last
+// one ended ends the replay.
+func replayChangeLogs(base string, rev int64, log *zap.Logger) replayed {
+	out := replayed{to: rev}
+	var releases []func()
+	out.release = func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	last := map[string]int{} // key -> index in out.changes
+	for _, seq := range changeLogFiles(base) {
+		path := changeLogPath(base, seq)
+		data, release, err := readSnapshotFile(path)
+		if err != nil {
+			log.Warn("start-up change log not read", zap.String("file", path), zap.Error(err))
+			continue
+		}
+		releases = append(releases, release)
+		used := false
+		frames, err := changeLogFrames(data)
+		for _, f := range frames {
+			if f.to <= out.to {
+				continue // all before what is already covered
+			}
+			if f.from > out.to {
+				log.Info("start-up change log has a gap; the watch replays the rest",
+					zap.Int64("covered_to", out.to), zap.Int64("next_from", f.from))
+				return out.sorted()
+			}
+			if err := f.each(func(c change) {
+				if c.modRev <= out.to {
+					return
+				}
+				k := unsafe.String(unsafe.SliceData(c.key), len(c.key))
+				if i, ok := last[k]; ok {
+					out.changes[i] = c
+					return
+				}
+				last[k] = len(out.changes)
+				out.changes = append(out.changes, c)
+			}); err != nil {
+				// The CRC passed: a frame that does not parse was written
+				// by something else. Nothing after it can be trusted.
+				log.Warn("start-up change log frame not understood", zap.String("file", path), zap.Error(err))
+				return out.sorted()
+			}
+			out.to, out.frames, used = f.to, out.frames+1, true
+		}
+		if err != nil {
+			log.Info("start-up change log ends early", zap.String("file", path), zap.Error(err))
+		}
+		if used {
+			if info, err := os.Stat(path); err == nil {
+				out.written = info.ModTime()
+			}
+		}
+	}
+	return out.sorted()
+}
+
+func (r replayed) sorted() replayed {
+	slices.SortFunc(r.changes, func(a, b change) int { return bytes.Compare(a.key, b.key) })
+	return r
+}
+
+// changeFrame is one frame's span and undecoded body.
+type changeFrame struct {
+	from, to int64
+	body     []byte
+}
+
+// changeLogFrames splits a change log file into its frames, up to the
+// first that does not check (a write cut short); err says why it stopped
+// early, nil at a clean end.
+func changeLogFrames(data []byte) ([]changeFrame, error) {
+	if len(data) < len(changeLogMagic) || string(data[:len(changeLogMagic)]) != changeLogMagic {
+		return nil, errors.New("not a change log")
+	}
+	r := snapshotReader{buf: data[len(changeLogMagic):]}
+	if v := r.uvarint(); r.err != nil || v != changeLogVersion {
+		return nil, errors.New("unknown change log version")
+	}
+	var frames []changeFrame
+	rest := r.buf
+	for len(rest) > 0 {
+		if len(rest) < 8 {
+			return frames, errors.New("torn frame header")
+		}
+		n := binary.LittleEndian.Uint32(rest)
+		if n > changeLogMaxFrame || uint64(n)+8 > uint64(len(rest)) {
+			return frames, errors.New("torn frame")
+		}
+		body := rest[4 : 4+n]
+		if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(rest[4+n:]) {
+			return frames, errors.New("frame checksum mismatch")
+		}
+		br := snapshotReader{buf: body}
+		f := changeFrame{from: int64(br.uvarint()), to: int64(br.uvarint())}
+		if br.err != nil || f.to < f.from {
+			return frames, errors.New("bad frame span")
+		}
+		f.body = br.buf
+		frames = append(frames, f)
+		rest = rest[8+n:]
+	}
+	return frames, nil
+}
+
+// each calls fn with every change in the frame, in order.
+func (f changeFrame) each(fn func(change)) error {
+	r := snapshotReader{buf: f.body}
+	for len(r.buf) > 0 {
+		kind := r.buf[0]
+		r.buf = r.buf[1:]
+		var c change
+		switch kind {
+		case changePut:
+			c.key, c.value = r.bytes(), r.bytes()
+		case changeDelete:
+			c.key, c.deleted = r.bytes(), true
+		default:
+			return errors.New("unknown change kind")
+		}
+		c.modRev = int64(r.uvarint())
+		if r.err != nil {
+			return r.err
+		}
+		fn(c)
+	}
+	return nil
+}
+
+// applyChanges merges changes (in key order, one per key) into a
+// snapshot's records (in key order): a put replaces or adds its key, a
+// delete removes it. The result is in key order.
+func applyChanges(kvs []snapshotKV, changes []change) []snapshotKV {
+	if len(changes) == 0 {
+		return kvs
+	}
+	out := make([]snapshotKV, 0, len(kvs)+len(changes))
+	i, j := 0, 0
+	for i < len(kvs) || j < len(changes) {
+		var cmp int
+		switch {
+		case i == len(kvs):
+			cmp = 1
+		case j == len(changes):
+			cmp = -1
+		default:
+			cmp = bytes.Compare(kvs[i].key, changes[j].key)
+		}
+		if cmp < 0 {
+			out = append(out, kvs[i])
+			i++
+			continue
+		}
+		c := changes[j]
+		if !c.deleted {
+			out = append(out, snapshotKV{key: c.key, value: c.value, modRev: c.modRev})
+		}
+		j++
+		if cmp == 0 {
+			i++
+		}
+	}
+	return out
+}

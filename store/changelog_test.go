@@ -1,0 +1,149 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap/zaptest"
+)
+
+func put(key, value string, rev int64) *clientv3.Event {
+	return &clientv3.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte(key), Value: []byte(value), ModRevision: rev}}
+}
+
+func del(key string, rev int64) *clientv3.Event {
+	return &clientv3.Event{Type: mvccpb.DELETE, Kv: &mvccpb.KeyValue{Key: []byte(key), ModRevision: rev}}
+}
+
+// replayOnto returns base at rev with the log at path applied, as
+// "key=value@rev" in order, and the revision the result reflects.
+func replayOnto(t *testing.T, path string, base []snapshotKV, rev int64) ([]string, int64) {
+	t.Helper()
+	rp := replayChangeLogs(path, rev, zaptest.NewLogger(t))
+	defer rp.release()
+	var out []string
+	for _, kv := range applyChanges(base, rp.changes) {
+		out = append(out, string(kv.key)+"="+string(kv.value)+"@"+strconv.FormatInt(kv.modRev, 10))
+	}
+	return out, rp.to
+}
+
+func kvAt(key, value string, rev int64) snapshotKV {
+	return snapshotKV{key: []byte(key), value: []byte(value), modRev: rev}
+}
+
+// A snapshot at 10 continued by the log: changes at or before 10 are
+// already in it, a frame that straddles 10 gives only what follows, the
+// last change of a key wins, deletes remove, new keys fall into key order,
+// and a torn tail ends the replay at the last whole frame.
+func TestChangeLogContinuesTheSnapshot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snap")
+	cl := OpenChangeLog(path, nil, zaptest.NewLogger(t))
+	cl.record(4, 8, []*clientv3.Event{put("a", "old", 6)})
+	cl.record(8, 12, []*clientv3.Event{put("b", "in-snapshot", 9), put("c", "2", 11), del("e", 12)})
+	cl.record(12, 13, nil) // a progress notification
+	cl.record(13, 15, []*clientv3.Event{put("d", "1", 14), put("c", "3", 15)})
+	cl.record(15, 20, []*clientv3.Event{put("a", "torn", 20)})
+	cl.Close()
+	name := changeLogPath(path, 1)
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, data[:len(data)-3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	base := []snapshotKV{kvAt("a", "1", 3), kvAt("b", "in-snapshot", 9), kvAt("c", "1", 5), kvAt("e", "1", 7)}
+	got, to := replayOnto(t, path, base, 10)
+	want := []string{"a=1@3", "b=in-snapshot@9", "c=3@15", "d=1@14"}
+	if !slices.Equal(got, want) || to != 15 {
+		t.Errorf("replayed to %d: %v; want 15: %v", to, got, want)
+	}
+}
+
+// Frames must continue one another: after a gap (a relist, a dropped
+// frame) nothing more is taken, and what the log does not cover the watch
+// replays.
+func TestChangeLogStopsAtAGap(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snap")
+	cl := OpenChangeLog(path, nil, zaptest.NewLogger(t))
+	cl.record(10, 12, []*clientv3.Event{put("a", "2", 12)})
+	cl.record(14, 16, []*clientv3.Event{put("b", "2", 16)})
+	cl.Close()
+	got, to := replayOnto(t, path, []snapshotKV{kvAt("a", "1", 3)}, 10)
+	if want := []string{"a=2@12"}; !slices.Equal(got, want) || to != 12 {
+		t.Errorf("replayed to %d: %v; want 12: %v", to, got, want)
+	}
+	// A log that starts after the snapshot adds nothing.
+	got, to = replayOnto(t, path, []snapshotKV{kvAt("a", "1", 3)}, 9)
+	if want := []string{"a=1@3"}; !slices.Equal(got, want) || to != 9 {
+		t.Errorf("replayed to %d: %v; want 9: %v", to, got, want)
+	}
+}
+
+// A rotation keeps the file being written, which may hold changes after
+// the snapshot that caused it, and removes older ones; the replay reads the
+// files kept in order, and a new log numbers its files after them.
+func TestChangeLogRotation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snap")
+	cl := OpenChangeLog(path, nil, zaptest.NewLogger(t))
+	cl.record(1, 2, []*clientv3.Event{put("a", "2", 2)})
+	cl.Rotate()
+	cl.record(2, 3, []*clientv3.Event{put("a", "3", 3)})
+	cl.Rotate() // a snapshot at 2 or later: file 1 goes
+	cl.record(3, 4, []*clientv3.Event{put("b", "4", 4)})
+	cl.Close()
+	if got := changeLogFiles(path); !slices.Equal(got, []int{2, 3}) {
+		t.Fatalf("files %v after two rotations, want [2 3]", got)
+	}
+	got, to := replayOnto(t, path, []snapshotKV{kvAt("a", "2", 2)}, 2)
+	if want := []string{"a=3@3", "b=4@4"}; !slices.Equal(got, want) || to != 4 {
+		t.Errorf("replayed to %d: %v; want 4: %v", to, got, want)
+	}
+
+	next := OpenChangeLog(path, nil, zaptest.NewLogger(t))
+	next.record(4, 5, []*clientv3.Event{put("c", "5", 5)})
+	next.Rotate() // nothing before the restart is needed after a snapshot
+	next.Rotate() // nothing written since the last: nothing to keep
+	if got := changeLogFiles(path); len(got) != 0 {
+		t.Errorf("files %v after rotating past every frame, want none", got)
+	}
+	next.record(5, 6, []*clientv3.Event{put("c", "6", 6)})
+	next.Discard()
+	next.record(6, 7, []*clientv3.Event{put("c", "7", 7)})
+	if got := changeLogFiles(path); len(got) != 1 || got[0] != 7 {
+		t.Errorf("files %v after a discard and a frame, want [7]", got)
+	}
+	next.Close()
+}
+
+// A damaged frame ends its file's part: the frames after it in that file
+// are not used, even if they check, and the next file then has a gap.
+func TestChangeLogDamagedFrame(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snap")
+	cl := OpenChangeLog(path, nil, zaptest.NewLogger(t))
+	cl.record(1, 2, []*clientv3.Event{put("a", "2", 2)})
+	cl.record(2, 3, []*clientv3.Event{put("a", "3", 3)})
+	cl.Rotate()
+	cl.record(3, 4, []*clientv3.Event{put("a", "4", 4)})
+	cl.Close()
+	name := changeLogPath(path, 1)
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-6] ^= 0xff // inside the second frame's value
+	if err := os.WriteFile(name, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, to := replayOnto(t, path, []snapshotKV{kvAt("a", "1", 1)}, 1)
+	if want := []string{"a=2@2"}; !slices.Equal(got, want) || to != 2 {
+		t.Errorf("replayed to %d: %v; want 2: %v", to, got, want)
+	}
+}
