@@ -50,7 +50,7 @@ func replayChangeLogs(base string, rev int64, log *zap.Logger) replayed {
 	last := map[string]int{} // key -> index in out.changes
 	for _, seq := range changeLogFiles(base) {
 		path := changeLogPath(base, seq)
-		data, release, err := readSnapshotFile(path)
+		data, release, err := mapChangeLog(path)
 		if err != nil {
 			log.Warn("start-up change log not read", zap.String("file", path), zap.Error(err))
 			continue
@@ -61,6 +61,10 @@ func replayChangeLogs(base string, rev int64, log *zap.Logger) replayed {
 		for _, f := range frames {
 			if f.to <= out.to {
 				continue // all before what is already covered
+			}
+			if !f.intact() {
+				err = errors.New("frame checksum mismatch")
+				break
 			}
 			if f.from > out.to {
 				log.Info("start-up change log has a gap; the watch replays the rest",
@@ -103,15 +107,24 @@ func (r replayed) sorted() replayed {
 	return r
 }
 
-// changeFrame is one frame's span and undecoded body.
+// changeFrame is one frame's span and undecoded body, its checksum not
+// yet verified.
 type changeFrame struct {
 	from, to int64
 	body     []byte
+	whole    []byte // the body with its span
+	sum      uint32
 }
 
+// intact verifies the frame's checksum. Frames the snapshot already
+// covers are skipped unverified, so their pages need not be read: a damaged
+// span can then only skip a frame that was needed, which leaves a gap the
+// replay stops at.
+func (f changeFrame) intact() bool { return crc32.Checksum(f.whole, castagnoli) == f.sum }
+
 // changeLogFrames splits a change log file into its frames, up to the
-// first that does not check (a write cut short); err says why it stopped
-// early, nil at a clean end.
+// first whose framing is broken (a write cut short); err says why it
+// stopped early, nil at a clean end.
 func changeLogFrames(data []byte) ([]changeFrame, error) {
 	if len(data) < len(changeLogMagic) || string(data[:len(changeLogMagic)]) != changeLogMagic {
 		return nil, errors.New("not a change log")
@@ -131,11 +144,8 @@ func changeLogFrames(data []byte) ([]changeFrame, error) {
 			return frames, errors.New("torn frame")
 		}
 		body := rest[4 : 4+n]
-		if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(rest[4+n:]) {
-			return frames, errors.New("frame checksum mismatch")
-		}
 		br := snapshotReader{buf: body}
-		f := changeFrame{from: int64(br.uvarint()), to: int64(br.uvarint())}
+		f := changeFrame{from: int64(br.uvarint()), to: int64(br.uvarint()), whole: body, sum: binary.LittleEndian.Uint32(rest[4+n:])}
 		if br.err != nil || f.to < f.from {
 			return frames, errors.New("bad frame span")
 		}

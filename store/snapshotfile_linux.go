@@ -11,6 +11,16 @@ import (
 // CPU, and a heap buffer the size of the file adds to its peak memory).
 // release unmaps it; nothing may use data after.
 func readSnapshotFile(path string) (data []byte, release func(), err error) {
+	return mapFile(path, syscall.MAP_POPULATE)
+}
+
+// mapChangeLog maps a change log without reading it ahead: most of an
+// older file's frames precede the snapshot and are skipped unread.
+func mapChangeLog(path string) (data []byte, release func(), err error) {
+	return mapFile(path, 0)
+}
+
+func mapFile(path string, flags int) (data []byte, release func(), err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
@@ -23,7 +33,7 @@ func readSnapshotFile(path string) (data []byte, release func(), err error) {
 	if info.Size() == 0 {
 		return nil, func() {}, nil
 	}
-	data, err = syscall.Mmap(int(f.Fd()), 0, int(info.Size()), syscall.PROT_READ, syscall.MAP_SHARED|syscall.MAP_POPULATE)
+	data, err = syscall.Mmap(int(f.Fd()), 0, int(info.Size()), syscall.PROT_READ, syscall.MAP_SHARED|flags)
 	if err != nil {
 		return nil, nil, err
 	}
