@@ -50,6 +50,12 @@ const (
 	// changeLogMaxFrame bounds a frame read back: a watch response holds at
 	// most etcd's response size, far below it; a larger length is damage.
 	changeLogMaxFrame = 1 << 30
+	// changeLogMaxFile bounds one file, should snapshot writes keep
+	// failing (a file normally ends at the next write): past it frames
+	// are dropped until a write succeeds, and a restart replays the rest
+	// from etcd. A million pods loaded at full speed put about 7 MB/s in
+	// the log, so it allows ten minutes of that.
+	changeLogMaxFile = 4 << 30
 )
 
 // ChangeLog appends the sync's changes beside a start-up snapshot. The
@@ -60,10 +66,12 @@ type ChangeLog struct {
 	// written, if set, runs after each frame reaches the file, with its
 	// size.
 	written func(bytes int)
+	maxFile int64 // changeLogMaxFile; a field for tests
 
 	mu   sync.Mutex
 	seq  int // the current file's number
 	file *os.File
+	size int64 // of file
 	// broken: a write failed; frames are dropped until the next rotation
 	// opens a new file (the gap they leave ends a restart's replay there).
 	broken bool
@@ -83,7 +91,7 @@ func OpenChangeLog(base string, written func(bytes int), log *zap.Logger) *Chang
 	if n := len(seqs); n > 0 {
 		next = seqs[n-1] + 1
 	}
-	return &ChangeLog{base: base, log: log, written: written, seq: next}
+	return &ChangeLog{base: base, log: log, written: written, seq: next, maxFile: changeLogMaxFile}
 }
 
 func changeLogPath(base string, seq int) string {
@@ -135,6 +143,10 @@ func (c *ChangeLog) record(from, to int64, evs []*clientv3.Event) {
 	binary.LittleEndian.PutUint32(b, uint32(len(body)))
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(body, castagnoli))
 	c.buf = b
+	if c.size += int64(len(b)); c.size > c.maxFile {
+		c.failLocked(fmt.Errorf("file %d passed %d bytes", c.seq, c.maxFile))
+		return
+	}
 	// One write per frame: what returned is the kernel's, which a kill -9
 	// does not lose.
 	if _, err := c.file.Write(b); err != nil {
@@ -155,11 +167,12 @@ func (c *ChangeLog) openLocked() error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(binary.AppendUvarint([]byte(changeLogMagic), changeLogVersion)); err != nil {
+	header := binary.AppendUvarint([]byte(changeLogMagic), changeLogVersion)
+	if _, err := f.Write(header); err != nil {
 		f.Close()
 		return err
 	}
-	c.file = f
+	c.file, c.size = f, int64(len(header))
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -145,5 +146,27 @@ func TestChangeLogDamagedFrame(t *testing.T) {
 	got, to := replayOnto(t, path, []snapshotKV{kvAt("a", "1", 1)}, 1)
 	if want := []string{"a=2@2"}; !slices.Equal(got, want) || to != 2 {
 		t.Errorf("replayed to %d: %v; want 2: %v", to, got, want)
+	}
+}
+
+// A file that outgrows its bound (snapshot writes failing) takes no more
+// frames until the next rotation; the replay stops at the gap that leaves.
+func TestChangeLogFileBound(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snap")
+	cl := OpenChangeLog(path, nil, zaptest.NewLogger(t))
+	cl.maxFile = 64
+	cl.record(1, 2, []*clientv3.Event{put("a", "2", 2)})
+	cl.record(2, 3, []*clientv3.Event{put("a", strings.Repeat("x", 64), 3)})
+	cl.record(3, 4, []*clientv3.Event{put("b", "4", 4)})
+	got, to := replayOnto(t, path, []snapshotKV{kvAt("a", "1", 1)}, 1)
+	if want := []string{"a=2@2"}; !slices.Equal(got, want) || to != 2 {
+		t.Errorf("replayed to %d: %v; want 2: %v", to, got, want)
+	}
+	cl.Rotate()
+	cl.record(4, 5, []*clientv3.Event{put("b", "5", 5)})
+	cl.Close()
+	got, to = replayOnto(t, path, []snapshotKV{kvAt("a", "2", 2)}, 4)
+	if want := []string{"a=2@2", "b=5@5"}; !slices.Equal(got, want) || to != 5 {
+		t.Errorf("after a rotation replayed to %d: %v; want 5: %v", to, got, want)
 	}
 }
