@@ -48,6 +48,7 @@ func replayChangeLogs(base string, rev int64, log *zap.Logger) replayed {
 		}
 	}
 	last := map[string]int{} // key -> index in out.changes
+	var frame []change       // one frame's changes after out.to
 	for _, seq := range changeLogFiles(base) {
 		path := changeLogPath(base, seq)
 		data, release, err := mapChangeLog(path)
@@ -71,22 +72,27 @@ func replayChangeLogs(base string, rev int64, log *zap.Logger) replayed {
 					zap.Int64("covered_to", out.to), zap.Int64("next_from", f.from))
 				return out.sorted()
 			}
+			// A frame counts whole or not at all: the changes are kept
+			// only once all of them parsed.
+			frame = frame[:0]
 			if err := f.each(func(c change) {
-				if c.modRev <= out.to {
-					return
+				if c.modRev > out.to {
+					frame = append(frame, c)
 				}
-				k := unsafe.String(unsafe.SliceData(c.key), len(c.key))
-				if i, ok := last[k]; ok {
-					out.changes[i] = c
-					return
-				}
-				last[k] = len(out.changes)
-				out.changes = append(out.changes, c)
 			}); err != nil {
 				// The CRC passed: a frame that does not parse was written
 				// by something else. Nothing after it can be trusted.
 				log.Warn("start-up change log frame not understood", zap.String("file", path), zap.Error(err))
 				return out.sorted()
+			}
+			for _, c := range frame {
+				k := unsafe.String(unsafe.SliceData(c.key), len(c.key))
+				if i, ok := last[k]; ok {
+					out.changes[i] = c
+					continue
+				}
+				last[k] = len(out.changes)
+				out.changes = append(out.changes, c)
 			}
 			out.to, out.frames, used = f.to, out.frames+1, true
 		}

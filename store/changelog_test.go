@@ -1,6 +1,8 @@
 package store
 
 import (
+	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -168,5 +170,35 @@ func TestChangeLogFileBound(t *testing.T) {
 	got, to = replayOnto(t, path, []snapshotKV{kvAt("a", "2", 2)}, 4)
 	if want := []string{"a=2@2", "b=5@5"}; !slices.Equal(got, want) || to != 5 {
 		t.Errorf("after a rotation replayed to %d: %v; want 5: %v", to, got, want)
+	}
+}
+
+// A frame whose checksum holds but whose changes do not parse (written by
+// something else) ends the replay before it, none of its changes taken.
+func TestChangeLogUnparsableFrameIsNotTakenInPart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snap")
+	cl := OpenChangeLog(path, nil, zaptest.NewLogger(t))
+	cl.record(1, 2, []*clientv3.Event{put("a", "2", 2)})
+	cl.Close()
+	body := binary.AppendUvarint(nil, 2)
+	body = binary.AppendUvarint(body, 3)
+	body = append(body, changePut)
+	body = appendBytes(appendBytes(body, []byte("b")), []byte("3"))
+	body = binary.AppendUvarint(body, 3)
+	body = append(body, 9) // no such kind
+	frame := binary.LittleEndian.AppendUint32(nil, uint32(len(body)))
+	frame = append(frame, body...)
+	frame = binary.LittleEndian.AppendUint32(frame, crc32.Checksum(body, castagnoli))
+	f, err := os.OpenFile(changeLogPath(path, 1), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	got, to := replayOnto(t, path, []snapshotKV{kvAt("a", "1", 1)}, 1)
+	if want := []string{"a=2@2"}; !slices.Equal(got, want) || to != 2 {
+		t.Errorf("replayed to %d: %v; want 2: %v", to, got, want)
 	}
 }
