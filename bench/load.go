@@ -103,6 +103,9 @@ type restartResult struct {
 	// bound on WatchBindings, at node.
 	toServing, toBound time.Duration
 	node               string
+	// cpuToServing is the new process's CPU time until SERVING (zero if it
+	// could not be read): its system share is the kernel's page work.
+	cpuToServing cpuTimes
 	// mem is the new process's memory at that binding: the cost of
 	// reloading the cluster.
 	mem replica.ProcessMemory
@@ -386,7 +389,9 @@ func (l *loader) restart(ctx context.Context, old *serverProcess, w *workload, s
 	var servingAt, boundAt time.Time
 	g, gctx := errgroup.WithContext(rctx)
 	g.Go(func() (err error) {
-		servingAt, err = waitServing(gctx, conn)
+		if servingAt, err = waitServing(gctx, conn); err == nil {
+			rr.cpuToServing, _ = readCPUTimes(srv.pid())
+		}
 		return err
 	})
 	g.Go(func() (err error) {

@@ -74,8 +74,9 @@ func printLoadEnd(out io.Writer, r loadResult) {
 
 // printRestart prints one restart's line as soon as it is measured.
 func printRestart(out io.Writer, rr restartResult) {
-	fmt.Fprintf(out, "restart after %s: stopped in %s; new berth serve pid %d SERVING in %s, first new pod bound in %s (on %s); peak %s by then\n",
+	fmt.Fprintf(out, "restart after %s: stopped in %s; new berth serve pid %d SERVING in %s (CPU %s user, %s system), first new pod bound in %s (on %s); peak %s by then\n",
 		signalName(rr.signal), rr.stop.Round(time.Millisecond), rr.pid, rr.toServing.Round(time.Millisecond),
+		rr.cpuToServing.user.Round(10*time.Millisecond), rr.cpuToServing.system.Round(10*time.Millisecond),
 		rr.toBound.Round(time.Millisecond), rr.node, formatBytes(rr.mem.Peak))
 }
 
@@ -146,7 +147,8 @@ func loadPerfData(r loadResult) PerfData {
 		}
 		sig := signalName(rr.signal)
 		pd.DataItems = append(pd.DataItems, DataItem{
-			Data: map[string]float64{"Stop": ms(rr.stop), "ToServing": ms(rr.toServing), "ToFirstBinding": ms(rr.toBound)},
+			Data: map[string]float64{"Stop": ms(rr.stop), "ToServing": ms(rr.toServing), "ToFirstBinding": ms(rr.toBound),
+				"CPUUserToServing": ms(rr.cpuToServing.user), "CPUSystemToServing": ms(rr.cpuToServing.system)},
 			Unit: "ms", Labels: labels(metricRestart, "signal", sig),
 		}, DataItem{
 			Data: map[string]float64{"Peak": float64(rr.mem.Peak), "AtFirstBinding": float64(rr.mem.Resident)},

@@ -48,7 +48,8 @@ func sampleLoadResult() loadResult {
 		stored: 4,
 		restarts: []restartResult{
 			{signal: syscall.SIGTERM, stop: time.Second, toServing: 2 * time.Second, toBound: 3 * time.Second, mem: replica.ProcessMemory{Peak: 400, Resident: 300}},
-			{signal: syscall.SIGKILL, toServing: 4 * time.Second, toBound: 5 * time.Second, mem: replica.ProcessMemory{Peak: 500, Resident: 350}},
+			{signal: syscall.SIGKILL, toServing: 4 * time.Second, toBound: 5 * time.Second, mem: replica.ProcessMemory{Peak: 500, Resident: 350},
+				cpuToServing: cpuTimes{user: 6 * time.Second, system: 1500 * time.Millisecond}},
 		},
 	}
 }
@@ -95,8 +96,8 @@ func TestLoadPerfData(t *testing.T) {
 	if d := items[5].Data; d["Peak"] != 4000 || d["PeakPerPod"] != 1000 || d["AfterLoadPerPod"] != 500 || d["AfterLoadAnon"] != 1500 || d["AfterLoadFile"] != 500 {
 		t.Errorf("load memory %v", d)
 	}
-	if d := items[8].Data; d["ToServing"] != 4000 || d["ToFirstBinding"] != 5000 {
-		t.Errorf("SIGKILL restart %v", d)
+	if d := items[8].Data; d["ToServing"] != 4000 || d["ToFirstBinding"] != 5000 || d["CPUUserToServing"] != 6000 || d["CPUSystemToServing"] != 1500 {
+		t.Errorf("SIGKILL restart %v; want 4000 and 5000 ms, CPU 6000 ms user and 1500 ms system", d)
 	}
 
 	failed := sampleLoadResult()
@@ -120,5 +121,16 @@ func TestLoadPerfData(t *testing.T) {
 	}
 	if s := loadSummary(partial); !strings.Contains(s, " submit-pods/s=0 ") || !strings.Contains(s, " store-all=0s ") {
 		t.Errorf("partial summary %s", s)
+	}
+}
+
+// A restart's line says how its CPU to SERVING split between user and
+// system time, where a VM's page faults show.
+func TestPrintRestart(t *testing.T) {
+	var out strings.Builder
+	printRestart(&out, sampleLoadResult().restarts[1])
+	want := "restart after SIGKILL: stopped in 0s; new berth serve pid 0 SERVING in 4s (CPU 6s user, 1.5s system), first new pod bound in 5s (on ); peak 0 MiB by then\n"
+	if out.String() != want {
+		t.Errorf("restart line\n got %q\nwant %q", out.String(), want)
 	}
 }

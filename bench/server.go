@@ -148,11 +148,24 @@ func processAlive(pid int) bool {
 // reports them in USER_HZ, 100 per second, whatever the kernel's own tick.
 const userHZ = 100
 
+// cpuTimes is a process's CPU time in user and in kernel (system) mode.
+// System time that grows with the memory a process touches is the kernel
+// providing fresh pages, which on some VMs costs a trip to the host.
+type cpuTimes struct{ user, system time.Duration }
+
+func (c cpuTimes) total() time.Duration { return c.user + c.system }
+
 // readCPU reads the CPU time (user and system) a process has used.
 func readCPU(pid int) (time.Duration, error) {
+	c, err := readCPUTimes(pid)
+	return c.total(), err
+}
+
+// readCPUTimes reads a process's user and system CPU time.
+func readCPUTimes(pid int) (cpuTimes, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, err
+		return cpuTimes{}, err
 	}
 	return parseCPU(b)
 }
@@ -160,25 +173,26 @@ func readCPU(pid int) (time.Duration, error) {
 // parseCPU takes utime and stime (fields 14 and 15) from a /proc/PID/stat
 // line. The command name (field 2) is in parentheses and may hold spaces
 // or parentheses itself, so the fields are counted from its last ")".
-func parseCPU(b []byte) (time.Duration, error) {
+func parseCPU(b []byte) (cpuTimes, error) {
 	end := bytes.LastIndexByte(b, ')')
 	if end < 0 {
-		return 0, errors.New("no command name in the process stat")
+		return cpuTimes{}, errors.New("no command name in the process stat")
 	}
 	fields := strings.Fields(string(b[end+1:]))
 	// fields[0] is field 3 (state): utime and stime are fields[11] and [12].
 	if len(fields) < 13 {
-		return 0, fmt.Errorf("process stat has %d fields after the command name, want at least 13", len(fields))
+		return cpuTimes{}, fmt.Errorf("process stat has %d fields after the command name, want at least 13", len(fields))
 	}
-	var ticks int64
-	for _, f := range fields[11:13] {
+	var ticks [2]int64
+	for i, f := range fields[11:13] {
 		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil || n < 0 {
-			return 0, fmt.Errorf("process stat: CPU time %q", f)
+			return cpuTimes{}, fmt.Errorf("process stat: CPU time %q", f)
 		}
-		ticks += n
+		ticks[i] = n
 	}
-	return time.Duration(ticks) * (time.Second / userHZ), nil
+	const tick = time.Second / userHZ
+	return cpuTimes{user: time.Duration(ticks[0]) * tick, system: time.Duration(ticks[1]) * tick}, nil
 }
 
 // reservePort picks a free loopback port for the child. The port is free

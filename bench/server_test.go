@@ -161,8 +161,8 @@ func TestServerProcessStopKillsStubbornChild(t *testing.T) {
 func TestParseCPU(t *testing.T) {
 	stat := "4242 (odd (name) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 9 0 123 456 789\n"
 	got, err := parseCPU([]byte(stat))
-	if err != nil || got != 3250*time.Millisecond {
-		t.Errorf("parseCPU = %v, %v; want 3.25s (250 + 75 ticks)", got, err)
+	if want := (cpuTimes{user: 2500 * time.Millisecond, system: 750 * time.Millisecond}); err != nil || got != want || got.total() != 3250*time.Millisecond {
+		t.Errorf("parseCPU = %+v, %v; want %+v (250 user and 75 system ticks)", got, err, want)
 	}
 	for _, bad := range []string{"4242 odd S 1", "4242 (x) S 1 2 3", "4242 (x) S 1 4242 4242 0 -1 4194560 100 0 0 0 -5 75 0"} {
 		if _, err := parseCPU([]byte(bad)); err == nil {
