@@ -106,6 +106,9 @@ type restartResult struct {
 	// cpuToServing is the new process's CPU time until SERVING (zero if it
 	// could not be read): its system share is the kernel's page work.
 	cpuToServing cpuTimes
+	// phases are the ends of its start-up phases, in order, from its
+	// berth_startup_phase_seconds (none if its metrics could not be read).
+	phases []startupPhase
 	// mem is the new process's memory at that binding: the cost of
 	// reloading the cluster.
 	mem replica.ProcessMemory
@@ -131,13 +134,16 @@ func Load(ctx context.Context, lc LoadConfig, out io.Writer) error {
 
 // loader is one berth load run.
 type loader struct {
-	lc      LoadConfig
-	out     io.Writer
-	run     string
-	addr    string
-	dataDir string
-	logDir  string
-	starts  int
+	lc   LoadConfig
+	out  io.Writer
+	run  string
+	addr string
+	// metricsAddr is the child's metrics listener, for its start-up
+	// phases; --serve-args may move it (see childMetricsAddr).
+	metricsAddr string
+	dataDir     string
+	logDir      string
+	starts      int
 	// stored and retried are the load's acknowledged pods and transient
 	// refusals sent again.
 	stored, retried int
@@ -245,6 +251,10 @@ func (l *loader) prepareDirs() (func(), error) {
 		return nil, err
 	}
 	l.addr = addr
+	if l.metricsAddr, err = reservePort(); err != nil {
+		cleanup()
+		return nil, err
+	}
 	return cleanup, nil
 }
 
@@ -252,7 +262,7 @@ func (l *loader) prepareDirs() (func(), error) {
 // to a file of its own.
 func (l *loader) spawn(ctx context.Context) (*serverProcess, error) {
 	l.starts++
-	args := []string{"serve", "--listen", l.addr, "--metrics-listen", "-", "--data-dir", l.dataDir,
+	args := []string{"serve", "--listen", l.addr, "--metrics-listen", l.metricsAddr, "--data-dir", l.dataDir,
 		"--replica-id", "berth-load", "--log-level", "warn"}
 	args = append(args, l.lc.ServeArgs...)
 	return startServerProcess(ctx, l.lc.Server, args, filepath.Join(l.logDir, fmt.Sprintf("serve-%d.log", l.starts)))
@@ -391,6 +401,7 @@ func (l *loader) restart(ctx context.Context, old *serverProcess, w *workload, s
 	g.Go(func() (err error) {
 		if servingAt, err = waitServing(gctx, conn); err == nil {
 			rr.cpuToServing, _ = readCPUTimes(srv.pid())
+			rr.phases = readStartupPhases(gctx, childMetricsAddr(l.metricsAddr, l.lc.ServeArgs))
 		}
 		return err
 	})

@@ -10,11 +10,12 @@ import (
 
 // Metric labels of the items loadPerfData adds to the bench's.
 const (
-	metricStoreAll     = "time_to_store_all"
-	metricSubmitRate   = "SubmitThroughput"
-	metricServerMemory = "server_memory"
-	metricServerCPU    = "server_cpu"
-	metricRestart      = "restart"
+	metricStoreAll      = "time_to_store_all"
+	metricSubmitRate    = "SubmitThroughput"
+	metricServerMemory  = "server_memory"
+	metricServerCPU     = "server_cpu"
+	metricRestart       = "restart"
+	metricStartupPhases = "startup_phases"
 )
 
 // printLoaded prints the bench's throughput and latency lines, then the
@@ -78,6 +79,9 @@ func printRestart(out io.Writer, rr restartResult) {
 		signalName(rr.signal), rr.stop.Round(time.Millisecond), rr.pid, rr.toServing.Round(time.Millisecond),
 		rr.cpuToServing.user.Round(10*time.Millisecond), rr.cpuToServing.system.Round(10*time.Millisecond),
 		rr.toBound.Round(time.Millisecond), rr.node, formatBytes(rr.mem.Peak))
+	if len(rr.phases) > 0 {
+		fmt.Fprintf(out, "  start-up phases ended, from the replica's start: %s\n", formatPhases(rr.phases))
+	}
 }
 
 // loadSummary is the one-line summary, in the bench's key=value form;
@@ -150,7 +154,15 @@ func loadPerfData(r loadResult) PerfData {
 			Data: map[string]float64{"Stop": ms(rr.stop), "ToServing": ms(rr.toServing), "ToFirstBinding": ms(rr.toBound),
 				"CPUUserToServing": ms(rr.cpuToServing.user), "CPUSystemToServing": ms(rr.cpuToServing.system)},
 			Unit: "ms", Labels: labels(metricRestart, "signal", sig),
-		}, DataItem{
+		})
+		if len(rr.phases) > 0 {
+			ends := map[string]float64{}
+			for _, p := range rr.phases {
+				ends[p.name] = ms(p.end)
+			}
+			pd.DataItems = append(pd.DataItems, DataItem{Data: ends, Unit: "ms", Labels: labels(metricStartupPhases, "signal", sig)})
+		}
+		pd.DataItems = append(pd.DataItems, DataItem{
 			Data: map[string]float64{"Peak": float64(rr.mem.Peak), "AtFirstBinding": float64(rr.mem.Resident)},
 			Unit: "bytes", Labels: labels(metricServerMemory, "phase", "restart", "signal", sig),
 		})

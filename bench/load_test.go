@@ -47,7 +47,8 @@ func sampleLoadResult() loadResult {
 		loaded: replica.ProcessMemory{Peak: 4000, Resident: 2000, Anon: 1500, File: 500},
 		stored: 4,
 		restarts: []restartResult{
-			{signal: syscall.SIGTERM, stop: time.Second, toServing: 2 * time.Second, toBound: 3 * time.Second, mem: replica.ProcessMemory{Peak: 400, Resident: 300}},
+			{signal: syscall.SIGTERM, stop: time.Second, toServing: 2 * time.Second, toBound: 3 * time.Second, mem: replica.ProcessMemory{Peak: 400, Resident: 300},
+				phases: []startupPhase{{"etcd", 1500 * time.Millisecond}, {"serving", 2 * time.Second}}},
 			{signal: syscall.SIGKILL, toServing: 4 * time.Second, toBound: 5 * time.Second, mem: replica.ProcessMemory{Peak: 500, Resident: 350},
 				cpuToServing: cpuTimes{user: 6 * time.Second, system: 1500 * time.Millisecond}},
 		},
@@ -83,6 +84,7 @@ func TestLoadPerfData(t *testing.T) {
 		{metricServerCPU, "ms", "", ""},
 		{metricServerMemory, "bytes", "load", ""},
 		{metricRestart, "ms", "", "SIGTERM"},
+		{metricStartupPhases, "ms", "", "SIGTERM"},
 		{metricServerMemory, "bytes", "restart", "SIGTERM"},
 		{metricRestart, "ms", "", "SIGKILL"},
 		{metricServerMemory, "bytes", "restart", "SIGKILL"},
@@ -96,7 +98,10 @@ func TestLoadPerfData(t *testing.T) {
 	if d := items[5].Data; d["Peak"] != 4000 || d["PeakPerPod"] != 1000 || d["AfterLoadPerPod"] != 500 || d["AfterLoadAnon"] != 1500 || d["AfterLoadFile"] != 500 {
 		t.Errorf("load memory %v", d)
 	}
-	if d := items[8].Data; d["ToServing"] != 4000 || d["ToFirstBinding"] != 5000 || d["CPUUserToServing"] != 6000 || d["CPUSystemToServing"] != 1500 {
+	if d := items[7].Data; len(d) != 2 || d["etcd"] != 1500 || d["serving"] != 2000 {
+		t.Errorf("SIGTERM start-up phases %v; want etcd at 1500 ms, serving at 2000 ms", d)
+	}
+	if d := items[9].Data; d["ToServing"] != 4000 || d["ToFirstBinding"] != 5000 || d["CPUUserToServing"] != 6000 || d["CPUSystemToServing"] != 1500 {
 		t.Errorf("SIGKILL restart %v; want 4000 and 5000 ms, CPU 6000 ms user and 1500 ms system", d)
 	}
 
@@ -125,12 +130,62 @@ func TestLoadPerfData(t *testing.T) {
 }
 
 // A restart's line says how its CPU to SERVING split between user and
-// system time, where a VM's page faults show.
+// system time, where a VM's page faults show, and, when the child's
+// metrics were read, when each start-up phase ended.
 func TestPrintRestart(t *testing.T) {
+	rs := sampleLoadResult().restarts
 	var out strings.Builder
-	printRestart(&out, sampleLoadResult().restarts[1])
+	printRestart(&out, rs[1])
 	want := "restart after SIGKILL: stopped in 0s; new berth serve pid 0 SERVING in 4s (CPU 6s user, 1.5s system), first new pod bound in 5s (on ); peak 0 MiB by then\n"
 	if out.String() != want {
 		t.Errorf("restart line\n got %q\nwant %q", out.String(), want)
+	}
+	out.Reset()
+	printRestart(&out, rs[0])
+	if got, want := out.String(), "\n  start-up phases ended, from the replica's start: etcd 1.5s, serving 2s\n"; !strings.HasSuffix(got, want) {
+		t.Errorf("restart lines\n%s\nwant them to end %q", got, want)
+	}
+}
+
+// The phase gauge is picked out of a scrape and ordered by when each
+// phase ended, ties by name.
+func TestStartupPhasesOf(t *testing.T) {
+	got := startupPhasesOf(map[string]float64{
+		`berth_startup_phase_seconds{phase="snapshot"}`: 5.83,
+		`berth_startup_phase_seconds{phase="store"}`:    4.06,
+		`berth_startup_phase_seconds{phase="etcd"}`:     4.06,
+		`berth_startup_phase_seconds_other{phase="x"}`:  1,
+		`berth_store_txn_duration_seconds_count`:        7,
+	})
+	want := []startupPhase{{"etcd", 4060 * time.Millisecond}, {"store", 4060 * time.Millisecond}, {"snapshot", 5830 * time.Millisecond}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(startupPhase{}), durationNear); diff != "" {
+		t.Errorf("phases (-want,+got):\n%s", diff)
+	}
+}
+
+// durationNear compares durations to the microsecond: the gauge's seconds
+// are floats.
+var durationNear = cmp.Comparer(func(a, b time.Duration) bool { return (a - b).Abs() < time.Microsecond })
+
+// The child's metrics address is the run's unless --serve-args names
+// another, the last one winning, in either flag form; "-" turns it off.
+func TestChildMetricsAddr(t *testing.T) {
+	const own = "127.0.0.1:9000"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, own},
+		{[]string{"--gc-percent", "100"}, own},
+		{[]string{"--metrics-listen", "127.0.0.1:9100"}, "127.0.0.1:9100"},
+		{[]string{"-metrics-listen=127.0.0.1:9200"}, "127.0.0.1:9200"},
+		{[]string{"--metrics-listen", "127.0.0.1:9100", "--metrics-listen=127.0.0.1:9300"}, "127.0.0.1:9300"},
+		{[]string{"--metrics-listen", "-"}, ""},
+		{[]string{"--metrics-listen"}, own},
+		{[]string{"--metrics-listener", "127.0.0.1:9400"}, own},
+	} {
+		if got := childMetricsAddr(own, tc.args); got != tc.want {
+			t.Errorf("childMetricsAddr(%q) = %q, want %q", tc.args, got, tc.want)
+		}
 	}
 }

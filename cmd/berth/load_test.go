@@ -83,7 +83,8 @@ func assertServersGone(t *testing.T, out string) []int {
 
 // berth load at CI size, the test binary standing in for berth as its
 // child: every pod bound, CPU and memory read, both restarts timed to a new pod's
-// binding, the JSON complete, and no server left behind.
+// binding with their CPU and start-up phases, the JSON complete, and no
+// server left behind.
 func TestLoadSmallWithRestarts(t *testing.T) {
 	t.Setenv(runMainEnv, "1") // the children run main(); this process is past TestMain
 	jsonPath := filepath.Join(t.TempDir(), "load.json")
@@ -101,6 +102,7 @@ func TestLoadSmallWithRestarts(t *testing.T) {
 	for _, want := range []string{
 		"summary: workload=scale nodes=200 pods=2000 bound=2000 ", `status="ok"`,
 		"restart after SIGTERM: ", "restart after SIGKILL: ", "server memory:    peak ", "server CPU:       ",
+		"  start-up phases ended, from the replica's start: ",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
@@ -132,8 +134,10 @@ func TestLoadSmallWithRestarts(t *testing.T) {
 		"SubmitThroughput//":            {"Average"},
 		"server_cpu//":                  {"Total", "PerThousandPods"},
 		"server_memory/load/":           {"Peak", "AfterLoad", "PeakPerPod", "AfterLoadPerPod"},
-		"restart//SIGTERM":              {"Stop", "ToServing", "ToFirstBinding"},
-		"restart//SIGKILL":              {"ToServing", "ToFirstBinding"},
+		"restart//SIGTERM":              {"Stop", "ToServing", "ToFirstBinding", "CPUUserToServing"},
+		"restart//SIGKILL":              {"ToServing", "ToFirstBinding", "CPUUserToServing"},
+		"startup_phases//SIGTERM":       {"etcd", "serving"},
+		"startup_phases//SIGKILL":       {"etcd", "serving"},
 		"server_memory/restart/SIGTERM": {"Peak", "AtFirstBinding"},
 		"server_memory/restart/SIGKILL": {"Peak", "AtFirstBinding"},
 	}
