@@ -401,7 +401,6 @@ func (l *loader) restart(ctx context.Context, old *serverProcess, w *workload, s
 	g.Go(func() (err error) {
 		if servingAt, err = waitServing(gctx, conn); err == nil {
 			rr.cpuToServing, _ = readCPUTimes(srv.pid())
-			rr.phases = readStartupPhases(gctx, childMetricsAddr(l.metricsAddr, l.lc.ServeArgs))
 		}
 		return err
 	})
@@ -417,6 +416,9 @@ func (l *loader) restart(ctx context.Context, old *serverProcess, w *workload, s
 	if rr.mem, err = replica.ReadProcessMemory(srv.pid()); err != nil {
 		rr.err = fmt.Errorf("server memory: %w", err)
 	}
+	// Read once the binding is in: a scrape costs the child CPU, and the
+	// phases it reports no longer move after SERVING.
+	rr.phases = readStartupPhases(rctx, childMetricsAddr(l.metricsAddr, l.lc.ServeArgs))
 	return rr, srv
 }
 
