@@ -9,6 +9,8 @@ import (
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/berth-io/berth/internal/hugeheap"
 )
 
 // defaultGCPercent is Go's own default: the heap may grow to twice what is
@@ -38,7 +40,7 @@ const cgroupLimitShare = 0.9
 
 // thpModePath is where Linux says whether anonymous memory gets
 // transparent huge pages; tests point it at a fake file.
-var thpModePath = "/sys/kernel/mm/transparent_hugepage/enabled"
+var thpModePath = hugeheap.ModePath
 
 // gcSettings is what the collector was set to, and why, for the start log.
 type gcSettings struct {
@@ -55,7 +57,7 @@ type gcSettings struct {
 	startupPercent int
 	// hugePages is the kernel's transparent huge page mode. Go asks for
 	// none, so its heap has them under "always", or under "madvise" when
-	// hugePagesAdvised (see hugepages.go): this machine started a replica
+	// hugePagesAdvised (see hugeheap): this machine started a replica
 	// of 200,000 pods with a quarter less CPU with them (fewer page
 	// faults), worth knowing when comparing figures.
 	hugePages        string
@@ -68,7 +70,7 @@ type gcSettings struct {
 // before the kernel kills it.
 func applyGC(percent int, memoryLimit string) (gcSettings, error) {
 	s := gcSettings{gcPercent: percent, gcPercentSource: "flag", memoryLimit: math.MaxInt64, memoryLimitSource: "none",
-		hugePages: hugePagesMode(thpModePath)}
+		hugePages: hugeheap.Mode(thpModePath)}
 	if _, set := os.LookupEnv("GOGC"); set {
 		s.gcPercentSource = "GOGC"
 		s.gcPercent = debug.SetGCPercent(-1)
@@ -170,21 +172,6 @@ func (s gcSettings) log(logger *zap.Logger) {
 		zap.String("memory_limit", s.limitString()), zap.Int64("memory_limit_bytes", s.memoryLimit),
 		zap.String("memory_limit_source", s.memoryLimitSource),
 		zap.String("transparent_huge_pages", s.hugePages), zap.Bool("heap_huge_pages_advised", s.hugePagesAdvised))
-}
-
-// hugePagesMode reads the selected mode from path, whose content looks
-// like "always [madvise] never"; "unknown" if it cannot.
-func hugePagesMode(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "unknown"
-	}
-	_, rest, ok := strings.Cut(string(b), "[")
-	mode, _, closed := strings.Cut(rest, "]")
-	if !ok || !closed || mode == "" {
-		return "unknown"
-	}
-	return mode
 }
 
 // parseMemoryLimit reads bytes or a Kubernetes quantity; "GiB"-style

@@ -231,23 +231,3 @@ func TestDefaultGCPercentIsGos(t *testing.T) {
 		t.Errorf("runtime target %d; want 100", got)
 	}
 }
-
-func TestHugePagesMode(t *testing.T) {
-	dir := t.TempDir()
-	for _, tc := range []struct{ content, want string }{
-		{"always [madvise] never\n", "madvise"},
-		{"[always] madvise never\n", "always"},
-		{"always madvise [never]\n", "never"},
-		{"always madvise never\n", "unknown"},
-		{"always [madvise", "unknown"},
-	} {
-		path := filepath.Join(dir, "enabled")
-		writeFile(t, path, tc.content)
-		if got := hugePagesMode(path); got != tc.want {
-			t.Errorf("hugePagesMode(%q) = %q, want %q", tc.content, got, tc.want)
-		}
-	}
-	if got := hugePagesMode(filepath.Join(dir, "absent")); got != "unknown" {
-		t.Errorf("hugePagesMode(no file) = %q, want unknown", got)
-	}
-}

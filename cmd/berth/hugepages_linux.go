@@ -3,7 +3,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -11,9 +10,11 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/berth-io/berth/internal/hugeheap"
 )
 
-// adviseHugePages maps the heap ahead and advises it (see hugepages.go)
+// adviseHugePages maps the heap ahead and advises it (see hugeheap)
 // when on, the kernel's mode is madvise (under always the advice changes
 // nothing, under never the kernel ignores it), GODEBUG=disablethp=1 does
 // not ask the runtime for the opposite, and overcommit is not strict,
@@ -32,26 +33,13 @@ func adviseHugePages(on bool, mode string, logger *zap.Logger) bool {
 	if syscall.Sysinfo(&si) == nil {
 		memTotal = si.Totalram * uint64(si.Unit)
 	}
-	size := heapAdviceSize(debug.SetMemoryLimit(-1), memTotal)
+	size := hugeheap.Size(debug.SetMemoryLimit(-1), memTotal)
 	began := time.Now()
-	advised, err := adviseHeap(size, func() ([]byte, error) { return os.ReadFile("/proc/self/maps") }, madviseHugePages)
+	advised, err := hugeheap.Advise(size)
 	if err != nil {
 		logger.Warn("transparent huge pages: advising the heap failed", zap.Error(err))
 	}
 	logger.Info("transparent huge pages: heap mapped ahead and advised", zap.Int64("mapped_ahead_bytes", size),
 		zap.Int64("advised_bytes", advised), zap.Duration("took", time.Since(began)))
 	return advised > 0
-}
-
-func madviseHugePages(m mapping) error {
-	_, _, errno := syscall.Syscall(syscall.SYS_MADVISE, m.start, m.end-m.start, syscall.MADV_HUGEPAGE)
-	switch {
-	case errno == 0:
-		return nil
-	case errors.Is(errno, syscall.ENOMEM):
-		// Unmapped since the map was read (a thread's stack, say).
-		return nil
-	default:
-		return errno
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/berth-io/berth/bench"
+	"github.com/berth-io/berth/internal/hugeheap"
 )
 
 // berth load is a command of its own rather than a bench workload: its
@@ -51,7 +52,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	// The server's page faults depend on it (docs/operations.md), so its
 	// figures do: say it before them.
-	fmt.Fprintf(stdout, "transparent huge pages %s\n", hugePagesMode(thpModePath))
+	fmt.Fprintf(stdout, "transparent huge pages %s\n", hugeheap.Mode(thpModePath))
 	return bench.Load(ctx, lc, stdout)
 }
 

@@ -1,7 +1,9 @@
-package main
+package hugeheap
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -43,8 +45,30 @@ func TestHeapAdviceSize(t *testing.T) {
 		{"whole chunks", 100<<20 + 1, 64 * gib, premapChunk},
 		{"unknown machine", math.MaxInt64, 0, maxHeapAdvice},
 	} {
-		if got := heapAdviceSize(tc.limit, tc.memTotal); got != tc.want {
-			t.Errorf("%s: heapAdviceSize(%d, %d) = %d, want %d", tc.name, tc.limit, tc.memTotal, got, tc.want)
+		if got := Size(tc.limit, tc.memTotal); got != tc.want {
+			t.Errorf("%s: Size(%d, %d) = %d, want %d", tc.name, tc.limit, tc.memTotal, got, tc.want)
 		}
+	}
+}
+
+func TestMode(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ content, want string }{
+		{"always [madvise] never\n", "madvise"},
+		{"[always] madvise never\n", "always"},
+		{"always madvise [never]\n", "never"},
+		{"always madvise never\n", "unknown"},
+		{"always [madvise", "unknown"},
+	} {
+		path := filepath.Join(dir, "enabled")
+		if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := Mode(path); got != tc.want {
+			t.Errorf("Mode(%q) = %q, want %q", tc.content, got, tc.want)
+		}
+	}
+	if got := Mode(filepath.Join(dir, "absent")); got != "unknown" {
+		t.Errorf("Mode(no file) = %q, want unknown", got)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package hugeheap
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 	"unsafe"
 )
 
-// After adviseHeap, the memory the heap grows into is advised (VmFlags
+// After Advise, the memory the heap grows into is advised (VmFlags
 // "hg"), and mapping it ahead made none of it resident.
 func TestAdviseHeapAdvisesWhatTheHeapGrowsInto(t *testing.T) {
 	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage"); err != nil {
@@ -20,7 +20,7 @@ func TestAdviseHeapAdvisesWhatTheHeapGrowsInto(t *testing.T) {
 	}
 	const size = 512 << 20
 	rssBefore := vmRSS(t)
-	advised, err := adviseHeap(size, func() ([]byte, error) { return os.ReadFile("/proc/self/maps") }, madviseHugePages)
+	advised, err := Advise(size)
 	if err != nil {
 		t.Fatal(err)
 	}
