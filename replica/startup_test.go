@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -325,14 +326,20 @@ func TestRestartFromSnapshotMatchesListing(t *testing.T) {
 // A replica that stops without its final snapshot, as after a kill -9,
 // restarts from the last snapshot and the change log beside it: the cache
 // it loads already holds the changes made after the file was written, and
-// matches the one it stopped with.
-func TestRestartAfterCrashLoadsTheChangeLog(t *testing.T) {
+// matches the one it stopped with. A graceful stop whose log holds every
+// change leaves the file as it was, and the restart is the same.
+func TestRestartLoadsTheChangeLog(t *testing.T) {
+	t.Run("after a crash", func(t *testing.T) { testRestartLoadsTheChangeLog(t, true) })
+	t.Run("after a graceful stop", func(t *testing.T) { testRestartLoadsTheChangeLog(t, false) })
+}
+
+func testRestartLoadsTheChangeLog(t *testing.T, crash bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cfg := Config{
-		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "crashed",
+		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "restarted",
 		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
-		Logger:   zaptest.NewLogger(t), SnapshotInterval: time.Hour, crashLike: true,
+		Logger:   zaptest.NewLogger(t), SnapshotInterval: time.Hour, crashLike: crash,
 	}
 	first := startSynced(ctx, t, cfg)
 	writeCluster(ctx, t, first.store, 3, 30)
@@ -363,8 +370,15 @@ func TestRestartAfterCrashLoadsTheChangeLog(t *testing.T) {
 	last = max(last, deleted)
 	pollUntil(ctx, t, "the changes in the cache", func() bool { return first.appliedRev.Load() >= last })
 	want := podsByNode(t, first, 3)
+	file, err := os.ReadFile(first.snapshots.path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := first.Stop(); err != nil {
 		t.Fatal(err)
+	}
+	if after, err := os.ReadFile(first.snapshots.path); err != nil || !bytes.Equal(after, file) {
+		t.Fatalf("the stop rewrote the snapshot (%v), though its change log held every change", err)
 	}
 
 	second := startSynced(ctx, t, cfg)
