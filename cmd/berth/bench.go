@@ -107,7 +107,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	fs.IntVar(&bc.Sizes.InitPods, "init-pods", -1, "pods bound before measuring (-1: the workload's default)")
 	fs.IntVar(&bc.Sizes.Pods, "pods", 0, "pods to measure (0: the workload's default; alibaba: the first N trace pods by creation)")
 	fs.IntVar(&bc.Batch, "batch", 100, "pods per SubmitPods call")
-	fs.Float64Var(&bc.Rate, "rate", 0, "submit the measured pods at this many pods/s, in batches of up to --batch every 10ms, instead of as fast as calls are acknowledged (0); latency then runs from each pod's due time, so pods held back by calls in flight count, with the latency from call start beside it; not for alibaba, whose replay keeps its own pace")
+	fs.Float64Var(&bc.Rate, "rate", 0, "submit the measured pods at this many pods/s, in batches of up to --batch every millisecond, instead of as fast as calls are acknowledged (0); latency then runs from each pod's due time, so pods held back by calls in flight count, with the latency from call start beside it; not for alibaba, whose replay keeps its own pace")
 	fs.IntVar(&bc.Concurrency, "concurrency", 8, "SubmitPods calls in flight (and victim or trace deletions in flight)")
 	fs.Int64Var(&bc.Shape.NodeCPU, "node-cpu", 0, "node allocatable cpu, millicores (0: the workload's; basic 32000, others 4000; ignored by preemption and alibaba)")
 	fs.Int64Var(&bc.Shape.NodeMemory, "node-memory", 0, "node allocatable memory, bytes (0: the workload's; basic 128Gi, others 32Gi)")
