@@ -180,9 +180,15 @@ func (r *Replica) adoptSnapshotRevision(ctx context.Context, sn *store.Snapshot)
 		return
 	}
 	// A rejection is marked before the listing that makes the sync ready.
-	if !r.snapshots.rejected.Load() {
-		r.embedded.RevisionSeen(sn.ClusterID, sn.Member, sn.Revision, sn.Written)
+	if r.snapshots.rejected.Load() {
+		return
 	}
+	// The file's own revision is the older point when change logs
+	// continued it: history before it may go a whole log's span sooner.
+	if sn.BaseRevision < sn.Revision && sn.BaseWritten.Before(sn.Written) {
+		r.embedded.RevisionSeen(sn.ClusterID, sn.Member, sn.BaseRevision, sn.BaseWritten)
+	}
+	r.embedded.RevisionSeen(sn.ClusterID, sn.Member, sn.Revision, sn.Written)
 }
 
 // staleSnapshotIntervals: a snapshot is rewritten after this many

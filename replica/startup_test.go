@@ -539,13 +539,20 @@ func TestSnapshotWritesSpacedByTheirCost(t *testing.T) {
 
 // History a restart inherits is compacted once older than the retention,
 // counted from when the start-up snapshot saw it, not from the restart.
+// When a change log continued the file, the file's own revision counts
+// from the file's time, and only the log's later revisions from the log's.
 func TestRestartCompactsHistoryTheSnapshotSaw(t *testing.T) {
+	t.Run("snapshot alone", func(t *testing.T) { testRestartCompactsHistoryTheSnapshotSaw(t, false) })
+	t.Run("continued by a change log", func(t *testing.T) { testRestartCompactsHistoryTheSnapshotSaw(t, true) })
+}
+
+func testRestartCompactsHistoryTheSnapshotSaw(t *testing.T, logged bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cfg := Config{
 		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "compacting",
 		Embedded: store.EmbeddedConfig{AutoCompactionRetention: "1h", Maintenance: store.MaintenanceConfig{Interval: time.Hour}},
-		Logger:   zaptest.NewLogger(t),
+		Logger:   zaptest.NewLogger(t), SnapshotInterval: time.Hour,
 	}
 	first, err := Start(ctx, cfg)
 	if err != nil {
@@ -556,28 +563,35 @@ func TestRestartCompactsHistoryTheSnapshotSaw(t *testing.T) {
 	if !first.writeSnapshot(ctx, true) {
 		t.Fatal("no snapshot written")
 	}
+	if logged {
+		// A change after the file: the graceful stop keeps the log that
+		// holds it instead of rewriting the file.
+		r := first.store.CreatePods(ctx, []*berthv1.Pod{restartTestPod("later", "node-0")})[0]
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		pollUntil(ctx, t, "the change in the log", func() bool {
+			return first.snapshots.changesAt.Load() >= first.appliedChanges.Load() && first.appliedRev.Load() >= r.Revision
+		})
+	}
 	if err := first.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	// As if the snapshot, and the change log a graceful stop may keep
-	// beside it, had been written longer ago than the retention: a restart
-	// dates the snapshot by the newest file it loads.
-	files, err := filepath.Glob(filepath.Join(cfg.DataDir, snapshotFileName+"*"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no snapshot files: %v", err)
-	}
+	// As if the snapshot had been written longer ago than the retention;
+	// a change log beside it keeps its own, fresh time.
 	aged := time.Now().Add(-2 * time.Hour)
-	for _, f := range files {
-		if err := os.Chtimes(f, aged, aged); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.Chtimes(filepath.Join(cfg.DataDir, snapshotFileName), aged, aged); err != nil {
+		t.Fatal(err)
 	}
 
 	second := startSynced(ctx, t, cfg)
-	if second.snapshots.snap == nil || second.snapshots.rejected.Load() {
+	sn := second.snapshots.snap
+	if sn == nil || second.snapshots.rejected.Load() {
 		t.Fatal("the start-up snapshot was not used")
 	}
-	rev := second.snapshots.snap.Revision
+	if logged != (sn.Revision > sn.BaseRevision) {
+		t.Fatalf("loaded file revision %d continued to %d; want a change log: %v", sn.BaseRevision, sn.Revision, logged)
+	}
 	compactedBefore := func(rev int64) bool {
 		_, err := second.store.Client().Get(ctx, "/", clientv3.WithRev(rev))
 		if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
@@ -585,16 +599,20 @@ func TestRestartCompactsHistoryTheSnapshotSaw(t *testing.T) {
 		}
 		return err != nil
 	}
-	// The snapshot's revision reaches maintenance once the sync has
-	// verified it; each pass looks for it.
+	// The file's revision reaches maintenance once the sync has verified
+	// the snapshot; each pass looks for it.
+	rev := sn.BaseRevision
 	pollUntil(ctx, t, "history before the snapshot compacted", func() bool {
 		if err := second.embedded.Maintain(ctx); err != nil {
+			if ctx.Err() != nil {
+				return false // pollUntil says what it waited for
+			}
 			t.Fatal(err)
 		}
 		return compactedBefore(rev - 1)
 	})
 	if compactedBefore(rev) {
-		t.Errorf("compacted past the snapshot's revision %d", rev)
+		t.Errorf("compacted past the file's revision %d (loaded to %d)", rev, sn.Revision)
 	}
 }
 

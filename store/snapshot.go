@@ -160,16 +160,20 @@ type Snapshot struct {
 	// Member name the etcd that wrote it.
 	Revision          int64
 	ClusterID, Member uint64
-	// Written is when the file was written (its modification time): etcd's
-	// revision was at least Revision by then.
+	// Written is when the file, or the last change log that continued it,
+	// was written (its modification time): etcd's revision was at least
+	// Revision by then.
 	Written time.Time
 	// Keys counts the records; Nodes the nodes decoded, Pods the pods'
 	// records (decoded by Load, which skips those that do not decode).
 	Keys, Nodes, Pods int
 	// BaseRevision is the file's own revision; Revision is past it when
 	// the change logs beside it continued it (see changelog.go), by
-	// Changes keys changed.
+	// Changes keys changed. BaseWritten is the file's modification time:
+	// etcd's revision was at least BaseRevision by then, which may be well
+	// before Written.
 	BaseRevision int64
+	BaseWritten  time.Time
 	Changes      int
 
 	prefix  string       // the pods' key prefix, which names the keyspace
@@ -216,7 +220,7 @@ func ReadSnapshot(path, prefix string, log *zap.Logger) (*Snapshot, error) {
 		release()
 		return nil, fmt.Errorf("%w: written for keys under %q, not %q", ErrSnapshotInvalid, sn.prefix, keys.pods)
 	}
-	sn.BaseRevision = sn.Revision
+	sn.BaseRevision, sn.BaseWritten = sn.Revision, sn.Written
 	changes := replayChangeLogs(path, sn.Revision, log)
 	if changes.frames > 0 {
 		kvs = applyChanges(kvs, changes.changes)
