@@ -1,14 +1,20 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/store"
 )
 
 // A graceful stop keeps the file only when it and its log hold every
@@ -62,5 +68,124 @@ func writeSized(t *testing.T, path string, size int) {
 	}
 	if err := errors.Join(f.Truncate(int64(size)), f.Close()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// While the cache changes the snapshot is rewritten every interval, and it
+// follows etcd's revision even when only keys the cache does not hold
+// move it, so compaction does not leave it behind.
+func TestSnapshotWrittenPeriodically(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := startSynced(ctx, t, Config{
+		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "periodic",
+		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
+		Logger:   zaptest.NewLogger(t), SnapshotInterval: 10 * time.Millisecond,
+	})
+	writeCluster(ctx, t, r.store, 2, 4)
+	rev, err := r.store.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(ctx, t, "a snapshot of the new cluster", func() bool { return r.snapshots.written.Load() >= rev })
+
+	resp, err := r.store.Client().Put(ctx, "/berth/v1/alloc/not-cached", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(ctx, t, "a snapshot at etcd's revision", func() bool { return r.snapshots.written.Load() >= resp.Header.Revision })
+	sn, err := store.ReadSnapshot(filepath.Join(r.cfg.DataDir, snapshotFileName), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sn.Revision < resp.Header.Revision || sn.Nodes != 2 || sn.Pods != 5 {
+		t.Errorf("snapshot at %d with %d nodes, %d pods; want >= %d, 2, 5", sn.Revision, sn.Nodes, sn.Pods, resp.Header.Revision)
+	}
+}
+
+// The gauge of changes a crash restart would replay from etcd counts what
+// the cache took in since the file and its change log last matched it: all
+// of it before the first write, none after.
+func TestSnapshotChangesBehind(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := Config{
+		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "behind",
+		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
+		Logger:   zaptest.NewLogger(t), SnapshotInterval: time.Hour,
+	}
+	r := startSynced(ctx, t, cfg)
+	behind := func() float64 {
+		t.Helper()
+		families, err := r.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == "berth_startup_snapshot_changes_behind" {
+				return f.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no berth_startup_snapshot_changes_behind")
+		return 0
+	}
+	writeCluster(ctx, t, r.store, 2, 4)
+	// Its pending pod's binding is a change too: the count settles after.
+	waitBound(ctx, t, r.store, "pending-0")
+	rev, err := r.store.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(ctx, t, "the cluster in the cache", func() bool { return r.appliedRev.Load() >= rev })
+	// Two nodes and five pods at least; leases count too.
+	if got := behind(); got < 7 {
+		t.Fatalf("%v changes behind before any snapshot, want at least 7", got)
+	}
+	if !r.writeSnapshot(ctx, false) {
+		t.Fatal("no snapshot written")
+	}
+	if got := behind(); got != 0 {
+		t.Fatalf("%v changes behind after a write, want 0", got)
+	}
+	resp := r.store.CreatePods(ctx, []*berthv1.Pod{restartTestPod("one-more", "node-0")})[0]
+	if resp.Err != nil {
+		t.Fatal(resp.Err)
+	}
+	pollUntil(ctx, t, "the new pod in the cache", func() bool { return r.appliedRev.Load() >= resp.Revision })
+	// The change log beside the file holds it once its frame is written,
+	// just after the cache took it in.
+	pollUntil(ctx, t, "the new pod in the change log", func() bool { return behind() == 0 })
+
+	// A restart loads the snapshot its stop wrote: what it loaded is not
+	// behind, whatever else the catch-up brings.
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	r = startSynced(ctx, t, cfg)
+	if r.snapshots.snap == nil || r.snapshots.rejected.Load() {
+		t.Fatal("the start-up snapshot was not used")
+	}
+	if got, keys := behind(), r.snapshots.snap.Keys; got >= float64(keys) {
+		t.Fatalf("%v changes behind after loading a snapshot of %d keys", got, keys)
+	}
+}
+
+// Periodic writes wait snapshotDuty times the last write's duration, so
+// that a large snapshot's reads of etcd take a bounded share of the time.
+func TestSnapshotWritesSpacedByTheirCost(t *testing.T) {
+	last := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		after, took time.Duration
+		due         bool
+	}{
+		{30 * time.Second, 0, true},
+		{30 * time.Second, time.Second, true},      // 20 s of spacing, 30 s passed
+		{30 * time.Second, 2 * time.Second, false}, // a 2 s write waits 40 s
+		{40 * time.Second, 2 * time.Second, true},
+		{90 * time.Second, 5 * time.Second, false}, // a million pods: 100 s
+	} {
+		if got := snapshotDue(last.Add(tc.after), last, tc.took); got != tc.due {
+			t.Errorf("%s after a write of %s: due %v, want %v", tc.after, tc.took, got, tc.due)
+		}
 	}
 }
