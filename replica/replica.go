@@ -88,6 +88,8 @@ type Config struct {
 	// crashLike, for tests, stops without the final snapshot, leaving the
 	// data dir's files as a kill -9 would.
 	crashLike bool
+	// maxChangeLogFiles, for tests, replaces defaultMaxChangeLogFiles.
+	maxChangeLogFiles int
 }
 
 func (cfg *Config) setDefaults() {

@@ -198,9 +198,20 @@ func (r *Replica) adoptSnapshotRevision(ctx context.Context, sn *store.Snapshot)
 // restart.
 const staleSnapshotIntervals = 4
 
+// defaultMaxChangeLogFiles bounds the change log files a start leaves
+// beside the snapshot. Each start logs to a file of its own, and only a
+// snapshot write removes them, so a replica that keeps being restarted
+// before its first periodic write (a crash loop, a script) would pile
+// them up, and every start reads them all.
+const defaultMaxChangeLogFiles = 16
+
 // runSnapshots writes a snapshot every interval while the cache changes,
-// until ctx ends.
+// until ctx ends; and once the sync is ready, at once if more than
+// maxChangeLogFiles change logs have piled up.
 func (r *Replica) runSnapshots(ctx context.Context) error {
+	if !r.trimChangeLogs(ctx) {
+		return nil
+	}
 	tick := time.NewTicker(r.snapshots.interval)
 	defer tick.Stop()
 	idle := 0
@@ -223,6 +234,27 @@ func (r *Replica) runSnapshots(ctx context.Context) error {
 			r.writeSnapshot(ctx, true)
 		}
 	}
+}
+
+// trimChangeLogs waits for the sync to be ready, then writes a snapshot
+// if too many change log files are waiting for one: the write removes
+// them. It reads etcd beside the first cycles, which only a pile-up makes
+// worth it. False if ctx ended first.
+func (r *Replica) trimChangeLogs(ctx context.Context) bool {
+	select {
+	case <-r.syncReady:
+	case <-ctx.Done():
+		return false
+	}
+	limit := r.cfg.maxChangeLogFiles
+	if limit <= 0 {
+		limit = defaultMaxChangeLogFiles
+	}
+	if n := store.ChangeLogFiles(r.snapshots.path); n > limit {
+		r.snapshots.log.Info("start-up snapshot rewritten early: change logs piled up", zap.Int("files", n), zap.Int("limit", limit))
+		r.writeSnapshot(ctx, true)
+	}
+	return true
 }
 
 // snapshotDue tells whether a periodic write may run at now, the last

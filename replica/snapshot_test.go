@@ -189,3 +189,56 @@ func TestSnapshotWritesSpacedByTheirCost(t *testing.T) {
 		}
 	}
 }
+
+// Each start logs to a change log file of its own, which only a snapshot
+// write removes, so restarts that come faster than the periodic writes
+// would pile them up. Past the limit, a start writes the snapshot once its
+// sync is ready.
+func TestRestartsDoNotPileUpChangeLogs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const limit = 2
+	cfg := Config{
+		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "restarted",
+		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
+		Logger:   zaptest.NewLogger(t), SnapshotInterval: time.Hour, maxChangeLogFiles: limit,
+	}
+	base := filepath.Join(cfg.DataDir, snapshotFileName)
+	most := 0
+	for i := range limit + 3 {
+		r, err := Start(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WaitSynced(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			writeCluster(ctx, t, r.store, 2, 4)
+			waitBound(ctx, t, r.store, "pending-0")
+		}
+		// The trim is the start's first write; the files stay otherwise.
+		trimCtx, trimmed := context.WithTimeout(ctx, 30*time.Second)
+		pollUntil(trimCtx, t, fmt.Sprintf("at most %d change logs after start %d", limit, i+1), func() bool {
+			return store.ChangeLogFiles(base) <= limit
+		})
+		trimmed()
+		// A change, which this start logs to a file of its own.
+		logged := store.ChangeLogBytes(base)
+		res := r.store.CreatePods(ctx, []*berthv1.Pod{restartTestPod(fmt.Sprintf("later-%d", i), "node-0")})[0]
+		if res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		pollUntil(ctx, t, "the change logged", func() bool {
+			return r.appliedRev.Load() >= res.Revision && store.ChangeLogBytes(base) > logged
+		})
+		most = max(most, store.ChangeLogFiles(base))
+		t.Logf("start %d: %d change log files", i+1, store.ChangeLogFiles(base))
+		if err := r.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if most > limit+1 {
+		t.Errorf("%d change log files after a start, want at most %d", most, limit+1)
+	}
+}

@@ -240,6 +240,9 @@ func (c *ChangeLog) removeBefore(seq int) {
 	}
 }
 
+// ChangeLogFiles counts the change log files beside the snapshot at base.
+func ChangeLogFiles(base string) int { return len(changeLogFiles(base)) }
+
 // ChangeLogBytes is the size of the change log files beside the snapshot
 // at base: what a restart would read after it.
 func ChangeLogBytes(base string) int64 {
