@@ -73,8 +73,8 @@ type Config struct {
 	// DisableStartupSnapshot turns off the start-up snapshot kept in the
 	// embedded etcd's data dir (it is never kept with external etcd).
 	DisableStartupSnapshot bool
-	// SnapshotInterval spaces the start-up snapshot's periodic writes
-	// while the cache changes; default 30s.
+	// SnapshotInterval spaces the checks for a periodic write of the
+	// start-up snapshot; default 30s.
 	SnapshotInterval time.Duration
 
 	// OnServing, if set, is called once, when the replica first reports

@@ -25,9 +25,10 @@ import (
 // snapshotFileName is the snapshot's file in the data dir.
 const snapshotFileName = "berth-startup.snap"
 
-// defaultSnapshotInterval spaces periodic snapshots: each reads the cached
-// range from etcd and writes it out (about a second of one core at 200,000
-// pods), so a short interval would tax the load it follows.
+// defaultSnapshotInterval spaces the checks for a periodic write: each
+// write reads the cached range from etcd and writes it out (about a second
+// of one core at 200,000 pods), so a short interval would tax the load it
+// follows.
 const defaultSnapshotInterval = 30 * time.Second
 
 // snapshotDuty bounds the share of time periodic writes take: after a
@@ -53,12 +54,19 @@ type snapshots struct {
 	written atomic.Int64
 	// took is how long the last write took, which spaces the next.
 	took atomic.Int64
+	// ticks counts the periodic checks that were due (tests wait on it).
+	ticks atomic.Int64
 	// changesAt is the replica's count of applied changes when the file
 	// and its change log last matched the cache (read before a write;
 	// after a load; after each change log frame).
 	changesAt atomic.Int64
 	// changes is the change log beside the file (store/changelog.go).
 	changes *store.ChangeLog
+	// replay is what of it a restart would replay (snapshot_policy.go).
+	replay replayLog
+	// frames counts the log's frames: each moves the revision the file
+	// and log reach (what a restart checks) to etcd's at the time.
+	frames atomic.Int64
 
 	seconds  prometheus.Histogram
 	bytes    prometheus.Gauge
@@ -122,8 +130,10 @@ func (r *Replica) loadSnapshot() {
 		dir = r.cfg.DataDir
 	}
 	s := newSnapshots(filepath.Join(dir, snapshotFileName), r.cfg.SnapshotInterval, r.appliedChanges.Load, r.reg, r.logger.Named("snapshot"))
-	s.changes = store.OpenChangeLog(s.path, func(bytes int) {
+	s.changes = store.OpenChangeLog(s.path, func(newest int64, bytes int) {
 		s.logBytes.Add(float64(bytes))
+		s.replay.frame(newest, bytes)
+		s.frames.Add(1)
 		// Frames continue a snapshot; before the first there is none.
 		if s.written.Load() > 0 {
 			s.changesAt.Store(r.appliedChanges.Load())
@@ -151,6 +161,11 @@ func (r *Replica) loadSnapshot() {
 		sn.Load(r.bridge)
 		s.snap = sn
 		s.written.Store(sn.Revision)
+		var fileBytes int64
+		if fi, err := os.Stat(s.path); err == nil {
+			fileBytes = fi.Size()
+		}
+		s.replay.loaded(sn.Revision, fileBytes, store.ChangeLogBytes(s.path))
 		s.changesAt.Store(r.appliedChanges.Load())
 		r.startup.mark(phaseSnapshot, zap.Bool("used", true), zap.Int64("revision", sn.Revision),
 			zap.Int64("file_revision", sn.BaseRevision), zap.Int("logged_changes", sn.Changes),
@@ -192,10 +207,11 @@ func (r *Replica) adoptSnapshotRevision(ctx context.Context, sn *store.Snapshot)
 }
 
 // staleSnapshotIntervals: a snapshot is rewritten after this many
-// intervals even though the cache did not change, if etcd's revision
-// moved (keys the cache does not hold, such as shard claims): compaction
-// follows etcd's revision, and a snapshot it passed is of no use at a
-// restart.
+// intervals in which its change log took no frame, if etcd's revision
+// moved (a change too small for the log to warrant a write, or keys the
+// cache does not hold, such as shard claims): compaction follows etcd's
+// revision, and a restart checks the file and log at the revision of the
+// log's last frame, of no use once compaction passed it.
 const staleSnapshotIntervals = 4
 
 // defaultMaxChangeLogFiles bounds the change log files a start leaves
@@ -205,9 +221,10 @@ const staleSnapshotIntervals = 4
 // them up, and every start reads them all.
 const defaultMaxChangeLogFiles = 16
 
-// runSnapshots writes a snapshot every interval while the cache changes,
-// until ctx ends; and once the sync is ready, at once if more than
-// maxChangeLogFiles change logs have piled up.
+// runSnapshots checks every interval, until ctx ends, whether the cache
+// moved far enough past the snapshot to write it again (logWarrantsWrite,
+// staleSnapshotIntervals); and once the sync is ready, writes at once if
+// more than maxChangeLogFiles change logs have piled up.
 func (r *Replica) runSnapshots(ctx context.Context) error {
 	if !r.trimChangeLogs(ctx) {
 		return nil
@@ -216,6 +233,7 @@ func (r *Replica) runSnapshots(ctx context.Context) error {
 	defer tick.Stop()
 	idle := 0
 	last := time.Now()
+	frames := r.snapshots.frames.Load()
 	for {
 		var now time.Time
 		select {
@@ -227,12 +245,23 @@ func (r *Replica) runSnapshots(ctx context.Context) error {
 			continue
 		}
 		last = now
-		if r.writeSnapshot(ctx, false) {
+		seen := r.snapshots.frames.Load()
+		fresh := seen != frames
+		frames = seen
+		switch {
+		case r.snapshots.logWarrantsWrite() && r.writeSnapshot(ctx, false):
 			idle = 0
-		} else if idle++; idle >= staleSnapshotIntervals {
+		case fresh:
+			// The log's last frame is recent, and with it the revision a
+			// restart checks: compaction cannot have passed it.
 			idle = 0
-			r.writeSnapshot(ctx, true)
+		default:
+			if idle++; idle >= staleSnapshotIntervals {
+				idle = 0
+				r.writeSnapshot(ctx, true)
+			}
 		}
+		r.snapshots.ticks.Add(1)
 	}
 }
 
@@ -281,7 +310,9 @@ func (r *Replica) writeSnapshot(ctx context.Context, ifEtcdMoved bool) bool {
 	// Changes applied while the file is written may or may not be in it:
 	// counting from before the write errs toward behind.
 	changes := r.appliedChanges.Load()
+	s.replay.writeBegins()
 	w, err := r.store.WriteSnapshot(ctx, s.path)
+	s.replay.writeEnds(err == nil, w.Revision, w.Bytes)
 	if err != nil {
 		s.writes.WithLabelValues("error").Inc()
 		if ctx.Err() == nil {

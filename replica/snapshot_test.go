@@ -190,6 +190,119 @@ func TestSnapshotWritesSpacedByTheirCost(t *testing.T) {
 	}
 }
 
+// A periodic write waits for the change log to grow to its share of the
+// file, unless the log continues no file.
+func TestSnapshotLogWarrantsWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		written                int64
+		fileBytes, loggedSince int64
+		broken                 bool
+		want                   bool
+	}{
+		{name: "nothing written yet", loggedSince: 1, want: true},
+		{name: "log at its share", written: 10, fileBytes: 4000, loggedSince: 4000 / snapshotLogShare, want: true},
+		{name: "log short of its share", written: 10, fileBytes: 4000, loggedSince: 4000/snapshotLogShare - 1},
+		{name: "file size unknown", written: 10, want: true},
+		{name: "log broken", written: 10, fileBytes: 4000, broken: true, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), snapshotFileName)
+			s := newSnapshots(path, 0, func() int64 { return 0 }, prometheus.NewRegistry(), zap.NewNop())
+			s.changes = store.OpenChangeLog(path, nil, nil)
+			if tc.broken {
+				s.changes.Close() // drops frames, as after a failed write
+			}
+			s.written.Store(tc.written)
+			s.replay.loaded(tc.written, tc.fileBytes, tc.loggedSince)
+			if got := s.logWarrantsWrite(); got != tc.want {
+				t.Errorf("write warranted = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The log a restart replays is the frames past the file's revision: those
+// logged while a write ran count only if they reach past what it read.
+func TestReplayLogCountsFramesPastTheFile(t *testing.T) {
+	var l replayLog
+	l.loaded(10, 1000, 300) // a file at 10 and 300 bytes of logs after it
+	l.frame(9, 50)          // before the file: not replayed
+	l.frame(11, 100)
+	if logged, file := l.sizes(); logged != 400 || file != 1000 {
+		t.Fatalf("after load: %d logged, file %d; want 400, 1000", logged, file)
+	}
+	l.writeBegins()
+	l.frame(12, 20) // the write will read 13: in the file
+	l.frame(14, 30) // past it
+	l.writeEnds(true, 13, 2000)
+	l.frame(13, 40) // logged late, still in the file
+	l.frame(15, 5)
+	if logged, file := l.sizes(); logged != 35 || file != 2000 {
+		t.Errorf("after a write at 13: %d logged, file %d; want 35, 2000", logged, file)
+	}
+	l.writeBegins()
+	l.frame(16, 7)
+	l.writeEnds(false, 0, 0) // failed: the old file and its log stand
+	if logged, file := l.sizes(); logged != 42 || file != 2000 {
+		t.Errorf("after a failed write: %d logged, file %d; want 42, 2000", logged, file)
+	}
+}
+
+// A change far smaller than the file does not rewrite it, however often
+// the check comes; enough of them do.
+func TestSnapshotWaitsForTheLogToPay(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := startSynced(ctx, t, Config{
+		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "log-pays",
+		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
+		Logger:   zaptest.NewLogger(t), SnapshotInterval: 10 * time.Millisecond,
+	})
+	s := r.snapshots
+	writeCluster(ctx, t, r.store, 4, 200)
+	// The binding of the cluster's pending pod is a change too small to
+	// warrant a write; the one that covers it comes once the log goes
+	// quiet, from the compaction rule.
+	waitBound(ctx, t, r.store, "pending-0")
+	rev, err := r.store.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(ctx, t, "a snapshot of the cluster", func() bool { return s.written.Load() >= rev })
+
+	written, frames := s.written.Load(), s.frames.Load()
+	createPods(ctx, t, r.store, "trickle", 1)
+	pollUntil(ctx, t, "the change in the log", func() bool { return s.frames.Load() > frames })
+	ticks := s.ticks.Load()
+	pollUntil(ctx, t, "three more checks", func() bool { return s.ticks.Load() >= ticks+3 })
+	if got := s.written.Load(); got != written {
+		logged, file := s.replay.sizes()
+		t.Errorf("one pod (%d log bytes) rewrote a %d-byte snapshot: revision %d, was %d", logged, file, got, written)
+	}
+
+	createPods(ctx, t, r.store, "burst", 100)
+	rev, err = r.store.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(ctx, t, "a snapshot after a hundred pods", func() bool { return s.written.Load() >= rev })
+}
+
+// createPods stores n pending pods named prefix-i.
+func createPods(ctx context.Context, t *testing.T, st *store.Store, prefix string, n int) {
+	t.Helper()
+	pods := make([]*berthv1.Pod, n)
+	for i := range pods {
+		pods[i] = restartTestPod(fmt.Sprintf("%s-%d", prefix, i), "")
+	}
+	for _, res := range st.CreatePods(ctx, pods) {
+		if res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+}
+
 // Each start logs to a change log file of its own, which only a snapshot
 // write removes, so restarts that come faster than the periodic writes
 // would pile them up. Past the limit, a start writes the snapshot once its

@@ -63,9 +63,9 @@ const (
 type ChangeLog struct {
 	base string // the snapshot's path; files are base.changes.N
 	log  *zap.Logger
-	// written, if set, runs after each frame reaches the file, with its
-	// size.
-	written func(bytes int)
+	// written, if set, runs after each frame reaches the file, with the
+	// revision of its newest change and its size.
+	written func(newest int64, bytes int)
 	maxFile int64 // changeLogMaxFile; a field for tests
 
 	mu   sync.Mutex
@@ -81,8 +81,9 @@ type ChangeLog struct {
 // OpenChangeLog prepares the change log beside the snapshot at base; its
 // first frame opens a file numbered after any already there, which a
 // restart may still need. written, if not nil, runs after each frame is
-// written, with its size.
-func OpenChangeLog(base string, written func(bytes int), log *zap.Logger) *ChangeLog {
+// written, with the revision of its newest change (its start, for a frame
+// of none) and its size.
+func OpenChangeLog(base string, written func(newest int64, bytes int), log *zap.Logger) *ChangeLog {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -128,7 +129,9 @@ func (c *ChangeLog) record(from, to int64, evs []*clientv3.Event) {
 	b := append(c.buf[:0], 0, 0, 0, 0)
 	b = binary.AppendUvarint(b, uint64(from))
 	b = binary.AppendUvarint(b, uint64(to))
+	newest := from
 	for _, ev := range evs {
+		newest = ev.Kv.ModRevision
 		if ev.Type == clientv3.EventTypeDelete {
 			b = append(b, changeDelete)
 			b = appendBytes(b, ev.Kv.Key)
@@ -154,7 +157,7 @@ func (c *ChangeLog) record(from, to int64, evs []*clientv3.Event) {
 		return
 	}
 	if c.written != nil {
-		c.written(len(b))
+		c.written(newest, len(b))
 	}
 }
 
@@ -211,6 +214,14 @@ func (c *ChangeLog) Discard() {
 	c.seq++
 	c.removeBefore(c.seq)
 	c.broken = false
+}
+
+// Broken tells whether frames are being dropped since a write failed:
+// until the next rotation the log no longer continues the snapshot.
+func (c *ChangeLog) Broken() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.broken
 }
 
 // Close closes the current file; it stays for the next start.

@@ -39,7 +39,7 @@ func serveFlags(fs *flag.FlagSet, cfg *replica.Config, logLevel *string, endpoin
 	fs.StringVar(&cfg.DataDir, "data-dir", "./berth-data", "embedded etcd data directory")
 	fs.Var((*negatedBool)(&cfg.DisableStartupSnapshot), "startup-snapshot",
 		"keep a snapshot of the cache in the data dir, so a restart loads it while etcd opens (embedded etcd only; default true)")
-	fs.DurationVar(&cfg.SnapshotInterval, "startup-snapshot-interval", 30*time.Second, "how often the start-up snapshot is rewritten while the cache changes")
+	fs.DurationVar(&cfg.SnapshotInterval, "startup-snapshot-interval", 30*time.Second, "how often to check whether the start-up snapshot is due a rewrite (its change log reached a quarter of it, or etcd moved on a quiet cache)")
 	fs.StringVar(endpoints, "etcd-endpoints", "", "comma-separated external etcd endpoints (instead of the embedded etcd)")
 	fs.StringVar(&cfg.Store.Prefix, "etcd-prefix", "/berth", "etcd key prefix")
 	fs.DurationVar(&cfg.Store.RequestTimeout, "etcd-request-timeout", 5*time.Second, "bound on each etcd request")
