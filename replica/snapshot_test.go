@@ -59,6 +59,16 @@ func TestSnapshotCoveredByLog(t *testing.T) {
 	}
 }
 
+// snapshotConfig is a replica on an embedded etcd of its own, without
+// maintenance, that checks its start-up snapshot every interval.
+func snapshotConfig(t *testing.T, id string, interval time.Duration) Config {
+	return Config{
+		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: id,
+		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
+		Logger:   zaptest.NewLogger(t), SnapshotInterval: interval,
+	}
+}
+
 // writeSized makes a file of size bytes, sparse: only its size counts.
 func writeSized(t *testing.T, path string, size int) {
 	t.Helper()
@@ -77,11 +87,7 @@ func writeSized(t *testing.T, path string, size int) {
 func TestSnapshotWrittenPeriodically(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := startSynced(ctx, t, Config{
-		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "periodic",
-		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
-		Logger:   zaptest.NewLogger(t), SnapshotInterval: 10 * time.Millisecond,
-	})
+	r := startSynced(ctx, t, snapshotConfig(t, "periodic", 10*time.Millisecond))
 	writeCluster(ctx, t, r.store, 2, 4)
 	rev, err := r.store.CurrentRevision(ctx)
 	if err != nil {
@@ -109,11 +115,7 @@ func TestSnapshotWrittenPeriodically(t *testing.T) {
 func TestSnapshotChangesBehind(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := Config{
-		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "behind",
-		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
-		Logger:   zaptest.NewLogger(t), SnapshotInterval: time.Hour,
-	}
+	cfg := snapshotConfig(t, "behind", time.Hour)
 	r := startSynced(ctx, t, cfg)
 	behind := func() float64 {
 		t.Helper()
@@ -129,13 +131,8 @@ func TestSnapshotChangesBehind(t *testing.T) {
 		t.Fatal("no berth_startup_snapshot_changes_behind")
 		return 0
 	}
-	writeCluster(ctx, t, r.store, 2, 4)
 	// Its pending pod's binding is a change too: the count settles after.
-	waitBound(ctx, t, r.store, "pending-0")
-	rev, err := r.store.CurrentRevision(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rev := writeSettledCluster(ctx, t, r.store, 2, 4)
 	pollUntil(ctx, t, "the cluster in the cache", func() bool { return r.appliedRev.Load() >= rev })
 	// Two nodes and five pods at least; leases count too.
 	if got := behind(); got < 7 {
@@ -254,21 +251,12 @@ func TestReplayLogCountsFramesPastTheFile(t *testing.T) {
 func TestSnapshotWaitsForTheLogToPay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := startSynced(ctx, t, Config{
-		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "log-pays",
-		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
-		Logger:   zaptest.NewLogger(t), SnapshotInterval: 10 * time.Millisecond,
-	})
+	r := startSynced(ctx, t, snapshotConfig(t, "log-pays", 10*time.Millisecond))
 	s := r.snapshots
-	writeCluster(ctx, t, r.store, 4, 200)
 	// The binding of the cluster's pending pod is a change too small to
 	// warrant a write; the one that covers it comes once the log goes
 	// quiet, from the compaction rule.
-	waitBound(ctx, t, r.store, "pending-0")
-	rev, err := r.store.CurrentRevision(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rev := writeSettledCluster(ctx, t, r.store, 4, 200)
 	pollUntil(ctx, t, "a snapshot of the cluster", func() bool { return s.written.Load() >= rev })
 
 	written, frames := s.written.Load(), s.frames.Load()
@@ -282,7 +270,7 @@ func TestSnapshotWaitsForTheLogToPay(t *testing.T) {
 	}
 
 	createPods(ctx, t, r.store, "burst", 100)
-	rev, err = r.store.CurrentRevision(ctx)
+	rev, err := r.store.CurrentRevision(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,6 +184,19 @@ func restartTestPod(name, node string) *berthv1.Pod {
 	}
 }
 
+// writeSettledCluster is writeCluster followed by the binding of its
+// pending pod; it returns etcd's revision then.
+func writeSettledCluster(ctx context.Context, t *testing.T, st *store.Store, nodes, bound int) int64 {
+	t.Helper()
+	writeCluster(ctx, t, st, nodes, bound)
+	waitBound(ctx, t, st, "pending-0")
+	rev, err := st.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rev
+}
+
 func waitBound(ctx context.Context, t *testing.T, st *store.Store, name string) {
 	t.Helper()
 	pollUntil(ctx, t, name+" bound", func() bool {
