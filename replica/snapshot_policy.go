@@ -24,10 +24,9 @@ func (s *snapshots) logWarrantsWrite() bool {
 
 // replayLog accounts for the change log a restart would replay after the
 // snapshot file: the bytes of the frames with changes past the file's
-// revision (a restart skips the others). A write reads etcd at a revision
-// it learns only at the end, while the sync keeps logging; the frames
-// logged meanwhile are kept until then and counted only if they reach
-// past it.
+// revision (a restart skips the others). A write tells the revision it
+// read only when it returns, and the sync keeps logging meanwhile: those
+// frames are kept until then and counted only if they reach past it.
 type replayLog struct {
 	mu        sync.Mutex
 	covered   int64 // the file's revision (after its log, for a loaded one)
