@@ -346,13 +346,15 @@ func (r *Replica) finalSnapshot() {
 	if r.snapshots == nil || r.cfg.crashLike {
 		return
 	}
-	if logBytes, fileBytes, ok := r.snapshots.coveredByLog(r.appliedChanges.Load()); ok {
+	logBytes, fileBytes, lacking := r.snapshots.coveredByLog(r.appliedChanges.Load())
+	fields := []zap.Field{zap.Int64("revision", r.snapshots.written.Load()), zap.Int64("snapshot_bytes", fileBytes),
+		zap.Int64("change_log_bytes_to_replay", logBytes)}
+	if lacking == "" {
 		r.snapshots.writes.WithLabelValues("kept").Inc()
-		r.snapshots.log.Info("start-up snapshot and its change log kept: they hold every change",
-			zap.Int64("revision", r.snapshots.written.Load()), zap.Int64("snapshot_bytes", fileBytes),
-			zap.Int64("change_log_bytes", logBytes))
+		r.snapshots.log.Info("start-up snapshot and its change log kept: they hold every change", fields...)
 		return
 	}
+	r.snapshots.log.Info("writing the start-up snapshot before stopping", append(fields, zap.String("reason", lacking))...)
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ShutdownGrace)
 	defer cancel()
 	r.writeSnapshot(ctx, false)
@@ -366,19 +368,32 @@ func (r *Replica) finalSnapshot() {
 // file would cost the restart more than the file's own load.
 const keptLogBytes = 16 << 20
 
-// coveredByLog tells whether the snapshot file and its change log hold
-// all of applied changes, the log intact and no larger than the file or
-// keptLogBytes, with the sizes of both.
-func (s *snapshots) coveredByLog(applied int64) (logBytes, fileBytes int64, ok bool) {
-	if s.written.Load() == 0 || s.rejected.Load() || applied > s.changesAt.Load() {
-		return 0, 0, false
+// coveredByLog tells what the snapshot file and its change log lack for a
+// graceful stop to keep them ("" if nothing): every applied change, the
+// log intact, and what a restart would replay of it no larger than the
+// file or keptLogBytes. It also returns the sizes of both. The log files
+// on disk are no measure: the one a write was logging into is kept whole,
+// though most of its frames are older than the file and a restart skips
+// them. Counting those made a stop after a heavy load rewrite the file
+// (3.4 s at a million pods) for a log it did not need.
+func (s *snapshots) coveredByLog(applied int64) (logBytes, fileBytes int64, lacking string) {
+	switch {
+	case s.written.Load() == 0:
+		return 0, 0, "no snapshot written yet"
+	case s.rejected.Load():
+		return 0, 0, "the snapshot loaded did not match etcd"
+	case applied > s.changesAt.Load():
+		return 0, 0, "the change log lacks changes the cache applied"
 	}
 	fi, err := os.Stat(s.path)
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, "snapshot file unreadable: " + err.Error()
 	}
-	logBytes = store.ChangeLogBytes(s.path)
-	return logBytes, fi.Size(), logBytes <= max(fi.Size(), keptLogBytes)
+	logBytes, _ = s.replay.sizes()
+	if logBytes > max(fi.Size(), keptLogBytes) {
+		return logBytes, fi.Size(), "the change log to replay outgrew the snapshot"
+	}
+	return logBytes, fi.Size(), ""
 }
 
 // SnapshotRejected implements store.CatchUpHandler: a full listing

@@ -18,22 +18,27 @@ import (
 )
 
 // A graceful stop keeps the file only when it and its log hold every
-// change applied, and the log is no larger than the file or keptLogBytes.
+// change applied, and what a restart would replay of the log is no larger
+// than the file or keptLogBytes, whatever the log files on disk hold.
 func TestSnapshotCoveredByLog(t *testing.T) {
+	const large = 3 * keptLogBytes
 	for _, tc := range []struct {
 		name               string
 		written, changesAt int64
 		applied            int64
 		rejected           bool
-		file, logs         []int // sizes; no file if nil
+		file               []int // its size; no file if nil
+		toReplay           int   // bytes of frames past the file
+		logFiles           []int // sizes on disk, covered frames included
 		want               bool
 	}{
-		{name: "log holds every change", written: 10, changesAt: 7, applied: 7, file: []int{100}, logs: []int{30, 70}, want: true},
+		{name: "log holds every change", written: 10, changesAt: 7, applied: 7, file: []int{100}, toReplay: 100, logFiles: []int{30, 70}, want: true},
 		{name: "no log", written: 10, changesAt: 7, applied: 7, file: []int{100}, want: true},
-		{name: "short log, larger than a small file", written: 10, changesAt: 7, applied: 7, file: []int{100}, logs: []int{keptLogBytes}, want: true},
-		{name: "log larger than keptLogBytes and a small file", written: 10, changesAt: 7, applied: 7, file: []int{100}, logs: []int{keptLogBytes, 1}},
-		{name: "long log, no larger than a large file", written: 10, changesAt: 7, applied: 7, file: []int{3 * keptLogBytes}, logs: []int{2 * keptLogBytes, keptLogBytes}, want: true},
-		{name: "log larger than a large file", written: 10, changesAt: 7, applied: 7, file: []int{3 * keptLogBytes}, logs: []int{3 * keptLogBytes, 1}},
+		{name: "short log, larger than a small file", written: 10, changesAt: 7, applied: 7, file: []int{100}, toReplay: keptLogBytes, want: true},
+		{name: "log larger than keptLogBytes and a small file", written: 10, changesAt: 7, applied: 7, file: []int{100}, toReplay: keptLogBytes + 1},
+		{name: "long log, no larger than a large file", written: 10, changesAt: 7, applied: 7, file: []int{large}, toReplay: large, want: true},
+		{name: "log larger than a large file", written: 10, changesAt: 7, applied: 7, file: []int{large}, toReplay: large + 1},
+		{name: "log files mostly frames the file covers", written: 10, changesAt: 7, applied: 7, file: []int{100}, toReplay: 100, logFiles: []int{large, 100}, want: true},
 		{name: "changes applied since the last frame", written: 10, changesAt: 7, applied: 8, file: []int{100}},
 		{name: "nothing written yet", changesAt: 7, applied: 7, file: []int{100}},
 		{name: "snapshot rejected", written: 10, changesAt: 7, applied: 7, rejected: true, file: []int{100}},
@@ -47,13 +52,16 @@ func TestSnapshotCoveredByLog(t *testing.T) {
 			s.rejected.Store(tc.rejected)
 			for _, size := range tc.file {
 				writeSized(t, path, size)
+				s.replay.loaded(tc.written, int64(size), 0)
 			}
-			for i, size := range tc.logs {
+			s.replay.frame(tc.written, 1<<30) // covered by the file: not replayed
+			s.replay.frame(tc.written+1, tc.toReplay)
+			for i, size := range tc.logFiles {
 				writeSized(t, fmt.Sprintf("%s.changes.%d", path, i+1), size)
 			}
-			logBytes, fileBytes, ok := s.coveredByLog(tc.applied)
-			if ok != tc.want {
-				t.Errorf("covered = %v (log %d bytes, file %d), want %v", ok, logBytes, fileBytes, tc.want)
+			logBytes, fileBytes, lacking := s.coveredByLog(tc.applied)
+			if covered := lacking == ""; covered != tc.want {
+				t.Errorf("covered = %v (%q; log %d bytes to replay, file %d), want %v", covered, lacking, logBytes, fileBytes, tc.want)
 			}
 		})
 	}
