@@ -330,7 +330,7 @@ func (r *Replica) writeSnapshot(ctx context.Context, ifEtcdMoved bool) bool {
 	if changes > s.changesAt.Load() {
 		s.changesAt.Store(changes)
 	}
-	s.changes.Rotate()
+	s.changes.Rotate(w.Revision)
 	s.log.Debug("start-up snapshot written", zap.Int64("revision", w.Revision), zap.Int("keys", w.Keys),
 		zap.Int64("bytes", w.Bytes), zap.Duration("took", w.Duration))
 	return true

@@ -32,9 +32,10 @@ import (
 // snapshot alone was.
 //
 // Each successful snapshot write rotates the log: the file being written
-// is kept, older ones are removed, and a new one begins. A snapshot at R
-// is read from etcd after the previous rotation, so every change after R
-// is in the two newest files.
+// is kept if a frame in it reaches past the snapshot, older ones are
+// removed, and a new one begins. A snapshot at R is read from etcd after
+// the previous rotation, so every change after R is in the two newest
+// files.
 //
 // File layout: magic "BERTHCLG", format version (uvarint); then frames:
 //
@@ -72,6 +73,8 @@ type ChangeLog struct {
 	seq  int // the current file's number
 	file *os.File
 	size int64 // of file
+	// reached is where the current file's last frame ends (0: none yet).
+	reached int64
 	// broken: a write failed; frames are dropped until the next rotation
 	// opens a new file (the gap they leave ends a restart's replay there).
 	broken bool
@@ -156,6 +159,7 @@ func (c *ChangeLog) record(from, to int64, evs []*clientv3.Event) {
 		c.failLocked(err)
 		return
 	}
+	c.reached = to
 	if c.written != nil {
 		c.written(newest, len(b))
 	}
@@ -188,20 +192,28 @@ func (c *ChangeLog) failLocked(err error) {
 	}
 }
 
-// Rotate follows a snapshot written: the current file is kept (it may
-// hold changes after the snapshot's revision), every older one removed,
-// and the next frame opens a new file.
-func (c *ChangeLog) Rotate() {
+// Rotate follows a snapshot written at revision covered: every older file
+// is removed, and the current one too unless a frame in it reaches past
+// covered (the sync kept logging while the snapshot was read); the next
+// frame opens a new file. A file of covered frames only would be read
+// past by every restart, and weighed by nothing but the disk it takes:
+// after a load of 200,000 pods, 95 MB of them.
+func (c *ChangeLog) Rotate(covered int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	keep := c.seq
-	if c.file == nil && !c.broken {
-		// Nothing was written since the last rotation: no file to keep.
-		keep = c.seq + 1
+	keep := c.seq + 1
+	if c.reached > covered {
+		keep = c.seq
 	}
 	c.closeLocked()
 	c.removeBefore(keep)
+	c.nextLocked()
+}
+
+// nextLocked moves on to a new file, opened by the next frame.
+func (c *ChangeLog) nextLocked() {
 	c.seq++
+	c.reached = 0
 	c.broken = false
 }
 
@@ -211,9 +223,8 @@ func (c *ChangeLog) Discard() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closeLocked()
-	c.seq++
-	c.removeBefore(c.seq)
-	c.broken = false
+	c.removeBefore(c.seq + 1)
+	c.nextLocked()
 }
 
 // Broken tells whether frames are being dropped since a write failed:

@@ -90,16 +90,16 @@ func TestChangeLogStopsAtAGap(t *testing.T) {
 	}
 }
 
-// A rotation keeps the file being written, which may hold changes after
-// the snapshot that caused it, and removes older ones; the replay reads the
+// A rotation keeps the file being written if it holds changes after the
+// snapshot that caused it, and removes older ones; the replay reads the
 // files kept in order, and a new log numbers its files after them.
 func TestChangeLogRotation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "snap")
 	cl := OpenChangeLog(path, nil, zaptest.NewLogger(t))
 	cl.record(1, 2, []*clientv3.Event{put("a", "2", 2)})
-	cl.Rotate()
+	cl.Rotate(1)
 	cl.record(2, 3, []*clientv3.Event{put("a", "3", 3)})
-	cl.Rotate() // a snapshot at 2 or later: file 1 goes
+	cl.Rotate(2) // file 1 goes
 	cl.record(3, 4, []*clientv3.Event{put("b", "4", 4)})
 	cl.Close()
 	if got := changeLogFiles(path); !slices.Equal(got, []int{2, 3}) {
@@ -112,8 +112,8 @@ func TestChangeLogRotation(t *testing.T) {
 
 	next := OpenChangeLog(path, nil, zaptest.NewLogger(t))
 	next.record(4, 5, []*clientv3.Event{put("c", "5", 5)})
-	next.Rotate() // nothing before the restart is needed after a snapshot
-	next.Rotate() // nothing written since the last: nothing to keep
+	next.Rotate(4) // nothing before the restart is needed after a snapshot
+	next.Rotate(5) // nothing written since the last: nothing to keep
 	if got := changeLogFiles(path); len(got) != 0 {
 		t.Errorf("files %v after rotating past every frame, want none", got)
 	}
@@ -126,6 +126,32 @@ func TestChangeLogRotation(t *testing.T) {
 	next.Close()
 }
 
+// A snapshot that covers every frame of the file being written leaves no
+// file behind, and a frame that only ends past it (a progress notification)
+// is reason enough to keep one: the next file continues from where it ends.
+func TestChangeLogRotationDropsCoveredFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snap")
+	cl := OpenChangeLog(path, nil, zaptest.NewLogger(t))
+	cl.record(1, 2, []*clientv3.Event{put("a", "2", 2)})
+	cl.record(2, 3, []*clientv3.Event{put("a", "3", 3)})
+	cl.Rotate(3)
+	if got := changeLogFiles(path); len(got) != 0 {
+		t.Fatalf("files %v after a snapshot covering every frame, want none", got)
+	}
+	cl.record(3, 4, []*clientv3.Event{put("b", "4", 4)})
+	cl.record(4, 6, nil) // progress to 6
+	cl.Rotate(5)
+	cl.record(6, 7, []*clientv3.Event{put("b", "7", 7)})
+	cl.Close()
+	if got := changeLogFiles(path); !slices.Equal(got, []int{2, 3}) {
+		t.Fatalf("files %v, want [2 3]: the second ends past the snapshot at 5", got)
+	}
+	got, to := replayOnto(t, path, []snapshotKV{kvAt("a", "3", 3), kvAt("b", "4", 4)}, 5)
+	if want := []string{"a=3@3", "b=7@7"}; !slices.Equal(got, want) || to != 7 {
+		t.Errorf("replayed to %d: %v; want 7: %v", to, got, want)
+	}
+}
+
 // A damaged frame ends its file's part: the frames after it in that file
 // are not used, even if they check, and the next file then has a gap.
 func TestChangeLogDamagedFrame(t *testing.T) {
@@ -133,7 +159,7 @@ func TestChangeLogDamagedFrame(t *testing.T) {
 	cl := OpenChangeLog(path, nil, zaptest.NewLogger(t))
 	cl.record(1, 2, []*clientv3.Event{put("a", "2", 2)})
 	cl.record(2, 3, []*clientv3.Event{put("a", "3", 3)})
-	cl.Rotate()
+	cl.Rotate(1)
 	cl.record(3, 4, []*clientv3.Event{put("a", "4", 4)})
 	cl.Close()
 	name := changeLogPath(path, 1)
@@ -164,7 +190,7 @@ func TestChangeLogFileBound(t *testing.T) {
 	if want := []string{"a=2@2"}; !slices.Equal(got, want) || to != 2 {
 		t.Errorf("replayed to %d: %v; want 2: %v", to, got, want)
 	}
-	cl.Rotate()
+	cl.Rotate(2)
 	cl.record(4, 5, []*clientv3.Event{put("b", "5", 5)})
 	cl.Close()
 	got, to = replayOnto(t, path, []snapshotKV{kvAt("a", "2", 2)}, 4)
