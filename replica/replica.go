@@ -140,6 +140,9 @@ type Replica struct {
 	etcdEndpoints []string
 
 	schedCancel context.CancelFunc
+	// syncCancel ends the sync, which a stop lets run on after the
+	// scheduler (catchUpBeforeStop).
+	syncCancel context.CancelFunc
 	// schedDone closes when the scheduler has stopped and its binding
 	// cycles have ended; only then is the membership (and its fence)
 	// given up.
@@ -381,15 +384,16 @@ func (r *Replica) closeListeners() {
 // end them in order: scheduling before the membership that fences its
 // commits.
 func (r *Replica) run() {
-	var schedCtx, memberCtx, healthCtx context.Context
+	var schedCtx, syncCtx, memberCtx, healthCtx context.Context
 	schedCtx, r.schedCancel = context.WithCancel(context.Background())
+	syncCtx, r.syncCancel = context.WithCancel(context.Background())
 	memberCtx, r.memberCancel = context.WithCancel(context.Background())
 	healthCtx, r.healthCancel = context.WithCancel(context.Background())
 	r.schedDone = make(chan struct{})
 	g := &errgroup.Group{}
 	r.group = g
 	g.Go(func() error { return r.runMembership(memberCtx) })
-	g.Go(func() error { return r.runSync(schedCtx) })
+	g.Go(func() error { return r.runSync(syncCtx) })
 	if r.snapshots != nil {
 		g.Go(func() error { return r.runSnapshots(schedCtx) })
 	}
@@ -544,8 +548,9 @@ func (r *Replica) WaitSynced(ctx context.Context) error {
 // Stop shuts down in order: drain the front (report not serving, end
 // watch streams, let in-flight RPCs and their commits finish) and the
 // metrics listener; stop the scheduler, waiting for binding cycles under
-// way; leave the membership; write the start-up snapshot; flush and close
-// the store; stop the embedded etcd last.
+// way; let the sync catch up with etcd; leave the membership; write the
+// start-up snapshot; flush and close the store; stop the embedded etcd
+// last.
 func (r *Replica) Stop() error {
 	r.stopOnce.Do(func() {
 		r.logger.Info("berth draining")
@@ -555,6 +560,8 @@ func (r *Replica) Stop() error {
 		r.drain()
 		r.schedCancel()
 		<-r.schedDone
+		r.catchUpBeforeStop()
+		r.syncCancel()
 		r.memberCancel()
 		if err := r.group.Wait(); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			r.stopErr = err

@@ -360,6 +360,42 @@ func (r *Replica) finalSnapshot() {
 	r.writeSnapshot(ctx, false)
 }
 
+// catchUpBeforeStop lets the sync apply what etcd holds past the cache
+// before a graceful stop ends it, within stopCatchUpBound; the scheduler
+// has stopped, so no commit of this replica's is still to come. Under a
+// heavy load the sync runs a little behind etcd. Stopped there, the
+// change log lacked the last changes, and the next start fetched them
+// through the watch after etcd opened (0.7 s at a million pods) instead
+// of loading them from the log while etcd opens.
+func (r *Replica) catchUpBeforeStop() {
+	if r.snapshots == nil || r.cfg.crashLike || r.store == nil {
+		return
+	}
+	select {
+	case <-r.syncReady:
+	default:
+		return // still listing: there is no log to complete
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(r.cfg.ShutdownGrace, stopCatchUpBound))
+	defer cancel()
+	start, from := time.Now(), r.appliedRev.Load()
+	rev, err := r.store.CurrentRevision(ctx)
+	if err == nil {
+		err = r.store.AwaitView(ctx, rev)
+	}
+	if err != nil {
+		r.snapshots.log.Info("stopping with the cache behind etcd: the next start catches up by watch",
+			zap.Int64("cache_revision", r.appliedRev.Load()), zap.Int64("etcd_revision", rev), zap.Error(err))
+		return
+	}
+	r.snapshots.log.Info("cache caught up with etcd before stopping", zap.Int64("from_revision", from),
+		zap.Int64("revision", rev), zap.Duration("took", time.Since(start)))
+}
+
+// stopCatchUpBound bounds catchUpBeforeStop: a sync that far behind
+// is better left to the next start.
+const stopCatchUpBound = 5 * time.Second
+
 // keptLogBytes is the change log a graceful stop leaves to be replayed
 // rather than writing the snapshot, if the file is smaller. A log is
 // replayed beside the etcd open, which takes longer: at a million pods, a

@@ -412,6 +412,56 @@ func testRestartLoadsTheChangeLog(t *testing.T, crash bool) {
 	}
 }
 
+// A graceful stop lets the sync catch up with etcd before it ends: right
+// after a burst of writes the cache is behind, and the change log the stop
+// keeps must still reach every change, or the next start fetches the rest
+// through the watch after etcd opens.
+func TestGracefulStopLogsWhatEtcdHolds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cfg := Config{
+		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "stopped",
+		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
+		Logger:   zaptest.NewLogger(t), SnapshotInterval: time.Hour,
+	}
+	first := startSynced(ctx, t, cfg)
+	writeSettledCluster(ctx, t, first.store, 3, 30)
+	if !first.writeSnapshot(ctx, false) {
+		t.Fatal("no snapshot written")
+	}
+	file, err := os.ReadFile(first.snapshots.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	for batch := range 4 {
+		var pods []*berthv1.Pod
+		for i := range 1000 {
+			pods = append(pods, restartTestPod(fmt.Sprintf("burst-%d-%d", batch, i), fmt.Sprintf("node-%d", i%3)))
+		}
+		for _, r := range first.store.CreatePods(ctx, pods) {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			last = max(last, r.Revision)
+		}
+	}
+	if err := first.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if after, err := os.ReadFile(first.snapshots.path); err != nil || !bytes.Equal(after, file) {
+		t.Fatalf("the stop rewrote the snapshot (%v); its change log should have been kept", err)
+	}
+	sn, err := store.ReadSnapshot(first.snapshots.path, first.cfg.Store.Prefix, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sn.Revision < last || sn.Pods < 4031 {
+		t.Errorf("snapshot and log reach revision %d with %d pods; want at least %d (the last write before the stop) and 4031",
+			sn.Revision, sn.Pods, last)
+	}
+}
+
 // podsByNode names the pods the core holds on each of the first n nodes,
 // sorted.
 func podsByNode(t *testing.T, r *Replica, n int) map[string][]string {

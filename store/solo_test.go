@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -132,4 +133,32 @@ func TestWantedViewShownWithoutAChange(t *testing.T) {
 	claim := put.Header.Revision
 	s.WantView(claim)
 	eventually(t, "a view that reaches the claim", func() bool { return h.applied.Load() >= claim })
+}
+
+// AwaitView returns once the sync has shown the revision, though it changed
+// nothing the sync watches, and gives up when its context ends first.
+func TestAwaitView(t *testing.T) {
+	s := openStore(t, sharedEtcd(t))
+	h := &appliedHandler{recordingHandler: newRecordingHandler()}
+	go func() {
+		for range h.calls { // only Applied matters here
+		}
+	}()
+	t.Cleanup(func() { close(h.calls) })
+	runSync(t, s, h)
+	eventually(t, "the sync's first view", func() bool { return h.applied.Load() > 0 })
+
+	put, err := s.client.Put(testCtx(t), s.keys.shard(3), "elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := put.Header.Revision
+	if err := s.AwaitView(testCtx(t), rev); err != nil || h.applied.Load() < rev {
+		t.Fatalf("AwaitView(%d) = %v with the view at %d", rev, err, h.applied.Load())
+	}
+	ctx, cancel := context.WithTimeout(testCtx(t), 50*time.Millisecond)
+	defer cancel()
+	if err := s.AwaitView(ctx, rev+1000); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AwaitView of a revision etcd has not reached = %v, want the context's deadline", err)
+	}
 }

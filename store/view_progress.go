@@ -43,6 +43,26 @@ func (s *Store) WantView(rev int64) {
 	}
 }
 
+// AwaitView asks the sync for a view of at least rev (WantView) and waits
+// until it has delivered every change up to rev, or ctx ends.
+func (s *Store) AwaitView(ctx context.Context, rev int64) error {
+	s.WantView(rev)
+	tick := time.NewTicker(awaitViewPoll)
+	defer tick.Stop()
+	for s.views.seen.Load() < rev {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// awaitViewPoll is how often AwaitView looks: it serves a stop, where a
+// few milliseconds do not matter and a wake-up per change would.
+const awaitViewPoll = 5 * time.Millisecond
+
 // shown records that the sync watch has delivered every change up to rev.
 func (v *viewWants) shown(rev int64) { v.seen.Store(rev) }
 
