@@ -419,12 +419,7 @@ func testRestartLoadsTheChangeLog(t *testing.T, crash bool) {
 func TestGracefulStopLogsWhatEtcdHolds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cfg := Config{
-		Listen: "127.0.0.1:0", MetricsListen: "-", DataDir: t.TempDir(), ReplicaID: "stopped",
-		Embedded: store.EmbeddedConfig{Maintenance: store.MaintenanceConfig{Interval: -1}},
-		Logger:   zaptest.NewLogger(t), SnapshotInterval: time.Hour,
-	}
-	first := startSynced(ctx, t, cfg)
+	first := startSynced(ctx, t, snapshotConfig(t, "stopped", time.Hour))
 	writeSettledCluster(ctx, t, first.store, 3, 30)
 	if !first.writeSnapshot(ctx, false) {
 		t.Fatal("no snapshot written")

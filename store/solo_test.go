@@ -113,9 +113,11 @@ type appliedHandler struct {
 
 func (h *appliedHandler) Applied(rev int64) { h.applied.Store(max(h.applied.Load(), rev)) }
 
-// A binding may need a view past a revision that changed nothing the sync
-// watches (its shard's claim): asked for it, the sync shows it anyway.
-func TestWantedViewShownWithoutAChange(t *testing.T) {
+// syncedWriteElsewhere runs a sync on a new store, then writes a key the
+// sync does not watch (a shard's claim); it returns the store, the sync's
+// handler and the revision of that write.
+func syncedWriteElsewhere(t *testing.T) (*Store, *appliedHandler, int64) {
+	t.Helper()
 	s := openStore(t, sharedEtcd(t))
 	h := &appliedHandler{recordingHandler: newRecordingHandler()}
 	go func() {
@@ -130,7 +132,13 @@ func TestWantedViewShownWithoutAChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claim := put.Header.Revision
+	return s, h, put.Header.Revision
+}
+
+// A binding may need a view past a revision that changed nothing the sync
+// watches (its shard's claim): asked for it, the sync shows it anyway.
+func TestWantedViewShownWithoutAChange(t *testing.T) {
+	s, h, claim := syncedWriteElsewhere(t)
 	s.WantView(claim)
 	eventually(t, "a view that reaches the claim", func() bool { return h.applied.Load() >= claim })
 }
@@ -138,21 +146,7 @@ func TestWantedViewShownWithoutAChange(t *testing.T) {
 // AwaitView returns once the sync has shown the revision, though it changed
 // nothing the sync watches, and gives up when its context ends first.
 func TestAwaitView(t *testing.T) {
-	s := openStore(t, sharedEtcd(t))
-	h := &appliedHandler{recordingHandler: newRecordingHandler()}
-	go func() {
-		for range h.calls { // only Applied matters here
-		}
-	}()
-	t.Cleanup(func() { close(h.calls) })
-	runSync(t, s, h)
-	eventually(t, "the sync's first view", func() bool { return h.applied.Load() > 0 })
-
-	put, err := s.client.Put(testCtx(t), s.keys.shard(3), "elsewhere")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rev := put.Header.Revision
+	s, h, rev := syncedWriteElsewhere(t)
 	if err := s.AwaitView(testCtx(t), rev); err != nil || h.applied.Load() < rev {
 		t.Fatalf("AwaitView(%d) = %v with the view at %d", rev, err, h.applied.Load())
 	}
