@@ -25,6 +25,8 @@ type bridge struct {
 	startup *startupClock
 	// beforeLoad, if set, runs when a listing has been read (tests).
 	beforeLoad func()
+	// beforePodPut, if set, runs as each pod is delivered (tests).
+	beforePodPut func()
 	// fromSnapshot marks the next Reset as a start-up snapshot's: the
 	// cache is not whole until the sync says it caught up (CaughtUp).
 	fromSnapshot bool
@@ -148,6 +150,9 @@ func (s *bridge) NodeDeleted(name string, rev int64) {
 func (s *bridge) ConvertsStoredPods() {}
 
 func (s *bridge) PodPut(p store.PodRecord, _ store.PrevPod) {
+	if s.beforePodPut != nil {
+		s.beforePodPut()
+	}
 	cp, err := convert.StoredValueToCore(p.Value, p.ModRevision, false)
 	if err != nil {
 		s.logger().Warn("skipping undecodable pod", zap.Int64("mod_revision", p.ModRevision), zap.Error(err))

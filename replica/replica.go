@@ -85,6 +85,8 @@ type Config struct {
 	// beforeLoad, for tests, runs after each listing (or start-up
 	// snapshot) is read and before it is loaded into the core.
 	beforeLoad func()
+	// beforePodPut, for tests, runs as the sync delivers each pod.
+	beforePodPut func()
 	// crashLike, for tests, stops without the final snapshot, leaving the
 	// data dir's files as a kill -9 would.
 	crashLike bool
@@ -204,7 +206,7 @@ func Start(ctx context.Context, cfg Config) (_ *Replica, err error) {
 		return nil, err
 	}
 	r.bridge = &bridge{sched: r.sched, ready: r.syncReady, applied: r.applied,
-		startup: r.startup, beforeLoad: r.cfg.beforeLoad}
+		startup: r.startup, beforeLoad: r.cfg.beforeLoad, beforePodPut: r.cfg.beforePodPut}
 	r.loadSnapshot()
 	if err := r.openStore(ctx); err != nil {
 		return nil, err

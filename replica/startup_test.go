@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -412,14 +413,23 @@ func testRestartLoadsTheChangeLog(t *testing.T, crash bool) {
 	}
 }
 
-// A graceful stop right after a burst of writes keeps the file, and the
-// change log it keeps reaches every write: the stop lets the sync catch up
-// with etcd before ending it. (At this size the sync rarely lags at all;
-// the lag this guards against showed after a million-pod load.)
+// A graceful stop keeps the file, and the change log it keeps reaches
+// every write, though the sync was behind etcd when the stop began: the
+// stop lets the sync catch up before ending it. Here the sync is held at
+// the first pod of a burst until the scheduler has stopped.
 func TestGracefulStopLogsWhatEtcdHolds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	first := startSynced(ctx, t, snapshotConfig(t, "stopped", time.Hour))
+	cfg := snapshotConfig(t, "stopped", time.Hour)
+	var hold atomic.Bool
+	held, release := make(chan struct{}), make(chan struct{})
+	cfg.beforePodPut = func() {
+		if hold.CompareAndSwap(true, false) {
+			close(held)
+			<-release
+		}
+	}
+	first := startSynced(ctx, t, cfg)
 	writeSettledCluster(ctx, t, first.store, 3, 30)
 	if !first.writeSnapshot(ctx, false) {
 		t.Fatal("no snapshot written")
@@ -428,6 +438,7 @@ func TestGracefulStopLogsWhatEtcdHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hold.Store(true)
 	var last int64
 	for batch := range 4 {
 		var pods []*berthv1.Pod
@@ -441,7 +452,12 @@ func TestGracefulStopLogsWhatEtcdHolds(t *testing.T) {
 			last = max(last, r.Revision)
 		}
 	}
-	if err := first.Stop(); err != nil {
+	<-held
+	stopped := make(chan error, 1)
+	go func() { stopped <- first.Stop() }()
+	<-first.schedDone
+	close(release)
+	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
 	if after, err := os.ReadFile(first.snapshots.path); err != nil || !bytes.Equal(after, file) {
