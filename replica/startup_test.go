@@ -430,6 +430,9 @@ func TestGracefulStopLogsWhatEtcdHolds(t *testing.T) {
 		}
 	}
 	first := startSynced(ctx, t, cfg)
+	// Run before the stop startSynced set up, should the test end early.
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce)
 	writeSettledCluster(ctx, t, first.store, 3, 30)
 	if !first.writeSnapshot(ctx, false) {
 		t.Fatal("no snapshot written")
@@ -456,7 +459,7 @@ func TestGracefulStopLogsWhatEtcdHolds(t *testing.T) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- first.Stop() }()
 	<-first.schedDone
-	close(release)
+	releaseOnce()
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
