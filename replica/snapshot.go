@@ -165,7 +165,7 @@ func (r *Replica) loadSnapshot() {
 		if fi, err := os.Stat(s.path); err == nil {
 			fileBytes = fi.Size()
 		}
-		s.replay.loaded(sn.Revision, fileBytes, store.ChangeLogBytes(s.path))
+		s.replay.loaded(sn.Revision, fileBytes, sn.ChangeBytes)
 		s.changesAt.Store(r.appliedChanges.Load())
 		r.startup.mark(phaseSnapshot, zap.Bool("used", true), zap.Int64("revision", sn.Revision),
 			zap.Int64("file_revision", sn.BaseRevision), zap.Int("logged_changes", sn.Changes),

@@ -51,8 +51,9 @@ func (l *replayLog) frame(newest int64, bytes int) {
 	}
 }
 
-// loaded starts from a snapshot read at start: the file and its change
-// logs, which reach rev, stay what a restart reads until the next write.
+// loaded starts from a snapshot read at start: the file and the frames of
+// its change logs that continued it (logBytes), which reach rev, stay what
+// a restart replays until the next write.
 func (l *replayLog) loaded(rev, fileBytes, logBytes int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

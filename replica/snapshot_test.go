@@ -333,13 +333,13 @@ func TestRestartsDoNotPileUpChangeLogs(t *testing.T) {
 		})
 		trimmed()
 		// A change, which this start logs to a file of its own.
-		logged := store.ChangeLogBytes(base)
+		frames := r.snapshots.frames.Load()
 		res := r.store.CreatePods(ctx, []*berthv1.Pod{restartTestPod(fmt.Sprintf("later-%d", i), "node-0")})[0]
 		if res.Err != nil {
 			t.Fatal(res.Err)
 		}
 		pollUntil(ctx, t, "the change logged", func() bool {
-			return r.appliedRev.Load() >= res.Revision && store.ChangeLogBytes(base) > logged
+			return r.appliedRev.Load() >= res.Revision && r.snapshots.frames.Load() > frames
 		})
 		most = max(most, store.ChangeLogFiles(base))
 		t.Logf("start %d: %d change log files", i+1, store.ChangeLogFiles(base))

@@ -408,6 +408,10 @@ func testRestartLoadsTheChangeLog(t *testing.T, crash bool) {
 		t.Errorf("loaded file revision %d continued to %d by %d changes, %d pods; want %d, at least %d and 6, %d",
 			sn.BaseRevision, sn.Revision, sn.Changes, sn.Pods, written, last, pods)
 	}
+	// What the next restart would replay is the frames this one did.
+	if logged, _ := second.snapshots.replay.sizes(); logged != sn.ChangeBytes || logged == 0 {
+		t.Errorf("after the load the log to replay is %d bytes; want the %d of the frames replayed", logged, sn.ChangeBytes)
+	}
 	if diff := cmp.Diff(want, podsByNode(t, second, 3)); diff != "" {
 		t.Errorf("cache after the crash restart differs from the one before (-before +after):\n%s", diff)
 	}

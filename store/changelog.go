@@ -265,18 +265,6 @@ func (c *ChangeLog) removeBefore(seq int) {
 // ChangeLogFiles counts the change log files beside the snapshot at base.
 func ChangeLogFiles(base string) int { return len(changeLogFiles(base)) }
 
-// ChangeLogBytes is the size of the change log files beside the snapshot
-// at base: what a restart would read after it.
-func ChangeLogBytes(base string) int64 {
-	var total int64
-	for _, n := range changeLogFiles(base) {
-		if fi, err := os.Stat(changeLogPath(base, n)); err == nil {
-			total += fi.Size()
-		}
-	}
-	return total
-}
-
 // RemoveChangeLogs removes the change log files beside the snapshot at
 // base.
 func RemoveChangeLogs(base string) error {

@@ -29,6 +29,8 @@ type replayed struct {
 	// order.
 	changes []change
 	frames  int
+	// bytes is the size of the frames taken, as framed in their files.
+	bytes int64
 	// written is when the last file used was written.
 	written time.Time
 	release func()
@@ -95,6 +97,7 @@ func replayChangeLogs(base string, rev int64, log *zap.Logger) replayed {
 				out.changes = append(out.changes, c)
 			}
 			out.to, out.frames, used = f.to, out.frames+1, true
+			out.bytes += int64(len(f.whole)) + 8 // with its length and checksum
 		}
 		if err != nil {
 			log.Info("start-up change log ends early", zap.String("file", path), zap.Error(err))

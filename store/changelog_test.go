@@ -70,6 +70,23 @@ func TestChangeLogContinuesTheSnapshot(t *testing.T) {
 	}
 }
 
+// The replay reports the size of the frames it took, as the log wrote them,
+// not of the files: frames the snapshot covers are walked past, uncounted.
+func TestChangeLogReplayedBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snap")
+	var sizes []int64
+	cl := OpenChangeLog(path, func(_ int64, n int) { sizes = append(sizes, int64(n)) }, zaptest.NewLogger(t))
+	cl.record(1, 5, []*clientv3.Event{put("a", strings.Repeat("x", 1000), 5)})
+	cl.record(5, 8, []*clientv3.Event{put("b", "8", 8)})
+	cl.record(8, 9, []*clientv3.Event{put("a", "9", 9)})
+	cl.Close()
+	rp := replayChangeLogs(path, 5, zaptest.NewLogger(t))
+	defer rp.release()
+	if want := sizes[1] + sizes[2]; rp.bytes != want || rp.frames != 2 {
+		t.Errorf("replayed %d frames of %d bytes; want 2 of %d (of %d logged)", rp.frames, rp.bytes, want, sizes[0]+want)
+	}
+}
+
 // Frames must continue one another: after a gap (a relist, a dropped
 // frame) nothing more is taken, and what the log does not cover the watch
 // replays.

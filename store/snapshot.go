@@ -175,6 +175,10 @@ type Snapshot struct {
 	BaseRevision int64
 	BaseWritten  time.Time
 	Changes      int
+	// ChangeBytes is the size of the change log frames that continued
+	// the file: what a restart replays of the logs, which may also hold
+	// frames the file already covers.
+	ChangeBytes int64
 
 	prefix  string       // the pods' key prefix, which names the keyspace
 	listing *syncListing // all but the pods; nil once loaded
@@ -224,7 +228,7 @@ func ReadSnapshot(path, prefix string, log *zap.Logger) (*Snapshot, error) {
 	changes := replayChangeLogs(path, sn.Revision, log)
 	if changes.frames > 0 {
 		kvs = applyChanges(kvs, changes.changes)
-		sn.Revision, sn.Keys, sn.Changes = changes.to, len(kvs), len(changes.changes)
+		sn.Revision, sn.Keys, sn.Changes, sn.ChangeBytes = changes.to, len(kvs), len(changes.changes), changes.bytes
 		if changes.written.After(sn.Written) {
 			sn.Written = changes.written
 		}
