@@ -354,10 +354,13 @@ func (r *Replica) finalSnapshot() {
 		r.snapshots.log.Info("start-up snapshot and its change log kept: they hold every change", fields...)
 		return
 	}
-	r.snapshots.log.Info("writing the start-up snapshot before stopping", append(fields, zap.String("reason", lacking))...)
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ShutdownGrace)
 	defer cancel()
-	r.writeSnapshot(ctx, false)
+	// It writes nothing if the cache has not moved since the file and log.
+	if r.writeSnapshot(ctx, false) {
+		r.snapshots.log.Info("start-up snapshot rewritten before stopping", append(fields, zap.String("reason", lacking),
+			zap.Duration("took", time.Duration(r.snapshots.took.Load())))...)
+	}
 }
 
 // catchUpBeforeStop lets the sync apply what etcd holds past the cache
