@@ -161,11 +161,7 @@ func (r *Replica) loadSnapshot() {
 		sn.Load(r.bridge)
 		s.snap = sn
 		s.written.Store(sn.Revision)
-		var fileBytes int64
-		if fi, err := os.Stat(s.path); err == nil {
-			fileBytes = fi.Size()
-		}
-		s.replay.loaded(sn.Revision, fileBytes, sn.ChangeBytes)
+		s.replay.loaded(sn.Revision, sn.FileBytes, sn.ChangeBytes)
 		s.changesAt.Store(r.appliedChanges.Load())
 		r.startup.mark(phaseSnapshot, zap.Bool("used", true), zap.Int64("revision", sn.Revision),
 			zap.Int64("file_revision", sn.BaseRevision), zap.Int("logged_changes", sn.Changes),

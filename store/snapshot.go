@@ -177,8 +177,8 @@ type Snapshot struct {
 	Changes      int
 	// ChangeBytes is the size of the change log frames that continued
 	// the file: what a restart replays of the logs, which may also hold
-	// frames the file already covers.
-	ChangeBytes int64
+	// frames the file already covers. FileBytes is the file's size.
+	ChangeBytes, FileBytes int64
 
 	prefix  string       // the pods' key prefix, which names the keyspace
 	listing *syncListing // all but the pods; nil once loaded
@@ -218,7 +218,7 @@ func ReadSnapshot(path, prefix string, log *zap.Logger) (*Snapshot, error) {
 		release()
 		return nil, err
 	}
-	sn.Written = info.ModTime()
+	sn.Written, sn.FileBytes = info.ModTime(), info.Size()
 	keys := newKeyspace(prefix)
 	if sn.prefix != keys.pods {
 		release()
