@@ -217,17 +217,36 @@ func TestApplyGCMemoryLimit(t *testing.T) {
 	}
 }
 
-// By default the collector keeps Go's own target, so the heap peaks near
-// twice what is live rather than four times.
-func TestDefaultGCPercentIsGos(t *testing.T) {
+// By default a small heap may grow to four times what is live, but the
+// adaptive target lets a larger one grow by about --gc-headroom and a
+// large one by half: the ceiling is high, the headroom bounds the peak.
+func TestDefaultTargetGrowsByTheHeadroom(t *testing.T) {
 	keepCollector(t)
 	noCgroup(t)
 	noGCEnv(t)
 	s, err := applyGC(defaultGCPercent, "")
-	if err != nil || s.gcPercent != 100 || s.gcPercentSource != "flag" {
-		t.Errorf("default: %+v, %v; want GOGC 100 from the flag's default", s, err)
+	if err != nil || s.gcPercent != 300 || s.gcPercentSource != "flag" {
+		t.Fatalf("default: %+v, %v; want GOGC 300 from the flag's default", s, err)
 	}
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Errorf("runtime target %d; want 100", got)
+	if err := s.adapt(defaultGCHeadroom); err != nil || s.tuner == nil {
+		t.Fatalf("default headroom: tuner %v, %v; want one", s.tuner, err)
+	}
+	s.tuner.stop()
+	const mi = 1 << 20
+	headroom := s.headroom
+	for _, c := range []struct {
+		live     uint64
+		atLeast  int
+		atMost   int
+		describe string
+	}{
+		{20 * mi, 300, 300, "a small heap grows by the ceiling"},
+		{400 * mi, 60, 66, "400 MiB live grows by the headroom"},
+		{2000 * mi, 50, 50, "2000 MiB live grows by half"},
+	} {
+		got := adaptivePercent(defaultGCPercent, headroom, c.live, c.live)
+		if got < c.atLeast || got > c.atMost {
+			t.Errorf("%s: target %d; want %d-%d", c.describe, got, c.atLeast, c.atMost)
+		}
 	}
 }
