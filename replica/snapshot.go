@@ -396,7 +396,7 @@ func (r *Replica) catchUpBeforeStop() {
 const stopCatchUpBound = 5 * time.Second
 
 // keptLogBytes is the change log a graceful stop leaves to be replayed
-// rather than writing the snapshot, if the file is smaller. A log is
+// rather than writing the snapshot, however small the file. A log is
 // replayed beside the etcd open, which takes longer: at a million pods, a
 // stop after 21,000 changes (a 10 MB log) took 0.05 s instead of 3.3, and
 // the restart that replayed them was no slower.
@@ -419,10 +419,11 @@ const keptLogShare = 4
 // graceful stop to keep them ("" if nothing): every applied change, the
 // log intact, and what a restart would replay of it no larger than
 // keptLogShare times the file, or keptLogBytes. It also returns the sizes
-// of both. The log files on disk are no measure: the one a write was logging into is kept whole,
-// though most of its frames are older than the file and a restart skips
-// them. Counting those made a stop after a heavy load rewrite the file
-// (3.4 s at a million pods) for a log it did not need.
+// of both. The log files on disk are no measure: the one a write was
+// logging into is kept whole, though most of its frames are older than
+// the file and a restart skips them. Counting those made a stop after a
+// heavy load rewrite the file (3.4 s at a million pods) for a log it did
+// not need.
 func (s *snapshots) coveredByLog(applied int64) (logBytes, fileBytes int64, lacking string) {
 	switch {
 	case s.written.Load() == 0:
@@ -438,7 +439,7 @@ func (s *snapshots) coveredByLog(applied int64) (logBytes, fileBytes int64, lack
 	}
 	logBytes, _ = s.replay.sizes()
 	if logBytes > max(keptLogShare*fi.Size(), keptLogBytes) {
-		return logBytes, fi.Size(), "the change log to replay outgrew the snapshot"
+		return logBytes, fi.Size(), "the change log to replay outgrew its share of the snapshot"
 	}
 	return logBytes, fi.Size(), ""
 }
