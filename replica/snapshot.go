@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -334,7 +335,7 @@ func (r *Replica) writeSnapshot(ctx context.Context, ifEtcdMoved bool) bool {
 
 // finalSnapshot writes one at a graceful stop, bounded by the grace,
 // unless the last one and its change log already hold every change the
-// cache applied and the log is short (see keptLogShare): then the next
+// cache applied and the log is short (see keptLogRatio): then the next
 // start loads them as it would after a kill -9. Writing reads all of etcd
 // (seconds at a million pods) while no request is served; replaying a
 // short log costs a restart less than that.
@@ -402,10 +403,11 @@ const stopCatchUpBound = 5 * time.Second
 // the restart that replayed them was no slower.
 const keptLogBytes = 16 << 20
 
-// keptLogShare is how many times the file's size the change log a
-// graceful stop keeps may be. The stop's write reads all of etcd while
-// nothing is served; the log's replay runs beside the next start's etcd
-// open, which outlasts the file's load. After a million-pod load the last
+// keptLogRatio is the most a change log a graceful stop keeps may be, in
+// multiples of the file's size (the inverse sense of snapshotLogShare,
+// how far below the file a periodic write lets the log grow). The stop's
+// write reads all of etcd while nothing is served; the log's replay runs
+// beside the next start's etcd open, which outlasts the file's load. After a million-pod load the last
 // periodic write had left a 105 MB file (about 400,000 pods) and a log
 // past it of one to four times that: rewriting the file made the stop
 // take 2.4-2.6 s and the restart reach SERVING 3.9 s after its start
@@ -413,12 +415,12 @@ const keptLogBytes = 16 << 20
 // and the restart 4.4-4.6 s (4.4-4.6 s from the signal). The replay's
 // cost grows with the log, the write's with the cluster, so a longer log
 // is still left to the write.
-const keptLogShare = 4
+const keptLogRatio = 4
 
 // coveredByLog tells what the snapshot file and its change log lack for a
 // graceful stop to keep them ("" if nothing): every applied change, the
 // log intact, and what a restart would replay of it no larger than
-// keptLogShare times the file, or keptLogBytes. It also returns the sizes
+// keptLogRatio times the file, or keptLogBytes. It also returns the sizes
 // of both. The log files on disk are no measure: the one a write was
 // logging into is kept whole, though most of its frames are older than
 // the file and a restart skips them. Counting those made a stop after a
@@ -438,8 +440,8 @@ func (s *snapshots) coveredByLog(applied int64) (logBytes, fileBytes int64, lack
 		return 0, 0, "snapshot file unreadable: " + err.Error()
 	}
 	logBytes, _ = s.replay.sizes()
-	if logBytes > max(keptLogShare*fi.Size(), keptLogBytes) {
-		return logBytes, fi.Size(), "the change log to replay outgrew its share of the snapshot"
+	if logBytes > max(keptLogRatio*fi.Size(), keptLogBytes) {
+		return logBytes, fi.Size(), fmt.Sprintf("the change log to replay outgrew %d times the snapshot", keptLogRatio)
 	}
 	return logBytes, fi.Size(), ""
 }

@@ -19,7 +19,7 @@ import (
 
 // A graceful stop keeps the file only when it and its log hold every
 // change applied, and what a restart would replay of the log is no larger
-// than keptLogShare times the file, or keptLogBytes, whatever the log
+// than keptLogRatio times the file, or keptLogBytes, whatever the log
 // files on disk hold.
 func TestSnapshotCoveredByLog(t *testing.T) {
 	const large = 3 * keptLogBytes
@@ -37,8 +37,8 @@ func TestSnapshotCoveredByLog(t *testing.T) {
 		{name: "no log", written: 10, changesAt: 7, applied: 7, file: []int{100}, want: true},
 		{name: "short log, larger than a small file", written: 10, changesAt: 7, applied: 7, file: []int{100}, toReplay: keptLogBytes, want: true},
 		{name: "log larger than keptLogBytes and a small file", written: 10, changesAt: 7, applied: 7, file: []int{100}, toReplay: keptLogBytes + 1},
-		{name: "long log, within its share of a large file", written: 10, changesAt: 7, applied: 7, file: []int{large}, toReplay: keptLogShare * large, want: true},
-		{name: "log past its share of a large file", written: 10, changesAt: 7, applied: 7, file: []int{large}, toReplay: keptLogShare*large + 1},
+		{name: "long log, within its ratio to a large file", written: 10, changesAt: 7, applied: 7, file: []int{large}, toReplay: keptLogRatio * large, want: true},
+		{name: "log past its ratio to a large file", written: 10, changesAt: 7, applied: 7, file: []int{large}, toReplay: keptLogRatio*large + 1},
 		{name: "log files mostly frames the file covers", written: 10, changesAt: 7, applied: 7, file: []int{100}, toReplay: 100, logFiles: []int{large, 100}, want: true},
 		{name: "changes applied since the last frame", written: 10, changesAt: 7, applied: 8, file: []int{100}},
 		{name: "nothing written yet", changesAt: 7, applied: 7, file: []int{100}},
