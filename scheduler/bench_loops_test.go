@@ -92,58 +92,94 @@ func loopPod(name string, milliCPU, memory int64) *framework.Pod {
 			framework.ResourceCPU: milliCPU, framework.ResourceMemory: memory}}}}
 }
 
+// loopPodKinds are BenchmarkLoops' pods, by how much of a cycle the
+// signature memo spares:
+//   - same: every pod alike (a deployment's replicas). After the first, a
+//     cycle re-scores only the nodes changed since the last and reads the
+//     winner from the signature's ranked tree, so keeping each loop's
+//     snapshot and tree current is most of its work, and every loop does
+//     that for every other loop's placements too;
+//   - unique: every pod asks for a different amount of memory, so no two
+//     share a signature and each cycle filters and scores its window;
+//   - spread: alike, with a hard zone spread, which keeps the walk over the
+//     window and holds the placement lock exclusively at assumption.
+var loopPodKinds = []string{"same", "unique", "spread"}
+
+// loopPodOfKind is the seq-th pod the benchmark submits, of one of
+// loopPodKinds.
+func loopPodOfKind(kind string, seq int) *framework.Pod {
+	name := fmt.Sprint("p", seq)
+	switch kind {
+	case "unique":
+		return loopPod(name, 100, 1<<28+int64(seq)*1024)
+	case "spread":
+		p := loopPod(name, 100, 1<<28)
+		p.Labels = map[string]string{"app": "web"}
+		p.TopologySpreadConstraints = []framework.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone",
+			WhenUnsatisfiable: framework.DoNotSchedule, LabelSelector: &framework.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+		return p
+	}
+	return loopPod(name, 100, 1<<28)
+}
+
 // BenchmarkLoops runs the real shard loops over 5,000 nodes: every
 // iteration submits a batch of pending pods and waits until all are bound.
 // Pods spread over the loops by hash, so with two loops each schedules
 // about half. pods/s is the throughput of the loops together.
 func BenchmarkLoops(b *testing.B) {
 	const numNodes, batch = 5000, 1000
-	for _, cfg := range []struct{ loops, parallelism int }{{1, 1}, {2, 1}, {1, 2}} {
-		b.Run(fmt.Sprintf("nodes=%d/loops=%d/parallelism=%d", numNodes, cfg.loops, cfg.parallelism), func(b *testing.B) {
-			s, c := loopCluster(b, numNodes, cfg.loops, cfg.parallelism)
-			// The watch outlives the loops, so no binding waits on it.
-			runCtx, stopRun := context.WithCancel(context.Background())
-			watchCtx, stopWatch := context.WithCancel(context.Background())
-			var run, watch sync.WaitGroup
-			watch.Add(1)
-			go func() { defer watch.Done(); c.watch(watchCtx) }()
-			run.Add(1)
-			go func() { defer run.Done(); s.Run(runCtx) }()
-			defer func() { stopRun(); run.Wait(); stopWatch(); watch.Wait() }()
-
-			var busy, cpu, lockWait time.Duration
-			round := 0
-			for b.Loop() {
-				// Submitting is the store's work, not the loops': only the
-				// time from the first pod queued to the last bound counts.
-				b.StopTimer()
-				pods := make([]*framework.Pod, batch)
-				for i := range pods {
-					pods[i] = loopPod(fmt.Sprintf("r%d-%d", round, i), 100, 1<<28)
-				}
-				round++
-				c.target.Add(batch)
-				b.StartTimer()
-				start, cpuStart, waitStart := time.Now(), processCPU(b), mutexWait()
-				for _, p := range pods {
-					s.UpsertPod(p)
-				}
-				<-c.reached
-				busy += time.Since(start)
-				cpu += processCPU(b) - cpuStart
-				lockWait += mutexWait() - waitStart
-			}
-			b.ReportMetric(float64(b.N*batch)/busy.Seconds(), "pods/s")
-			// CPU per pod does not depend on how much of the machine others
-			// take, so it tells whether more loops cost more work per pod.
-			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*batch), "cpu-µs/pod")
-			// Time goroutines spent blocked on mutexes, loops and binding
-			// cycles alike: how much the loops and their bindings queue on
-			// one another's locks.
-			b.ReportMetric(float64(lockWait.Microseconds())/float64(b.N*batch), "lock-wait-µs/pod")
-			b.ReportMetric(0, "ns/op")
-		})
+	for _, kind := range loopPodKinds {
+		for _, cfg := range []struct{ loops, parallelism int }{{1, 1}, {2, 1}, {1, 2}} {
+			b.Run(fmt.Sprintf("nodes=%d/pods=%s/loops=%d/parallelism=%d", numNodes, kind, cfg.loops, cfg.parallelism), func(b *testing.B) {
+				benchLoops(b, kind, numNodes, batch, cfg.loops, cfg.parallelism)
+			})
+		}
 	}
+}
+
+func benchLoops(b *testing.B, kind string, numNodes, batch, loops, parallelism int) {
+	s, c := loopCluster(b, numNodes, loops, parallelism)
+	// The watch outlives the loops, so no binding waits on it.
+	runCtx, stopRun := context.WithCancel(context.Background())
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	var run, watch sync.WaitGroup
+	watch.Add(1)
+	go func() { defer watch.Done(); c.watch(watchCtx) }()
+	run.Add(1)
+	go func() { defer run.Done(); s.Run(runCtx) }()
+	defer func() { stopRun(); run.Wait(); stopWatch(); watch.Wait() }()
+
+	var busy, cpu, lockWait time.Duration
+	round := 0
+	for b.Loop() {
+		// Submitting is the store's work, not the loops': only the
+		// time from the first pod queued to the last bound counts.
+		b.StopTimer()
+		pods := make([]*framework.Pod, batch)
+		for i := range pods {
+			pods[i] = loopPodOfKind(kind, round*batch+i)
+		}
+		round++
+		c.target.Add(int64(batch))
+		b.StartTimer()
+		start, cpuStart, waitStart := time.Now(), processCPU(b), mutexWait()
+		for _, p := range pods {
+			s.UpsertPod(p)
+		}
+		<-c.reached
+		busy += time.Since(start)
+		cpu += processCPU(b) - cpuStart
+		lockWait += mutexWait() - waitStart
+	}
+	b.ReportMetric(float64(b.N*batch)/busy.Seconds(), "pods/s")
+	// CPU per pod does not depend on how much of the machine others
+	// take, so it tells whether more loops cost more work per pod.
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*batch), "cpu-µs/pod")
+	// Time goroutines spent blocked on mutexes, loops and binding
+	// cycles alike: how much the loops and their bindings queue on
+	// one another's locks.
+	b.ReportMetric(float64(lockWait.Microseconds())/float64(b.N*batch), "lock-wait-µs/pod")
+	b.ReportMetric(0, "ns/op")
 }
 
 // processCPU is the user and system time the process used so far.
