@@ -407,14 +407,14 @@ const keptLogBytes = 16 << 20
 // multiples of the file's size (the inverse sense of snapshotLogShare,
 // how far below the file a periodic write lets the log grow). The stop's
 // write reads all of etcd while nothing is served; the log's replay runs
-// beside the next start's etcd open, which outlasts the file's load. After a million-pod load the last
-// periodic write had left a 105 MB file (about 400,000 pods) and a log
-// past it of one to four times that: rewriting the file made the stop
-// take 2.4-2.6 s and the restart reach SERVING 3.9 s after its start
-// (6.3-6.5 s from the signal); keeping the log made the stop 0.03-0.08 s
-// and the restart 4.4-4.6 s (4.4-4.6 s from the signal). The replay's
-// cost grows with the log, the write's with the cluster, so a longer log
-// is still left to the write.
+// beside the next start's etcd open, which outlasts the file's load.
+// After a million-pod load the last periodic write had left a 105 MB file
+// (about 400,000 pods) and a log past it of one to four times that:
+// rewriting the file made the stop take 2.4-2.6 s and the restart reach
+// SERVING 3.9 s after its start (6.3-6.5 s from the signal); keeping the
+// log made the stop 0.03-0.08 s and the restart 4.4-4.6 s (4.4-4.6 s
+// from the signal). The replay's cost grows with the log, the write's
+// with the cluster, so a longer log is still left to the write.
 const keptLogRatio = 4
 
 // coveredByLog tells what the snapshot file and its change log lack for a
