@@ -43,25 +43,21 @@ type replayed struct {
 // one ended ends the replay.
 func replayChangeLogs(base string, rev int64, log *zap.Logger) replayed {
 	out := replayed{to: rev}
-	var releases []func()
+	logs := readChangeLogs(base, log)
 	out.release = func() {
-		for _, r := range releases {
-			r()
+		for _, l := range logs {
+			l.release()
 		}
 	}
-	last := map[string]int{} // key -> index in out.changes
-	var frame []change       // one frame's changes after out.to
-	for _, seq := range changeLogFiles(base) {
-		path := changeLogPath(base, seq)
-		data, release, err := mapChangeLog(path)
-		if err != nil {
-			log.Warn("start-up change log not read", zap.String("file", path), zap.Error(err))
-			continue
-		}
-		releases = append(releases, release)
-		used := false
-		frames, err := changeLogFrames(data)
-		for _, f := range frames {
+	// Sized up front: a million changes appended and hashed one by one
+	// spent a third of the replay growing the slice and the map.
+	n := changesAfter(logs, rev)
+	out.changes = make([]change, 0, n)
+	last := make(map[string]int, n) // key -> index in out.changes
+	var frame []change              // one frame's changes after out.to
+	for _, l := range logs {
+		err, used := l.err, false
+		for _, f := range l.frames {
 			if f.to <= out.to {
 				continue // all before what is already covered
 			}
@@ -84,7 +80,7 @@ func replayChangeLogs(base string, rev int64, log *zap.Logger) replayed {
 			}); err != nil {
 				// The CRC passed: a frame that does not parse was written
 				// by something else. Nothing after it can be trusted.
-				log.Warn("start-up change log frame not understood", zap.String("file", path), zap.Error(err))
+				log.Warn("start-up change log frame not understood", zap.String("file", l.path), zap.Error(err))
 				return out.sorted()
 			}
 			for _, c := range frame {
@@ -100,15 +96,56 @@ func replayChangeLogs(base string, rev int64, log *zap.Logger) replayed {
 			out.bytes += int64(len(f.whole)) + 8 // with its length and checksum
 		}
 		if err != nil {
-			log.Info("start-up change log ends early", zap.String("file", path), zap.Error(err))
+			log.Info("start-up change log ends early", zap.String("file", l.path), zap.Error(err))
 		}
 		if used {
-			if info, err := os.Stat(path); err == nil {
+			if info, err := os.Stat(l.path); err == nil {
 				out.written = info.ModTime()
 			}
 		}
 	}
 	return out.sorted()
+}
+
+// changeLog is one change log file mapped and split into frames; err says
+// why its framing ended early (nil at a clean end).
+type changeLog struct {
+	path    string
+	frames  []changeFrame
+	err     error
+	release func()
+}
+
+// readChangeLogs maps the change logs beside the snapshot at base, oldest
+// first, skipping any that cannot be read.
+func readChangeLogs(base string, log *zap.Logger) []changeLog {
+	var logs []changeLog
+	for _, seq := range changeLogFiles(base) {
+		path := changeLogPath(base, seq)
+		data, release, err := mapChangeLog(path)
+		if err != nil {
+			log.Warn("start-up change log not read", zap.String("file", path), zap.Error(err))
+			continue
+		}
+		frames, err := changeLogFrames(data)
+		logs = append(logs, changeLog{path: path, frames: frames, err: err, release: release})
+	}
+	return logs
+}
+
+// changesAfter counts the changes in the frames that reach past rev: at
+// most what a replay from rev takes, and no more than the bytes allow,
+// since a frame is counted before its checksum is checked.
+func changesAfter(logs []changeLog, rev int64) int {
+	n := 0
+	for _, l := range logs {
+		for _, f := range l.frames {
+			if f.to > rev {
+				_ = f.each(func(change) { n++ })
+			}
+		}
+	}
+	return n
 }
 
 func (r replayed) sorted() replayed {
