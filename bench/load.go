@@ -44,7 +44,10 @@ type LoadConfig struct {
 	Batch, Concurrency int
 	// Restarts, after the load: SIGTERM then SIGKILL the child, and time
 	// each restart on the same data to SERVING and to a new pod's binding.
-	Restarts bool
+	// RestartRounds such pairs are timed (0 counts as 1), each on the data
+	// the last one left; more than one also reports their spread.
+	Restarts      bool
+	RestartRounds int
 	// Progress is the time between progress lines.
 	Progress time.Duration
 	// Timeout bounds the whole run; Stall (0: none) ends a load in which no
@@ -69,9 +72,15 @@ func (lc LoadConfig) Validate() error {
 		return errors.New("no berth binary to start")
 	case lc.Timeout <= 0 || lc.StartTimeout <= 0:
 		return errors.New("--timeout and --start-timeout must be positive")
+	case lc.RestartRounds < 0 || lc.RestartRounds > maxRestartRounds:
+		return fmt.Errorf("--restart-rounds must be 1-%d", maxRestartRounds)
 	}
 	return nil
 }
+
+// maxRestartRounds bounds --restart-rounds: each round is two starts of
+// the whole cluster, tens of seconds at the full size.
+const maxRestartRounds = 20
 
 // loadResult is the outcome of a berth load run.
 type loadResult struct {
@@ -95,7 +104,10 @@ type loadResult struct {
 // the new process.
 type restartResult struct {
 	signal syscall.Signal
-	pid    int // of the new process
+	// round is which of several rounds this restart was in, from 1; 0
+	// when only one ran.
+	round int
+	pid   int // of the new process
 	// stop is from the signal to the old process's exit.
 	stop time.Duration
 	// toServing is until the gRPC health service said SERVING; toBound
@@ -206,19 +218,28 @@ func runLoad(ctx context.Context, lc LoadConfig, out io.Writer) (res loadResult)
 	return res
 }
 
-// restarts times a restart after SIGTERM, then one after SIGKILL, and
-// returns the server then running.
+// restarts times a restart after SIGTERM, then one after SIGKILL, for
+// each of the configured rounds, and returns the server then running.
 func (l *loader) restarts(ctx context.Context, srv *serverProcess, w *workload) ([]restartResult, *serverProcess, error) {
+	rounds := max(l.lc.RestartRounds, 1)
 	var out []restartResult
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-		var rr restartResult
-		rr, srv = l.restart(ctx, srv, w, sig)
-		out = append(out, rr)
-		if rr.err != nil {
-			l.explain(srv)
-			return out, srv, fmt.Errorf("restart after %s: %w", signalName(sig), rr.err)
+	for round := 1; round <= rounds; round++ {
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+			var rr restartResult
+			rr, srv = l.restart(ctx, srv, w, sig)
+			if rounds > 1 {
+				rr.round = round
+			}
+			out = append(out, rr)
+			if rr.err != nil {
+				l.explain(srv)
+				return out, srv, fmt.Errorf("restart after %s: %w", signalName(sig), rr.err)
+			}
+			printRestart(l.out, rr)
 		}
-		printRestart(l.out, rr)
+	}
+	if rounds > 1 {
+		printRestartSpread(l.out, out, rounds)
 	}
 	return out, srv, nil
 }

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -75,6 +77,9 @@ func printLoadEnd(out io.Writer, r loadResult) {
 
 // printRestart prints one restart's line as soon as it is measured.
 func printRestart(out io.Writer, rr restartResult) {
+	if rr.round > 0 {
+		fmt.Fprintf(out, "round %d: ", rr.round)
+	}
 	fmt.Fprintf(out, "restart after %s: stopped in %s; new berth serve pid %d SERVING in %s (CPU %s user, %s system), first new pod bound in %s (on %s); peak %s by then\n",
 		signalName(rr.signal), rr.stop.Round(time.Millisecond), rr.pid, rr.toServing.Round(time.Millisecond),
 		rr.cpuToServing.user.Round(10*time.Millisecond), rr.cpuToServing.system.Round(10*time.Millisecond),
@@ -84,19 +89,56 @@ func printRestart(out io.Writer, rr restartResult) {
 	}
 }
 
-// loadSummary is the one-line summary, in the bench's key=value form;
-// absent figures are 0.
-func loadSummary(r loadResult) string {
-	restart := map[string]restartResult{}
-	for _, rr := range r.restarts {
-		restart[signalName(rr.signal)] = rr
+// timingSpread is the least, median and greatest of some timings; with an
+// even count the median is the lower of the middle two, a timing that
+// was measured.
+type timingSpread struct{ min, median, max time.Duration }
+
+func spreadOf(ds []time.Duration) timingSpread {
+	if len(ds) == 0 {
+		return timingSpread{}
 	}
-	term, kill := restart["SIGTERM"], restart["SIGKILL"]
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return timingSpread{ds[0], ds[(len(ds)-1)/2], ds[len(ds)-1]}
+}
+
+func (s timingSpread) String() string {
+	return fmt.Sprintf("%s / %s / %s", s.min.Round(time.Millisecond), s.median.Round(time.Millisecond), s.max.Round(time.Millisecond))
+}
+
+// restartSpreads gives, over the restarts after sig that succeeded, the
+// spread of their times to SERVING and to the first new binding.
+func restartSpreads(rs []restartResult, sig syscall.Signal) (serving, bound timingSpread) {
+	var toServing, toBound []time.Duration
+	for _, rr := range rs {
+		if rr.signal == sig && rr.err == nil {
+			toServing, toBound = append(toServing, rr.toServing), append(toBound, rr.toBound)
+		}
+	}
+	return spreadOf(toServing), spreadOf(toBound)
+}
+
+// printRestartSpread prints, after several rounds, the spread of each
+// kind of restart.
+func printRestartSpread(out io.Writer, rs []restartResult, rounds int) {
+	fmt.Fprintf(out, "restarts over %d rounds, min / median / max:\n", rounds)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		serving, bound := restartSpreads(rs, sig)
+		fmt.Fprintf(out, "  after %s: SERVING in %s; first new pod bound in %s\n", signalName(sig), serving, bound)
+	}
+}
+
+// loadSummary is the one-line summary, in the bench's key=value form;
+// absent figures are 0. Restart figures are medians over the rounds.
+func loadSummary(r loadResult) string {
+	termServing, termBound := restartSpreads(r.restarts, syscall.SIGTERM)
+	killServing, killBound := restartSpreads(r.restarts, syscall.SIGKILL)
 	return fmt.Sprintf("summary: workload=%s nodes=%d pods=%d bound=%d retried=%d submit-pods/s=%.0f pods/s=%.0f server-cpu-ms/1k-pods=%.0f store-all=%s peak-rss=%d rss-after=%d anon-after=%d file-after=%d peak-bytes/pod=%d bytes/pod-after=%d term-serving=%s term-bound=%s kill-serving=%s kill-bound=%s status=%q",
 		r.run.workload, r.run.nodes, r.run.pods, r.run.bound, r.retried, r.submitRate(), r.run.podsPerSec(), r.run.cpuPerThousand(),
 		r.storeTime().Round(time.Millisecond), r.loaded.Peak, r.loaded.Resident, r.loaded.Anon, r.loaded.File, perPod(r.loaded.Peak, r.run.pods), perPod(r.loaded.Resident, r.run.pods),
-		term.toServing.Round(time.Millisecond), term.toBound.Round(time.Millisecond),
-		kill.toServing.Round(time.Millisecond), kill.toBound.Round(time.Millisecond), firstLine(r.err))
+		termServing.median.Round(time.Millisecond), termBound.median.Round(time.Millisecond),
+		killServing.median.Round(time.Millisecond), killBound.median.Round(time.Millisecond), firstLine(r.err))
 }
 
 // loadPerfData is the bench's items for the load (throughput, latency)
@@ -149,22 +191,25 @@ func loadPerfData(r loadResult) PerfData {
 		if rr.err != nil {
 			continue
 		}
-		sig := signalName(rr.signal)
+		sig := []string{"signal", signalName(rr.signal)}
+		if rr.round > 0 {
+			sig = append(sig, "round", strconv.Itoa(rr.round))
+		}
 		pd.DataItems = append(pd.DataItems, DataItem{
 			Data: map[string]float64{"Stop": ms(rr.stop), "ToServing": ms(rr.toServing), "ToFirstBinding": ms(rr.toBound),
 				"CPUUserToServing": ms(rr.cpuToServing.user), "CPUSystemToServing": ms(rr.cpuToServing.system)},
-			Unit: "ms", Labels: labels(metricRestart, "signal", sig),
+			Unit: "ms", Labels: labels(metricRestart, sig...),
 		})
 		if len(rr.phases) > 0 {
 			ends := map[string]float64{}
 			for _, p := range rr.phases {
 				ends[p.name] = ms(p.end)
 			}
-			pd.DataItems = append(pd.DataItems, DataItem{Data: ends, Unit: "ms", Labels: labels(metricStartupPhases, "signal", sig)})
+			pd.DataItems = append(pd.DataItems, DataItem{Data: ends, Unit: "ms", Labels: labels(metricStartupPhases, sig...)})
 		}
 		pd.DataItems = append(pd.DataItems, DataItem{
 			Data: map[string]float64{"Peak": float64(rr.mem.Peak), "AtFirstBinding": float64(rr.mem.Resident)},
-			Unit: "bytes", Labels: labels(metricServerMemory, "phase", "restart", "signal", sig),
+			Unit: "bytes", Labels: labels(metricServerMemory, append([]string{"phase", "restart"}, sig...)...),
 		})
 	}
 	return pd

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,6 +28,8 @@ func TestLoadConfigValidate(t *testing.T) {
 		"pid without addr": func(lc *LoadConfig) { lc.PID = 42 },
 		"no binary":        func(lc *LoadConfig) { lc.Server.Path = "" },
 		"no start timeout": func(lc *LoadConfig) { lc.StartTimeout = 0 },
+		"negative rounds":  func(lc *LoadConfig) { lc.RestartRounds = -1 },
+		"too many rounds":  func(lc *LoadConfig) { lc.RestartRounds = maxRestartRounds + 1 },
 	} {
 		lc := good
 		edit(&lc)
@@ -144,6 +147,47 @@ func TestPrintRestart(t *testing.T) {
 	printRestart(&out, rs[0])
 	if got, want := out.String(), "\n  start-up phases ended, from the replica's start: etcd 1.5s, serving 2s\n"; !strings.HasSuffix(got, want) {
 		t.Errorf("restart lines\n%s\nwant them to end %q", got, want)
+	}
+}
+
+// Over several rounds each restart line names its round, a spread line per
+// signal gives min / median / max (the lower middle for an even count),
+// the summary gives the medians, and each round's items carry its number.
+func TestRestartRounds(t *testing.T) {
+	r := sampleLoadResult()
+	r.restarts = nil
+	for round, s := range []struct{ term, kill time.Duration }{{3, 9}, {1, 7}, {2, 8}, {4, 6}} {
+		r.restarts = append(r.restarts,
+			restartResult{signal: syscall.SIGTERM, round: round + 1, toServing: s.term * time.Second, toBound: s.term*time.Second + time.Second},
+			restartResult{signal: syscall.SIGKILL, round: round + 1, toServing: s.kill * time.Second, toBound: s.kill*time.Second + time.Second})
+	}
+	// A failed restart counts in no spread.
+	r.restarts = append(r.restarts, restartResult{signal: syscall.SIGKILL, round: 5, toServing: time.Hour, err: errors.New("boom")})
+
+	var out strings.Builder
+	printRestartSpread(&out, r.restarts, 5)
+	want := "restarts over 5 rounds, min / median / max:\n" +
+		"  after SIGTERM: SERVING in 1s / 2s / 4s; first new pod bound in 2s / 3s / 5s\n" +
+		"  after SIGKILL: SERVING in 6s / 7s / 9s; first new pod bound in 7s / 8s / 10s\n"
+	if out.String() != want {
+		t.Errorf("spread\n got %q\nwant %q", out.String(), want)
+	}
+	if s := loadSummary(r); !strings.Contains(s, " term-serving=2s term-bound=3s kill-serving=7s kill-bound=8s ") {
+		t.Errorf("summary %s; want the medians", s)
+	}
+	out.Reset()
+	printRestart(&out, r.restarts[2])
+	if !strings.HasPrefix(out.String(), "round 2: restart after SIGTERM: ") {
+		t.Errorf("restart line %q does not name its round", out.String())
+	}
+	rounds := map[string]int{}
+	for _, it := range loadPerfData(r).DataItems {
+		if it.Labels["Metric"] == metricRestart {
+			rounds[it.Labels["signal"]+"/"+it.Labels["round"]]++
+		}
+	}
+	if want := map[string]int{"SIGTERM/1": 1, "SIGTERM/2": 1, "SIGTERM/3": 1, "SIGTERM/4": 1, "SIGKILL/1": 1, "SIGKILL/2": 1, "SIGKILL/3": 1, "SIGKILL/4": 1}; !maps.Equal(rounds, want) {
+		t.Errorf("restart items by signal/round %v; want %v", rounds, want)
 	}
 }
 

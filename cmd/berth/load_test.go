@@ -22,17 +22,17 @@ func TestParseLoadFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lc.Nodes != 100000 || lc.Pods != 1000000 || lc.Batch != 1000 || lc.Concurrency != 8 || !lc.Restarts {
-		t.Errorf("defaults %+v; want the issue's 100000 nodes, 1000000 pods, batches of 1000, 8 in flight, restarts", lc)
+	if lc.Nodes != 100000 || lc.Pods != 1000000 || lc.Batch != 1000 || lc.Concurrency != 8 || !lc.Restarts || lc.RestartRounds != 1 {
+		t.Errorf("defaults %+v; want the issue's 100000 nodes, 1000000 pods, batches of 1000, 8 in flight, one round of restarts", lc)
 	}
-	lc, err = parseLoadFlags([]string{"--nodes", "20000", "--pods", "200000", "--serve-args", "--gc-percent 100  --shard-loops 2", "--restarts=false"}, &stderr)
+	lc, err = parseLoadFlags([]string{"--nodes", "20000", "--pods", "200000", "--serve-args", "--gc-percent 100  --shard-loops 2", "--restarts=false", "--restart-rounds", "3"}, &stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lc.Nodes != 20000 || lc.Pods != 200000 || lc.Restarts || strings.Join(lc.ServeArgs, " ") != "--gc-percent 100 --shard-loops 2" {
+	if lc.Nodes != 20000 || lc.Pods != 200000 || lc.Restarts || lc.RestartRounds != 3 || strings.Join(lc.ServeArgs, " ") != "--gc-percent 100 --shard-loops 2" {
 		t.Errorf("parsed %+v", lc)
 	}
-	for _, args := range [][]string{{"--batch", "1001"}, {"--pid", "42"}, {"--pods", "0"}, {"extra"}} {
+	for _, args := range [][]string{{"--batch", "1001"}, {"--pid", "42"}, {"--pods", "0"}, {"--restart-rounds", "21"}, {"extra"}} {
 		if _, err := parseLoadFlags(args, &stderr); err == nil {
 			t.Errorf("%q accepted", args)
 		}
@@ -82,26 +82,28 @@ func assertServersGone(t *testing.T, out string) []int {
 }
 
 // berth load at CI size, the test binary standing in for berth as its
-// child: every pod bound, CPU and memory read, both restarts timed to a new pod's
-// binding with their CPU and start-up phases, the JSON complete, and no
-// server left behind.
+// child: every pod bound, CPU and memory read, two rounds of both restarts
+// timed to a new pod's binding with their CPU and start-up phases, their
+// spread, the JSON complete, and no server left behind.
 func TestLoadSmallWithRestarts(t *testing.T) {
 	t.Setenv(runMainEnv, "1") // the children run main(); this process is past TestMain
 	jsonPath := filepath.Join(t.TempDir(), "load.json")
 	var out syncBuffer
 	var stderr bytes.Buffer
 	code := run(context.Background(), []string{"load", "--nodes", "200", "--pods", "2000", "--progress", "1s",
-		"--data-dir", t.TempDir(), "--json", jsonPath}, &out, &stderr)
+		"--restart-rounds", "2", "--data-dir", t.TempDir(), "--json", jsonPath}, &out, &stderr)
 	if code != 0 {
 		t.Fatalf("berth load: exit %d: %s\n%s", code, stderr.String(), out.String())
 	}
 	text := out.String()
-	if pids := assertServersGone(t, text); len(pids) != 3 {
+	if pids := assertServersGone(t, text); len(pids) != 5 {
 		t.Errorf("output names servers %v; want the first and one per restart", pids)
 	}
 	for _, want := range []string{
 		"summary: workload=scale nodes=200 pods=2000 bound=2000 ", `status="ok"`,
-		"restart after SIGTERM: ", "restart after SIGKILL: ", "server memory:    peak ", "server CPU:       ",
+		"round 1: restart after SIGTERM: ", "round 1: restart after SIGKILL: ", "round 2: restart after SIGTERM: ", "round 2: restart after SIGKILL: ",
+		"restarts over 2 rounds, min / median / max:\n  after SIGTERM: SERVING in ", "\n  after SIGKILL: SERVING in ",
+		"server memory:    peak ", "server CPU:       ",
 		"  start-up phases ended, from the replica's start: ",
 	} {
 		if !strings.Contains(text, want) {
