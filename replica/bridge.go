@@ -30,6 +30,9 @@ type bridge struct {
 	// fromSnapshot marks the next Reset as a start-up snapshot's: the
 	// cache is not whole until the sync says it caught up (CaughtUp).
 	fromSnapshot bool
+	// giveBack, if set, lets the snapshot's files go (store.LendingHandler):
+	// the next Reset calls it once its pods are converted.
+	giveBack func()
 	// snapshotRejected, if set, is told that the snapshot did not verify.
 	snapshotRejected func()
 	// bridgeLeaseState: the node book and lease marking (nodebook.go).
@@ -43,6 +46,7 @@ var (
 	_ store.PodGroupHandler   = (*bridge)(nil)
 	_ store.AssumptionHandler = (*bridge)(nil)
 	_ store.NodeLeaseHandler  = (*bridge)(nil)
+	_ store.LendingHandler    = (*bridge)(nil)
 	_ store.ListedHandler     = (*bridge)(nil)
 	_ store.StoredPodHandler  = (*bridge)(nil)
 )
@@ -87,8 +91,13 @@ func (s *bridge) Reset(nodes []*berthv1.Node, pods []store.PodRecord, rev int64)
 	if s.fromSnapshot {
 		workers = max(1, workers-1) // one core is the etcd open's
 	}
-	// A snapshot's values are lent for this call (store.StoredPodHandler).
+	// A snapshot's values are lent for this call (store.StoredPodHandler),
+	// and given back once converted: the cache is built without the files.
 	cp := s.podsToCore(pods, workers, s.fromSnapshot)
+	if s.giveBack != nil {
+		s.giveBack()
+		s.giveBack = nil
+	}
 	s.sched.Reset(cn, cp)
 	s.checkLost(cp...)
 	s.applied(rev, len(nodes)+len(pods))
@@ -148,6 +157,9 @@ func (s *bridge) NodeDeleted(name string, rev int64) {
 // ConvertsStoredPods implements store.StoredPodHandler: pods are read
 // from their stored values straight into the core's form.
 func (s *bridge) ConvertsStoredPods() {}
+
+// Lend implements store.LendingHandler.
+func (s *bridge) Lend(giveBack func()) { s.giveBack = giveBack }
 
 func (s *bridge) PodPut(p store.PodRecord, _ store.PrevPod) {
 	if s.beforePodPut != nil {

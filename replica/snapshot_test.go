@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"google.golang.org/protobuf/proto"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	"github.com/berth-io/berth/scheduler"
 	"github.com/berth-io/berth/store"
 )
 
@@ -350,5 +353,51 @@ func TestRestartsDoNotPileUpChangeLogs(t *testing.T) {
 	}
 	if most > limit+1 {
 		t.Errorf("%d change log files after a start, want at most %d", most, limit+1)
+	}
+}
+
+// A snapshot's Reset gives its files back as soon as the pods are
+// converted, before the cache is built beside them, and only then: what the
+// core keeps was copied out of the lent values, here overwritten once given
+// back, as unmapping would take them away.
+func TestSnapshotFilesGivenBackOnceConverted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sched, err := scheduler.New(ctx, scheduler.Config{OwnNone: true, Logger: zap.NewNop()}, &storeCommitter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := &bridge{sched: sched, ready: make(chan struct{}), applied: func(int64, int) {}, fromSnapshot: true}
+	file := make([]byte, 0, 1<<10) // one array, as a file is
+	var records []store.PodRecord
+	for _, name := range []string{"a", "b"} {
+		p := &berthv1.Pod{Namespace: "ns", Name: name, Uid: "u" + name, NodeName: "n1", Status: &berthv1.PodStatus{Phase: berthv1.PodPhase_POD_PHASE_BOUND}}
+		start := len(file)
+		var err error
+		if file, err = (proto.MarshalOptions{Deterministic: true}).MarshalAppend(file, p); err != nil || cap(file) != 1<<10 {
+			t.Fatalf("encoding %s: %v, or it outgrew the file", name, err)
+		}
+		records = append(records, store.PodRecord{ModRevision: 5, Value: file[start:len(file):len(file)]})
+	}
+	gaveBack := 0
+	br.Lend(func() {
+		gaveBack++
+		clear(file)
+	})
+	br.Reset([]*berthv1.Node{{Name: "n1"}}, records, 5)
+	if gaveBack != 1 {
+		t.Fatalf("files given back %d times; want once", gaveBack)
+	}
+	ni, ok := sched.NodeInfo("n1")
+	if !ok {
+		t.Fatal("node n1 not cached")
+	}
+	var names []string
+	for _, pi := range ni.Pods {
+		names = append(names, pi.Pod.Namespace+"/"+pi.Pod.Name+"/"+pi.Pod.UID)
+	}
+	slices.Sort(names)
+	if want := []string{"ns/a/ua", "ns/b/ub"}; !slices.Equal(names, want) {
+		t.Errorf("pods on n1 %v; want %v", names, want)
 	}
 }

@@ -434,12 +434,17 @@ func decodeInParallel[T any](kvs []snapshotKV, decode func(snapshotKV) (T, error
 // optional handlers included), and then lets the decoded state and the
 // file go: h holds it now. Call it once, before SyncFrom.
 func (sn *Snapshot) Load(h SyncHandler) {
+	// Once only: a second unmap could take a mapping made since.
+	release := sync.OnceFunc(sn.release)
+	sn.release = func() {}
 	sn.listing.rev = sn.Revision
 	sn.listing.pods = snapshotPods(h, sn.pods, sn.log)
+	if lh, ok := h.(LendingHandler); ok {
+		lh.Lend(release)
+	}
 	sn.listing.reset(h)
 	sn.listing, sn.pods = nil, nil
-	sn.release()
-	sn.release = func() {}
+	release()
 	sn.loaded = true
 }
 

@@ -62,6 +62,18 @@ type StoredPodHandler interface {
 	ConvertsStoredPods()
 }
 
+// LendingHandler is an optional part of a StoredPodHandler. Before the
+// Reset of a Snapshot's Load it is handed giveBack, which lets the files
+// the pods' values are lent from go; the handler calls it as soon as it no
+// longer reads those values, which may be long before its Reset returns.
+// At a million pods the files are about half a gigabyte of mapped pages,
+// and the rest of a Reset builds the cache beside them: the restart's peak.
+// Load gives them back after the Reset in any case.
+type LendingHandler interface {
+	StoredPodHandler
+	Lend(giveBack func())
+}
+
 // NoPrevHandler is an optional part of a SyncHandler that never reads a
 // pod's previous value. Sync then watches without previous values, which
 // etcd reads back from its database for each change it sends to a watch
