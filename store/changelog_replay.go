@@ -50,7 +50,7 @@ func replayChangeLogs(base string, rev int64, log *zap.Logger) replayed {
 		}
 	}
 	// Sized up front: a million changes appended and hashed one by one
-	// spent a third of the replay growing the slice and the map.
+	// spent a fifth of the replay growing the slice and the map.
 	n := changesAfter(logs, rev)
 	out.changes = make([]change, 0, n)
 	last := make(map[string]int, n) // key -> index in out.changes
