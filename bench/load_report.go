@@ -191,25 +191,25 @@ func loadPerfData(r loadResult) PerfData {
 		if rr.err != nil {
 			continue
 		}
-		sig := []string{"signal", signalName(rr.signal)}
+		which := []string{"signal", signalName(rr.signal)} // labels naming the restart
 		if rr.round > 0 {
-			sig = append(sig, "round", strconv.Itoa(rr.round))
+			which = append(which, "round", strconv.Itoa(rr.round))
 		}
 		pd.DataItems = append(pd.DataItems, DataItem{
 			Data: map[string]float64{"Stop": ms(rr.stop), "ToServing": ms(rr.toServing), "ToFirstBinding": ms(rr.toBound),
 				"CPUUserToServing": ms(rr.cpuToServing.user), "CPUSystemToServing": ms(rr.cpuToServing.system)},
-			Unit: "ms", Labels: labels(metricRestart, sig...),
+			Unit: "ms", Labels: labels(metricRestart, which...),
 		})
 		if len(rr.phases) > 0 {
 			ends := map[string]float64{}
 			for _, p := range rr.phases {
 				ends[p.name] = ms(p.end)
 			}
-			pd.DataItems = append(pd.DataItems, DataItem{Data: ends, Unit: "ms", Labels: labels(metricStartupPhases, sig...)})
+			pd.DataItems = append(pd.DataItems, DataItem{Data: ends, Unit: "ms", Labels: labels(metricStartupPhases, which...)})
 		}
 		pd.DataItems = append(pd.DataItems, DataItem{
 			Data: map[string]float64{"Peak": float64(rr.mem.Peak), "AtFirstBinding": float64(rr.mem.Resident)},
-			Unit: "bytes", Labels: labels(metricServerMemory, append([]string{"phase", "restart"}, sig...)...),
+			Unit: "bytes", Labels: labels(metricServerMemory, append([]string{"phase", "restart"}, which...)...),
 		})
 	}
 	return pd

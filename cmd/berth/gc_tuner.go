@@ -38,7 +38,7 @@ const minAdaptivePercent = 50
 // were let go before the cache is built, 400 fitted in the memory they had
 // taken: SERVING in 3.84-4.58 s against 4.16-4.94 s (18 and 12 restarts
 // at that size), the restart's peak 2,384-2,755 MiB against 2,356-2,724.
-// 800 saved about 0.15 s more for a steady 2.7 GiB. A memory limit caps it
+// 800 saved about 0.1 s more for a steady 2.7 GiB. A memory limit caps it
 // as ever.
 const startupPercent = 400
 
