@@ -16,7 +16,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
-	"github.com/berth-io/berth/scheduler"
 	"github.com/berth-io/berth/store"
 )
 
@@ -363,11 +362,7 @@ func TestRestartsDoNotPileUpChangeLogs(t *testing.T) {
 func TestSnapshotFilesGivenBackOnceConverted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sched, err := scheduler.New(ctx, scheduler.Config{OwnNone: true, Logger: zap.NewNop()}, &storeCommitter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	br := &bridge{sched: sched, ready: make(chan struct{}), applied: func(int64, int) {}, fromSnapshot: true}
+	br, sched := snapshotBridge(ctx, t)
 	file := make([]byte, 0, 1<<10) // one array, as a file is
 	var records []store.PodRecord
 	for _, name := range []string{"a", "b"} {
