@@ -417,6 +417,17 @@ func testRestartLoadsTheChangeLog(t *testing.T, crash bool) {
 	}
 }
 
+// awaitSignal waits for done, failing the test if ctx ends first rather
+// than hanging until the binary's timeout.
+func awaitSignal(ctx context.Context, t *testing.T, what string, done <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatalf("waiting for %s: %v", what, ctx.Err())
+	}
+}
+
 // A graceful stop keeps the file, and the change log it keeps reaches
 // every write, though the sync was behind etcd when the stop began: the
 // stop lets the sync catch up before ending it. Here the sync is held at
@@ -459,10 +470,10 @@ func TestGracefulStopLogsWhatEtcdHolds(t *testing.T) {
 			last = max(last, r.Revision)
 		}
 	}
-	<-held
+	awaitSignal(ctx, t, "the sync held at the burst", held)
 	stopped := make(chan error, 1)
 	go func() { stopped <- first.Stop() }()
-	<-first.schedDone
+	awaitSignal(ctx, t, "the scheduler stopped", first.schedDone)
 	releaseOnce()
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
