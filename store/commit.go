@@ -479,7 +479,7 @@ func (c *groupCommitter) commit(batch []*commitUnit) {
 			return
 		}
 		if !soloHeld {
-			// Another replica holds a shard now: send everything again,
+			// Another replica is registered now: send everything again,
 			// bumping allocation keys, and judge the units then.
 			c.solo.lost(lease)
 			fencedOut = true

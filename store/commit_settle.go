@@ -15,8 +15,8 @@ import (
 // wrote: values for units that judge them, revisions only for the others.
 // It is one read-only Txn (no raft entry), at most as many reads as the
 // failed Txn had keys, so within etcd's limit on ops too. With soloLease
-// set it also reads the shard claims, and soloHeld says whether the solo
-// fence held at rev (true when there was none).
+// set it also reads the replica registrations, and soloHeld says whether
+// the solo fence held at rev (true when there was none).
 func (c *groupCommitter) readAt(pending []*commitUnit, rev, soloLease int64) (current map[string]*mvccpb.KeyValue, soloHeld bool, err error) {
 	var gets []clientv3.Op
 	seen := make(map[string]bool)

@@ -477,8 +477,9 @@ func TestBuildTxnSharesCompares(t *testing.T) {
 }
 
 // A solo Txn compares charged nodes without bumping them, under one fence
-// on the shard claims; a declared pod still bumps its node. A batch with no
-// room left for the fence's compare bumps, as it was sized for.
+// on the replica registrations; a declared pod still bumps its node. A
+// batch with no room left for the fence's compare bumps, as it was sized
+// for.
 func TestBuildTxnSolo(t *testing.T) {
 	c := &groupCommitter{writer: func() string { return "me" }, solo: newSoloFence(newKeyspace("/b"), nil), maxOps: 1024}
 	unit := func(pod string, view int64, node string) *commitUnit {
@@ -504,11 +505,11 @@ func TestBuildTxnSolo(t *testing.T) {
 	if !solo {
 		t.Fatal("not solo with a lease")
 	}
-	if diff := cmp.Diff([]string{"/p/a", "/alloc/n1", "/p/b", "/alloc/n2", "/p/c", "/b/v1/shards/"}, gotCmps); diff != "" {
+	if diff := cmp.Diff([]string{"/p/a", "/alloc/n1", "/p/b", "/alloc/n2", "/p/c", "/b/v1/replicas/"}, gotCmps); diff != "" {
 		t.Errorf("compares (-want,+got):\n%s", diff)
 	}
-	if fence := cmps[len(cmps)-1].GetCompare(); fence.GetLease() != 42 || string(fence.RangeEnd) != "/b/v1/shards0" {
-		t.Errorf("fence %v: want every claim in the range held with lease 42", fence)
+	if fence := cmps[len(cmps)-1].GetCompare(); fence.GetLease() != 42 || string(fence.RangeEnd) != "/b/v1/replicas0" {
+		t.Errorf("fence %v: want every registration in the range held with lease 42", fence)
 	}
 	if diff := cmp.Diff([]string{"/p/a", "/p/b", "/p/c", "/alloc/n2"}, gotPuts); diff != "" {
 		t.Errorf("puts (-want,+got):\n%s", diff)

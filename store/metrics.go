@@ -94,7 +94,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		soloLosses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "berth_store_solo_fence_failures_total",
-			Help: "Solo Txns that found another replica's shard claim and were resent with allocation bumps.",
+			Help: "Solo Txns that found another replica registered and were resent with allocation bumps.",
 		}),
 	}
 	if reg != nil {

@@ -17,28 +17,39 @@ import (
 //
 // Two rules keep this safe when a second replica appears:
 //
-//  1. A solo Txn carries one range compare: every shard claim that exists
-//     is held with this replica's lease. Once any other replica holds a
-//     claim, the Txn fails, the committer stops committing solo, and the
-//     units are resent with their bumps.
+//  1. A solo Txn carries one range compare: every replica registration
+//     that exists is held with this replica's lease, so no other replica is
+//     registered. A replica registers before it claims a shard, and its
+//     claims share its registration's lease, so they cannot outlive it:
+//     with no other registration there is no other claim. Once another
+//     replica registers, the Txn fails, the committer stops committing
+//     solo, and the units are resent with their bumps.
 //  2. A charge whose view is older than its shard claim (its fence epoch)
 //     is refused with a StaleViewError at the epoch. A solo binding landed
-//     only while nobody else held a claim, so every claim taken since, and
-//     every decision fenced by one, comes after it: a view that includes
-//     the claim includes every binding the allocation key does not show.
+//     only while nobody else was registered, so every claim taken since,
+//     and every decision fenced by one, comes after it: a view that
+//     includes the claim includes every binding the allocation key does
+//     not show.
+//
+// The compare ranges over registrations rather than over the shard claims
+// themselves, which say the same thing once rule 1's ordering holds: a
+// lone replica has one registration and 64 claims, and etcd reads and
+// decodes every key a compare ranges over, in every solo Txn. When
+// bindings trickle in a Txn or two at a time, those 64 reads were most of
+// etcd's work in applying them.
 
 // soloFence is the committer's view of whether this replica commits solo.
 type soloFence struct {
 	// lease is the session lease while this replica holds every shard,
 	// 0 otherwise. Membership sets it; a failed fence clears it.
 	lease atomic.Int64
-	// start and end bound the shard claims' keys.
+	// start and end bound the replica registrations' keys.
 	start, end string
 	metrics    *Metrics
 }
 
 func newSoloFence(k keyspace, m *Metrics) *soloFence {
-	return &soloFence{start: k.shards, end: clientv3.GetPrefixRangeEnd(k.shards), metrics: m}
+	return &soloFence{start: k.replica, end: clientv3.GetPrefixRangeEnd(k.replica), metrics: m}
 }
 
 // current returns the lease to fence solo commits with, or 0: not solo.
@@ -59,7 +70,7 @@ func (f *soloFence) set(lease int64, holdsAll bool) {
 	}
 }
 
-// lost stops solo commits under lease after a Txn found another claim.
+// lost stops solo commits under lease after a Txn found another replica.
 // Membership publishes again on its next ownership change.
 func (f *soloFence) lost(lease int64) {
 	if f.lease.CompareAndSwap(lease, 0) {
@@ -67,24 +78,24 @@ func (f *soloFence) lost(lease int64) {
 	}
 }
 
-// compare holds while every existing shard claim is held with lease.
+// compare holds while every existing registration is held with lease.
 func (f *soloFence) compare(lease int64) clientv3.Cmp {
 	return clientv3.Compare(clientv3.LeaseValue(f.start), "=", lease).WithRange(f.end)
 }
 
-// read is the read of the claims that tells, after a failed Txn, whether
-// the solo compare held at rev.
+// read is the read of the registrations that tells, after a failed Txn,
+// whether the solo compare held at rev.
 func (f *soloFence) read(rev int64) clientv3.Op {
 	return clientv3.OpGet(f.start, clientv3.WithRange(f.end), clientv3.WithRev(rev))
 }
 
-// held evaluates compare(lease) against the claims read, as etcd does: no
-// claim at all compares a lease of 0.
-func (f *soloFence) held(claims []*mvccpb.KeyValue, lease int64) bool {
-	if len(claims) == 0 {
+// held evaluates compare(lease) against the registrations read, as etcd
+// does: no registration at all compares a lease of 0.
+func (f *soloFence) held(registrations []*mvccpb.KeyValue, lease int64) bool {
+	if len(registrations) == 0 {
 		return lease == 0
 	}
-	for _, kv := range claims {
+	for _, kv := range registrations {
 		if kv.Lease != lease {
 			return false
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // anyShard returns one shard the member owns and its epoch.
@@ -102,6 +103,49 @@ func TestSoloEndsWhenAnotherReplicaClaimsAShard(t *testing.T) {
 	}
 	if res := fencedBind(t, b, q, rq, "n2", current(t, b), shardB, epochB); res.Err != nil {
 		t.Fatalf("binding with a view after the claim: %v", res.Err)
+	}
+}
+
+// A replica that has registered but claimed nothing yet already ends solo
+// commits: the fence compares registrations, since a replica registers
+// before it claims and its claims share its registration's lease.
+func TestSoloEndsWhenAnotherReplicaRegisters(t *testing.T) {
+	const shards = 4
+	a, _ := replicaPair(t)
+	ma := startMember(t, a, "replica-a", shards, 5*time.Second)
+	eventually(t, "a commits solo", func() bool { return exactlyOnce(shards, ma) && a.groupCommit.solo.current() != 0 })
+	lease := a.groupCommit.solo.current()
+
+	grant, err := a.client.Grant(testCtx(t), 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.client.Put(testCtx(t), a.keys.replicaKey("replica-x"), "x", clientv3.WithLease(grant.ID)); err != nil {
+		t.Fatal(err)
+	}
+	// a gives up what replica-x should own; replica-x never claims it.
+	eventually(t, "a keeps only its share", func() bool {
+		owned := ma.log.snapshot()
+		for i := range shards {
+			_, has := owned[i]
+			if has != (PreferredOwner([]string{"replica-a", "replica-x"}, i) == "replica-a") {
+				return false
+			}
+		}
+		return true
+	})
+
+	// Every claim that exists is a's, so only the registration can stop an
+	// unbumped binding.
+	a.groupCommit.solo.set(lease, true)
+	shard, epoch := anyShard(t, ma)
+	p, r := created(t, a, "after-x")
+	res := fencedBind(t, a, p, r, "n1", current(t, a), shard, epoch)
+	if res.Err != nil {
+		t.Fatalf("binding with replica-x registered: %v", res.Err)
+	}
+	if rev := allocRev(t, a, "n1"); rev != res.Revision {
+		t.Fatalf("n1's allocation key at %d, want the binding's revision %d: a solo Txn passed with another replica registered", rev, res.Revision)
 	}
 }
 
