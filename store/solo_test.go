@@ -80,16 +80,7 @@ func TestSoloEndsWhenAnotherReplicaClaimsAShard(t *testing.T) {
 	}
 
 	// A stale hint must not let a binding through unbumped.
-	a.groupCommit.solo.set(lease, true)
-	shardA, epochA := anyShard(t, ma)
-	p, r := created(t, a, "after-b")
-	res := fencedBind(t, a, p, r, "n1", current(t, a), shardA, epochA)
-	if res.Err != nil {
-		t.Fatalf("binding after a stale solo hint: %v", res.Err)
-	}
-	if rev := allocRev(t, a, "n1"); rev != res.Revision {
-		t.Fatalf("n1's allocation key at %d, want the binding's revision %d: the resend did not bump it", rev, res.Revision)
-	}
+	bindsBumpedDespiteHint(t, a, ma, lease, "after-b")
 	if a.groupCommit.solo.current() != 0 {
 		t.Fatal("a failed solo fence left the hint on")
 	}
@@ -137,15 +128,24 @@ func TestSoloEndsWhenAnotherReplicaRegisters(t *testing.T) {
 
 	// Every claim that exists is a's, so only the registration can stop an
 	// unbumped binding.
+	bindsBumpedDespiteHint(t, a, ma, lease, "after-x")
+}
+
+// bindsBumpedDespiteHint tells a's committer it may commit solo under
+// lease, binds a new pod named name to n1 in one of a's shards, and checks
+// that the binding bumped n1's allocation key all the same: the solo Txn
+// failed its fence and was resent the ordinary way.
+func bindsBumpedDespiteHint(t *testing.T, a *Store, ma *runningMember, lease int64, name string) {
+	t.Helper()
 	a.groupCommit.solo.set(lease, true)
 	shard, epoch := anyShard(t, ma)
-	p, r := created(t, a, "after-x")
+	p, r := created(t, a, name)
 	res := fencedBind(t, a, p, r, "n1", current(t, a), shard, epoch)
 	if res.Err != nil {
-		t.Fatalf("binding with replica-x registered: %v", res.Err)
+		t.Fatalf("binding after a stale solo hint: %v", res.Err)
 	}
 	if rev := allocRev(t, a, "n1"); rev != res.Revision {
-		t.Fatalf("n1's allocation key at %d, want the binding's revision %d: a solo Txn passed with another replica registered", rev, res.Revision)
+		t.Fatalf("n1's allocation key at %d, want the binding's revision %d: the solo Txn was not refused", rev, res.Revision)
 	}
 }
 
