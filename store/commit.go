@@ -88,7 +88,11 @@ func (u *commitUnit) currentKV(key string) *mvccpb.KeyValue {
 // bindings, first: see takeLocked) that fit in one Txn (at most maxOps
 // compares, ops and keys, about maxBytes) and sends If(all compares)
 // Then(all ops). While one Txn is in flight the others' units accumulate,
-// so batches grow with load without any linger. When a Txn's compares
+// so batches grow with load without any linger. A second Txn goes out
+// beside one in flight only once about a Txn's worth of units waits
+// (spillAt): a Txn sent for every unit or two as it arrives costs etcd a
+// raft entry and a WAL fsync each, and those, not the units, were most of
+// a replica's CPU at moderate rates. When a Txn's compares
 // fail, every key is read at the revision they failed at, which tells
 // which units broke them; those are settled and the rest are resent.
 // (Reading afterwards rather than in the Txn's Else keeps the reads out of
@@ -122,6 +126,11 @@ type groupCommitter struct {
 	queue    []*commitUnit       // the other waiting units, oldest first
 	inflight map[string]struct{} // keys of units being committed
 	closed   bool
+	busy     int // Txns in flight
+	// spillAt is how many waiting units let a worker send a Txn while
+	// another is in flight: about a Txn's worth, a unit being two to four
+	// compares and ops. Fewer wait for the Txn in flight and go together.
+	spillAt int
 
 	wg sync.WaitGroup
 
@@ -140,6 +149,7 @@ func newGroupCommitter(kv clientv3.KV, workers, maxOps, maxBytes int, timeout ti
 		inflight: make(map[string]struct{}),
 		allocs:   newAllocTable(),
 		writer:   func() string { return "" },
+		spillAt:  max(1, maxOps/4),
 	}
 	c.cond = sync.NewCond(&c.mu)
 	c.wg.Add(workers)
@@ -271,7 +281,12 @@ func (c *groupCommitter) next() ([]*commitUnit, bool) {
 			c.cond.Wait()
 			continue
 		}
+		if c.leaveToTxnInFlightLocked() {
+			c.cond.Wait()
+			continue
+		}
 		if batch := c.takeLocked(); len(batch) > 0 {
+			c.busy++
 			return batch, true
 		}
 		if c.waitingLocked() > 0 {
@@ -282,6 +297,14 @@ func (c *groupCommitter) next() ([]*commitUnit, bool) {
 }
 
 func (c *groupCommitter) waitingLocked() int { return len(c.urgent) + len(c.queue) }
+
+// leaveToTxnInFlightLocked reports whether an idle worker should leave the
+// waiting units alone: a Txn is in flight, and they are fewer than spillAt,
+// so its worker takes them all when it lands. Not once closed, when
+// everything left is flushed.
+func (c *groupCommitter) leaveToTxnInFlightLocked() bool {
+	return c.busy > 0 && c.waitingLocked() < c.spillAt && !c.closed
+}
 
 // takeLocked removes from the queues the oldest units that fit in one Txn
 // and touch no key in flight, urgent units first, and marks their keys in
@@ -398,6 +421,7 @@ func (c *groupCommitter) touchesInflightLocked(u *commitUnit, charged map[string
 
 func (c *groupCommitter) release(batch []*commitUnit) {
 	c.mu.Lock()
+	c.busy--
 	for _, u := range batch {
 		for _, k := range u.keys {
 			delete(c.inflight, k)

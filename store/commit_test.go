@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -169,6 +170,99 @@ func TestCommitterBatchesWhileATxnIsInFlight(t *testing.T) {
 				t.Errorf("Txn sizes (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// While a Txn is in flight, units that would not fill one wait for it to
+// land and then go together, however many workers are idle: a Txn per
+// unit costs etcd a raft entry and an fsync each.
+func TestCommitterHoldsAFewUnitsForTheTxnInFlight(t *testing.T) {
+	c, rec := stalled(t, 4, 16) // spills at 4 waiting units
+	ctx := testCtx(t)
+	p := keyPrefix(t)
+	var units []*commitUnit
+	for i := range 3 {
+		u := putUnit(ctx, fmt.Sprintf("%sk%d", p, i), "v")
+		if err := c.submit(u); err != nil {
+			t.Fatal(err)
+		}
+		units = append(units, u)
+		// Let the worker the submission woke run before the next one
+		// arrives, so that one sending it at once would be seen.
+		runtime.Gosched()
+	}
+	rec.release()
+	for i, u := range units {
+		if res := c.wait(ctx, u); res.err != nil {
+			t.Fatalf("unit %d: %v", i, res.err)
+		}
+	}
+	want := [][]string{{p + "first"}, {p + "k0", p + "k1", p + "k2"}}
+	if diff := cmp.Diff(want, rec.sent()); diff != "" {
+		t.Errorf("Txns (-want +got):\n%s", diff)
+	}
+}
+
+func TestLeaveToTxnInFlight(t *testing.T) {
+	c := newGroupCommitter(nil, 0, 16, defaultMaxTxnBytes, time.Second, nil) // no workers: nothing is taken
+	ctx := testCtx(t)
+	var units []*commitUnit
+	for i := range 4 {
+		units = append(units, putUnit(ctx, fmt.Sprint("k", i), "v"))
+	}
+	check := func(what string, want bool) {
+		t.Helper()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if got := c.leaveToTxnInFlightLocked(); got != want {
+			t.Errorf("%s: leave to the Txn in flight %v, want %v", what, got, want)
+		}
+	}
+	if err := c.submit(units[:3]...); err != nil {
+		t.Fatal(err)
+	}
+	check("no Txn in flight", false)
+	c.mu.Lock()
+	c.busy = 1
+	c.mu.Unlock()
+	check("three units waiting, one Txn in flight", true)
+	if err := c.submit(units[3]); err != nil {
+		t.Fatal(err)
+	}
+	check("a Txn's worth waiting (16 ops / 4)", false)
+	c.mu.Lock()
+	c.busy, c.queue, c.closed = 1, c.queue[:1], true
+	c.mu.Unlock()
+	check("closing", false)
+}
+
+// Once about a Txn's worth of units waits, a second Txn goes out beside
+// the one in flight.
+func TestCommitterSpillsATxnsWorthIntoASecondTxn(t *testing.T) {
+	c, rec := stalled(t, 4, 16)
+	ctx := testCtx(t)
+	p := keyPrefix(t)
+	var units []*commitUnit
+	for i := range 4 {
+		units = append(units, putUnit(ctx, fmt.Sprintf("%sk%d", p, i), "v"))
+	}
+	if err := c.submit(units...); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-rec.commitsIn:
+	case <-ctx.Done():
+		t.Fatal("no second Txn while the first was held")
+	}
+	rec.release()
+	for i, u := range units {
+		if res := c.wait(ctx, u); res.err != nil {
+			t.Fatalf("unit %d: %v", i, res.err)
+		}
+	}
+	want := [][]string{{p + "first"}, {p + "k0", p + "k1", p + "k2", p + "k3"}}
+	if diff := cmp.Diff(want, rec.sent()); diff != "" {
+		t.Errorf("Txns (-want +got):\n%s", diff)
 	}
 }
 

@@ -44,7 +44,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		commitWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "berth_store_commit_wait_seconds",
-			Help:    "Time a write waited for a group-commit Txn to take it (every Txn slot busy, or a key it touches in flight); its Txn's own time is berth_store_txn_duration_seconds.",
+			Help:    "Time a write waited for a group-commit Txn to take it (for the Txn in flight while less than a Txn's worth waits, every Txn slot busy, or a key it touches in flight); its Txn's own time is berth_store_txn_duration_seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
 		}),
 		batchUnits: prometheus.NewHistogram(prometheus.HistogramOpts{
