@@ -120,8 +120,12 @@ type groupCommitter struct {
 	// tracer, if set, traces each Txn (tracing.go); nil traces nothing.
 	tracer trace.Tracer
 
-	mu       sync.Mutex
-	cond     *sync.Cond          // signalled when units arrive, keys are released, or on close
+	mu sync.Mutex
+	// cond wakes one idle worker when it has something to send (units
+	// arrive with no Txn in flight, or a Txn's worth waits), and every
+	// worker on close. A worker whose Txn lands needs no waking: it comes
+	// back for what waits, and wakes another if it leaves a Txn's worth.
+	cond     *sync.Cond
 	urgent   []*commitUnit       // waiting urgent units, oldest first; taken before queue
 	queue    []*commitUnit       // the other waiting units, oldest first
 	inflight map[string]struct{} // keys of units being committed
@@ -179,8 +183,11 @@ func (c *groupCommitter) submit(units ...*commitUnit) error {
 			c.queue = append(c.queue, u)
 		}
 	}
+	wake := !c.leaveToTxnInFlightLocked()
 	c.mu.Unlock()
-	c.cond.Broadcast()
+	if wake {
+		c.cond.Signal()
+	}
 	return nil
 }
 
@@ -287,10 +294,14 @@ func (c *groupCommitter) next() ([]*commitUnit, bool) {
 		}
 		if batch := c.takeLocked(); len(batch) > 0 {
 			c.busy++
+			if c.waitingLocked() > 0 && !c.leaveToTxnInFlightLocked() {
+				c.cond.Signal()
+			}
 			return batch, true
 		}
 		if c.waitingLocked() > 0 {
-			// Everything waiting touches a key in flight; a release wakes us.
+			// Everything waiting touches a key in flight: the worker of
+			// that Txn comes back for it.
 			c.cond.Wait()
 		}
 	}
@@ -430,11 +441,7 @@ func (c *groupCommitter) release(batch []*commitUnit) {
 			delete(c.inflight, ch.key)
 		}
 	}
-	waiting := c.waitingLocked() > 0
 	c.mu.Unlock()
-	if waiting {
-		c.cond.Broadcast()
-	}
 }
 
 // commit settles every unit of batch, resending the units whose compares
