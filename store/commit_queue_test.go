@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -18,14 +17,11 @@ func TestCommitterTakesUrgentUnitsFirst(t *testing.T) {
 	c, rec := stalled(t, 1, 4)
 	ctx := testCtx(t)
 	p := keyPrefix(t)
-	var units []*commitUnit
-	for i := range 6 {
-		units = append(units, putUnit(ctx, fmt.Sprintf("%sq%d", p, i), "v"))
-	}
+	units := putUnits(ctx, p, "q", 6)
 	if err := c.submit(units...); err != nil {
 		t.Fatal(err)
 	}
-	urgent := []*commitUnit{putUnit(ctx, p+"u0", "v"), putUnit(ctx, p+"u1", "v")}
+	urgent := putUnits(ctx, p, "u", 2)
 	for _, u := range urgent {
 		u.urgent = true
 	}
@@ -33,11 +29,7 @@ func TestCommitterTakesUrgentUnitsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.release()
-	for i, u := range append(units, urgent...) {
-		if res := c.wait(ctx, u); res.err != nil {
-			t.Fatalf("unit %d: %v", i, res.err)
-		}
-	}
+	settleAll(ctx, t, c, append(units, urgent...))
 	want := [][]string{{p + "first"}, {p + "u0", p + "u1", p + "q0", p + "q1"}, {p + "q2", p + "q3", p + "q4", p + "q5"}}
 	if diff := cmp.Diff(want, rec.sent()); diff != "" {
 		t.Errorf("Txns (-want +got):\n%s", diff)
@@ -51,12 +43,8 @@ func TestCommitterLeavesSubmissionsAShareOfEachTxn(t *testing.T) {
 	c, rec := stalled(t, 1, 4)
 	ctx := testCtx(t)
 	p := keyPrefix(t)
-	var units []*commitUnit
-	for i := range 2 {
-		units = append(units, putUnit(ctx, fmt.Sprintf("%sq%d", p, i), "v"))
-	}
-	for i := range 8 {
-		u := putUnit(ctx, fmt.Sprintf("%su%d", p, i), "v")
+	units := putUnits(ctx, p, "q", 2)
+	for _, u := range putUnits(ctx, p, "u", 8) {
 		u.urgent = true
 		units = append(units, u)
 	}
@@ -64,11 +52,7 @@ func TestCommitterLeavesSubmissionsAShareOfEachTxn(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.release()
-	for i, u := range units {
-		if res := c.wait(ctx, u); res.err != nil {
-			t.Fatalf("unit %d: %v", i, res.err)
-		}
-	}
+	settleAll(ctx, t, c, units)
 	want := [][]string{
 		{p + "first"},
 		{p + "u0", p + "u1", p + "u2", p + "q0"},

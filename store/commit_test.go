@@ -94,6 +94,25 @@ func putUnit(ctx context.Context, key, val string) *commitUnit {
 	return &commitUnit{ctx: ctx, ops: []*pb.RequestOp{putString(key, val)}}
 }
 
+// putUnits is n put units, on keys prefix+name+"0", prefix+name+"1" and on.
+func putUnits(ctx context.Context, prefix, name string, n int) []*commitUnit {
+	units := make([]*commitUnit, n)
+	for i := range units {
+		units[i] = putUnit(ctx, fmt.Sprintf("%s%s%d", prefix, name, i), "v")
+	}
+	return units
+}
+
+// settleAll waits for every unit and fails the test if one failed.
+func settleAll(ctx context.Context, t *testing.T, c *groupCommitter, units []*commitUnit) {
+	t.Helper()
+	for i, u := range units {
+		if res := c.wait(ctx, u); res.err != nil {
+			t.Fatalf("unit %d: %v", i, res.err)
+		}
+	}
+}
+
 func createUnit(ctx context.Context, key, val string) *commitUnit {
 	return &commitUnit{
 		ctx:        ctx,
@@ -180,23 +199,17 @@ func TestCommitterHoldsAFewUnitsForTheTxnInFlight(t *testing.T) {
 	c, rec := stalled(t, 4, 16) // spills at 4 waiting units
 	ctx := testCtx(t)
 	p := keyPrefix(t)
-	var units []*commitUnit
-	for i := range 3 {
-		u := putUnit(ctx, fmt.Sprintf("%sk%d", p, i), "v")
+	units := putUnits(ctx, p, "k", 3)
+	for _, u := range units {
 		if err := c.submit(u); err != nil {
 			t.Fatal(err)
 		}
-		units = append(units, u)
-		// Let the worker the submission woke run before the next one
+		// Let a worker the submission woke run before the next one
 		// arrives, so that one sending it at once would be seen.
 		runtime.Gosched()
 	}
 	rec.release()
-	for i, u := range units {
-		if res := c.wait(ctx, u); res.err != nil {
-			t.Fatalf("unit %d: %v", i, res.err)
-		}
-	}
+	settleAll(ctx, t, c, units)
 	want := [][]string{{p + "first"}, {p + "k0", p + "k1", p + "k2"}}
 	if diff := cmp.Diff(want, rec.sent()); diff != "" {
 		t.Errorf("Txns (-want +got):\n%s", diff)
@@ -206,10 +219,7 @@ func TestCommitterHoldsAFewUnitsForTheTxnInFlight(t *testing.T) {
 func TestLeaveToTxnInFlight(t *testing.T) {
 	c := newGroupCommitter(nil, 0, 16, defaultMaxTxnBytes, time.Second, nil) // no workers: nothing is taken
 	ctx := testCtx(t)
-	var units []*commitUnit
-	for i := range 4 {
-		units = append(units, putUnit(ctx, fmt.Sprint("k", i), "v"))
-	}
+	units := putUnits(ctx, "", "k", 4)
 	check := func(what string, want bool) {
 		t.Helper()
 		c.mu.Lock()
@@ -242,10 +252,7 @@ func TestCommitterSpillsATxnsWorthIntoASecondTxn(t *testing.T) {
 	c, rec := stalled(t, 4, 16)
 	ctx := testCtx(t)
 	p := keyPrefix(t)
-	var units []*commitUnit
-	for i := range 4 {
-		units = append(units, putUnit(ctx, fmt.Sprintf("%sk%d", p, i), "v"))
-	}
+	units := putUnits(ctx, p, "k", 4)
 	if err := c.submit(units...); err != nil {
 		t.Fatal(err)
 	}
@@ -255,11 +262,7 @@ func TestCommitterSpillsATxnsWorthIntoASecondTxn(t *testing.T) {
 		t.Fatal("no second Txn while the first was held")
 	}
 	rec.release()
-	for i, u := range units {
-		if res := c.wait(ctx, u); res.err != nil {
-			t.Fatalf("unit %d: %v", i, res.err)
-		}
-	}
+	settleAll(ctx, t, c, units)
 	want := [][]string{{p + "first"}, {p + "k0", p + "k1", p + "k2", p + "k3"}}
 	if diff := cmp.Diff(want, rec.sent()); diff != "" {
 		t.Errorf("Txns (-want +got):\n%s", diff)
