@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -218,6 +219,13 @@ func (m *member) register(ctx context.Context) error {
 		rctx, cancel := s.bound(ctx)
 		_, rerr := s.client.Revoke(rctx, clientv3.LeaseID(kv.Lease))
 		cancel()
+		// Registering over a lease that may still hold claims would break
+		// what the solo fence relies on: no claim outlives the
+		// registration it was made under (solo.go). A lease already gone
+		// took its claims with it.
+		if rerr != nil && !errors.Is(rerr, rpctypes.ErrLeaseNotFound) && !errors.Is(rerr, rpctypes.ErrGRPCLeaseNotFound) {
+			return s.callError(ctx, "revoke the previous incarnation's lease", rerr)
+		}
 		m.log.Info("revoked the lease of this replica's previous incarnation", zap.Int64("lease", kv.Lease), zap.Error(rerr))
 	}
 	val, err := marshalOpts.Marshal(&berthv1.Replica{Id: m.cfg.ID, Address: m.cfg.Address, StartTime: timestamppb.Now()})

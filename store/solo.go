@@ -20,8 +20,10 @@ import (
 //  1. A solo Txn carries one range compare: every replica registration
 //     that exists is held with this replica's lease, so no other replica is
 //     registered. A replica registers before it claims a shard, and its
-//     claims share its registration's lease, so they cannot outlive it:
-//     with no other registration there is no other claim. Once another
+//     claims share its registration's lease, so they cannot outlive it
+//     (one registering again under the same id revokes the lease of the
+//     one before, or does not register): with no other registration there
+//     is no other claim. Once another
 //     replica registers, the Txn fails, the committer stops committing
 //     solo, and the units are resent with their bumps.
 //  2. A charge whose view is older than its shard claim (its fence epoch)
