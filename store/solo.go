@@ -23,9 +23,9 @@ import (
 //     claims share its registration's lease, so they cannot outlive it
 //     (one registering again under the same id revokes the lease of the
 //     one before, or does not register): with no other registration there
-//     is no other claim. Once another
-//     replica registers, the Txn fails, the committer stops committing
-//     solo, and the units are resent with their bumps.
+//     is no other claim. Once another replica registers, the Txn fails,
+//     the committer stops committing solo, and the units are resent with
+//     their bumps.
 //  2. A charge whose view is older than its shard claim (its fence epoch)
 //     is refused with a StaleViewError at the epoch. A solo binding landed
 //     only while nobody else was registered, so every claim taken since,
