@@ -216,6 +216,8 @@ func TestCommitterHoldsAFewUnitsForTheTxnInFlight(t *testing.T) {
 	}
 }
 
+// The rule itself: idle workers leave waiting units to a Txn in flight
+// only while they are fewer than a Txn's worth and the committer is open.
 func TestLeaveToTxnInFlight(t *testing.T) {
 	c := newGroupCommitter(nil, 0, 16, defaultMaxTxnBytes, time.Second, nil) // no workers: nothing is taken
 	ctx := testCtx(t)

@@ -223,7 +223,7 @@ func (m *member) register(ctx context.Context) error {
 		// what the solo fence relies on: no claim outlives the
 		// registration it was made under (solo.go). A lease already gone
 		// took its claims with it.
-		if rerr != nil && !errors.Is(rerr, rpctypes.ErrLeaseNotFound) && !errors.Is(rerr, rpctypes.ErrGRPCLeaseNotFound) {
+		if rerr != nil && !errors.Is(rerr, rpctypes.ErrLeaseNotFound) {
 			return s.callError(ctx, "revoke the previous incarnation's lease", rerr)
 		}
 		m.log.Info("revoked the lease of this replica's previous incarnation", zap.Int64("lease", kv.Lease), zap.Error(rerr))
