@@ -2,13 +2,16 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
 
-// Tests of the order units are taken in and of what a writer whose time is
+// Tests of how units are taken into Txns (batching, the Txn in flight,
+// keys in flight, urgent units first) and of what a writer whose time is
 // up gets back.
 
 // A binding waits for no submission queued before it: behind a deep queue
@@ -139,5 +142,151 @@ func TestCommitSettlesSentUnitsPastTheRequestTimeout(t *testing.T) {
 	resp, err := rec.KV.Get(testCtx(t), p+"sent")
 	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].ModRevision != o.res.rev {
 		t.Errorf("stored %v (err %v), want the value at revision %d", resp, err, o.res.rev)
+	}
+}
+
+func TestCommitterBatchesWhileATxnIsInFlight(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		maxOps    int
+		units     int
+		wantSizes []int
+	}{
+		{name: "all in one", maxOps: 1024, units: 50, wantSizes: []int{1, 50}},
+		{name: "split at max ops", maxOps: 8, units: 20, wantSizes: []int{1, 8, 8, 4}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, rec := stalled(t, 1, tt.maxOps)
+			ctx := testCtx(t)
+			var units []*commitUnit
+			for i := range tt.units {
+				units = append(units, putUnit(ctx, fmt.Sprintf("%sk%03d", keyPrefix(t), i), "v"))
+			}
+			if err := c.submit(units...); err != nil {
+				t.Fatal(err)
+			}
+			rec.release()
+			var lastRev int64
+			for i, u := range units {
+				res := c.wait(ctx, u)
+				if res.err != nil || res.rev < lastRev {
+					t.Fatalf("unit %d: rev %d (previous %d) err %v", i, res.rev, lastRev, res.err)
+				}
+				lastRev = res.rev
+			}
+			var sizes []int
+			for _, keys := range rec.sent() {
+				sizes = append(sizes, len(keys))
+			}
+			if diff := cmp.Diff(tt.wantSizes, sizes); diff != "" {
+				t.Errorf("Txn sizes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// While a Txn is in flight, units that would not fill one wait for it to
+// land and then go together, however many workers are idle: a Txn per
+// unit costs etcd a raft entry and an fsync each.
+func TestCommitterHoldsAFewUnitsForTheTxnInFlight(t *testing.T) {
+	c, rec := stalled(t, 4, 16) // spills at 4 waiting units
+	ctx := testCtx(t)
+	p := keyPrefix(t)
+	units := putUnits(ctx, p, "k", 3)
+	for _, u := range units {
+		if err := c.submit(u); err != nil {
+			t.Fatal(err)
+		}
+		// Let a worker the submission woke run before the next one
+		// arrives, so that one sending it at once would be seen.
+		runtime.Gosched()
+	}
+	rec.release()
+	settleAll(ctx, t, c, units)
+	want := [][]string{{p + "first"}, {p + "k0", p + "k1", p + "k2"}}
+	if diff := cmp.Diff(want, rec.sent()); diff != "" {
+		t.Errorf("Txns (-want +got):\n%s", diff)
+	}
+}
+
+// The rule itself: idle workers leave waiting units to a Txn in flight
+// only while they are fewer than a Txn's worth and the committer is open.
+func TestLeaveToTxnInFlight(t *testing.T) {
+	c := newGroupCommitter(nil, 0, 16, defaultMaxTxnBytes, time.Second, nil) // no workers: nothing is taken
+	ctx := testCtx(t)
+	units := putUnits(ctx, "", "k", 4)
+	check := func(what string, want bool) {
+		t.Helper()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if got := c.leaveToTxnInFlightLocked(); got != want {
+			t.Errorf("%s: leave to the Txn in flight %v, want %v", what, got, want)
+		}
+	}
+	if err := c.submit(units[:3]...); err != nil {
+		t.Fatal(err)
+	}
+	check("no Txn in flight", false)
+	c.mu.Lock()
+	c.busy = 1
+	c.mu.Unlock()
+	check("three units waiting, one Txn in flight", true)
+	if err := c.submit(units[3]); err != nil {
+		t.Fatal(err)
+	}
+	check("a Txn's worth waiting (16 ops / 4)", false)
+	c.mu.Lock()
+	c.busy, c.queue, c.closed = 1, c.queue[:1], true
+	c.mu.Unlock()
+	check("closing", false)
+}
+
+// Once about a Txn's worth of units waits, a second Txn goes out beside
+// the one in flight.
+func TestCommitterSpillsATxnsWorthIntoASecondTxn(t *testing.T) {
+	c, rec := stalled(t, 4, 16)
+	ctx := testCtx(t)
+	p := keyPrefix(t)
+	units := putUnits(ctx, p, "k", 4)
+	if err := c.submit(units...); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-rec.commitsIn:
+	case <-ctx.Done():
+		t.Fatal("no second Txn while the first was held")
+	}
+	rec.release()
+	settleAll(ctx, t, c, units)
+	want := [][]string{{p + "first"}, {p + "k0", p + "k1", p + "k2", p + "k3"}}
+	if diff := cmp.Diff(want, rec.sent()); diff != "" {
+		t.Errorf("Txns (-want +got):\n%s", diff)
+	}
+}
+
+func TestCommitterSameKeyGoesToALaterBatch(t *testing.T) {
+	c, rec := stalled(t, 1, 1024)
+	ctx := testCtx(t)
+	p := keyPrefix(t)
+	a1 := createUnit(ctx, p+"a", "one")
+	a2 := createUnit(ctx, p+"a", "two")
+	b := createUnit(ctx, p+"b", "b")
+	if err := c.submit(a1, a2, b); err != nil {
+		t.Fatal(err)
+	}
+	rec.release()
+	r1, r2, rb := c.wait(ctx, a1), c.wait(ctx, a2), c.wait(ctx, b)
+	if r1.err != nil || rb.err != nil {
+		t.Fatalf("a1 %v, b %v", r1.err, rb.err)
+	}
+	if r2.err != errCompareFailed {
+		t.Fatalf("second create of a: %v, want compare failure", r2.err)
+	}
+	if kv := a2.currentKV(p + "a"); kv == nil || string(kv.Value) != "one" || kv.CreateRevision != r1.rev {
+		t.Errorf("second create sees %v, want the first's value at revision %d", kv, r1.rev)
+	}
+	want := [][]string{{p + "first"}, {p + "a", p + "b"}, {p + "a"}}
+	if diff := cmp.Diff(want, rec.sent()); diff != "" {
+		t.Errorf("Txns (-want +got):\n%s", diff)
 	}
 }
