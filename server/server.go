@@ -10,7 +10,6 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
-	"runtime"
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
@@ -29,14 +28,6 @@ import (
 	"github.com/berth-io/berth/server/auth"
 	"github.com/berth-io/berth/tracing"
 )
-
-// streamWorkers is how many goroutines serve calls and streams, each in
-// turn, instead of one new goroutine per call: a new one grew its stack
-// twice in every call while reading the request, about 2% of a replica's
-// CPU at 1,000 SubmitPods calls a second. A long stream (WatchBindings)
-// keeps its worker for its life, and a call that finds every worker busy
-// gets a goroutine of its own as before, so this bounds nothing.
-func streamWorkers() uint32 { return uint32(4 * runtime.GOMAXPROCS(0)) }
 
 // Config is what the front needs from the replica that runs it.
 type Config struct {
@@ -126,7 +117,6 @@ func New(cfg Config) *Server {
 	opts := append(interceptorOptions(cfg.Logger.Named("grpc"), grpcMetrics, cfg.Auth, admitter, s.running),
 		grpc.MaxRecvMsgSize(16<<20),
 		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
-		grpc.NumStreamWorkers(streamWorkers()),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		// Pings find clients that vanished (a killed process behind a NAT,
 		// a cut cable) so their streams end instead of holding subscribers
