@@ -186,10 +186,11 @@ func benchLoops(b *testing.B, kind string, numNodes, batch, loops, parallelism i
 	// cycles alike: how much the loops and their bindings queue on
 	// one another's locks.
 	b.ReportMetric(float64(lockWait.Microseconds())/float64(b.N*batch), "lock-wait-µs/pod")
-	// A cycle's wall time (snapshot, filter, score, assume) summed over
-	// the loops, and the watch's time applying confirmations: with more
-	// loops than work to share, each cycle takes longer while the sum of
-	// the loops' time per pod stays what one loop needs.
+	// Every cycle's wall time (snapshot, filter, score, assume) summed
+	// over the loops, and the watch's time applying confirmations. Loops
+	// that share the work leave the sum where one loop had it; for pods
+	// all alike it doubles with two loops, each cycle waiting as long as
+	// it works.
 	b.ReportMetric(attemptSeconds(b, reg)*1e6/float64(b.N*batch), "cycle-µs/pod")
 	b.ReportMetric(float64(c.applying.Load())/1e3/float64(b.N*batch), "watch-µs/pod")
 	b.ReportMetric(0, "ns/op")
