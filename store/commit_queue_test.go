@@ -34,9 +34,7 @@ func TestCommitterTakesUrgentUnitsFirst(t *testing.T) {
 	rec.release()
 	settleAll(ctx, t, c, append(units, urgent...))
 	want := [][]string{{p + "first"}, {p + "u0", p + "u1", p + "q0", p + "q1"}, {p + "q2", p + "q3", p + "q4", p + "q5"}}
-	if diff := cmp.Diff(want, rec.sent()); diff != "" {
-		t.Errorf("Txns (-want +got):\n%s", diff)
-	}
+	rec.wantSent(t, want)
 }
 
 // Urgent units go first but leave a quarter of each Txn to the other
@@ -62,9 +60,7 @@ func TestCommitterLeavesSubmissionsAShareOfEachTxn(t *testing.T) {
 		{p + "u3", p + "u4", p + "u5", p + "q1"},
 		{p + "u6", p + "u7"},
 	}
-	if diff := cmp.Diff(want, rec.sent()); diff != "" {
-		t.Errorf("Txns (-want +got):\n%s", diff)
-	}
+	rec.wantSent(t, want)
 }
 
 // expiringCtx is a context whose deadline passes when the test says so.
@@ -204,9 +200,7 @@ func TestCommitterHoldsAFewUnitsForTheTxnInFlight(t *testing.T) {
 	rec.release()
 	settleAll(ctx, t, c, units)
 	want := [][]string{{p + "first"}, {p + "k0", p + "k1", p + "k2"}}
-	if diff := cmp.Diff(want, rec.sent()); diff != "" {
-		t.Errorf("Txns (-want +got):\n%s", diff)
-	}
+	rec.wantSent(t, want)
 }
 
 // The rule itself: idle workers leave waiting units to a Txn in flight
@@ -259,9 +253,7 @@ func TestCommitterSpillsATxnsWorthIntoASecondTxn(t *testing.T) {
 	rec.release()
 	settleAll(ctx, t, c, units)
 	want := [][]string{{p + "first"}, {p + "k0", p + "k1", p + "k2", p + "k3"}}
-	if diff := cmp.Diff(want, rec.sent()); diff != "" {
-		t.Errorf("Txns (-want +got):\n%s", diff)
-	}
+	rec.wantSent(t, want)
 }
 
 func TestCommitterSameKeyGoesToALaterBatch(t *testing.T) {
@@ -286,7 +278,5 @@ func TestCommitterSameKeyGoesToALaterBatch(t *testing.T) {
 		t.Errorf("second create sees %v, want the first's value at revision %d", kv, r1.rev)
 	}
 	want := [][]string{{p + "first"}, {p + "a", p + "b"}, {p + "a"}}
-	if diff := cmp.Diff(want, rec.sent()); diff != "" {
-		t.Errorf("Txns (-want +got):\n%s", diff)
-	}
+	rec.wantSent(t, want)
 }

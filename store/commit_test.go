@@ -51,6 +51,15 @@ func (r *recordingKV) sent() [][]string {
 	return append([][]string(nil), r.txns...)
 }
 
+// wantSent fails the test unless r saw exactly the Txns in want, each
+// given as the keys it put, in order.
+func (r *recordingKV) wantSent(t *testing.T, want [][]string) {
+	t.Helper()
+	if diff := cmp.Diff(want, r.sent()); diff != "" {
+		t.Errorf("Txns (-want +got):\n%s", diff)
+	}
+}
+
 type recordingTxn struct {
 	clientv3.Txn
 	kv   *recordingKV
