@@ -33,12 +33,12 @@ func sourceOf(p *framework.Pod) (*berthv1.Pod, error) {
 	return convert.WirePod(p)
 }
 
-func (c storeCommitter) update(ctx context.Context, p *framework.Pod, next *berthv1.Pod) error {
-	res := c.store.UpdatePods(ctx, []store.PodUpdate{{Pod: next, ExpectedModRevision: p.Revision}})[0]
-	if errors.Is(res.Err, store.ErrConflict) {
-		return fmt.Errorf("%w: %v", scheduler.ErrCommitConflict, res.Err)
+// conflict is err with the store's conflict as the core's.
+func (storeCommitter) conflict(err error) error {
+	if errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("%w: %v", scheduler.ErrCommitConflict, err)
 	}
-	return res.Err
+	return err
 }
 
 // Bind records pod -> node if the pod is still the one that was scheduled,
@@ -74,15 +74,21 @@ func (c storeCommitter) binding(p *framework.Pod, nodeName string) (store.Bindin
 	}, nil
 }
 
-// RecordUnschedulable stores the diagnosis where GetPod shows it.
+// RecordUnschedulable stores the diagnosis where GetPod shows it. Like a
+// binding, it edits the stored record's bytes: decoding the whole pod was
+// most of its cost outside etcd.
 func (c storeCommitter) RecordUnschedulable(ctx context.Context, p *framework.Pod, why scheduler.Unschedulable) error {
-	next, err := sourceOf(p)
-	if err != nil {
-		return err
+	if len(p.Source) == 0 {
+		return fmt.Errorf("%w: pod %s", convert.ErrNoRecord, p.Key())
 	}
 	diag := convert.DiagnosisToWire(why, time.Now())
-	store.MarkUnschedulable(next, why.Message, p.NominatedNodeName(), diag)
-	return c.update(ctx, p, next)
+	value, err := store.MarkUnschedulableValue(convert.StoredRecord(p), why.Message, p.NominatedNodeName(), diag)
+	if err != nil {
+		return fmt.Errorf("pod %s: %w", p.Key(), err)
+	}
+	named := &berthv1.Pod{Namespace: p.Namespace, Name: p.Name}
+	res := c.store.UpdatePods(ctx, []store.PodUpdate{{Pod: named, ExpectedModRevision: p.Revision, Value: value}})[0]
+	return c.conflict(res.Err)
 }
 
 // Evict marks each victim with its preemptor. The mark is the durable

@@ -33,6 +33,9 @@ type CreateResult struct {
 type PodUpdate struct {
 	Pod                 *berthv1.Pod
 	ExpectedModRevision int64
+	// Value, if set, is the new value already encoded (as by
+	// MarkUnschedulableValue); Pod then only names the pod.
+	Value []byte
 }
 
 // UpdateResult is the outcome of one PodUpdate.
@@ -391,9 +394,12 @@ func (s *Store) UpdatePods(ctx context.Context, updates []PodUpdate) []UpdateRes
 		if err := validatePodKey(up.Pod); err != nil {
 			return nil, err
 		}
-		val, err := marshalPod(up.Pod)
-		if err != nil {
-			return nil, fmt.Errorf("store: encode pod: %w", err)
+		val := up.Value
+		if val == nil {
+			var err error
+			if val, err = marshalPod(up.Pod); err != nil {
+				return nil, fmt.Errorf("store: encode pod: %w", err)
+			}
 		}
 		key := s.keys.pod(up.Pod.Namespace, up.Pod.Name)
 		return &commitUnit{

@@ -5,11 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 )
+
+// A pod's scheduling outcomes rewrite its whole stored value, and decoding
+// and re-encoding it was most of what each cost outside etcd. The edits
+// here copy every field's bytes but the ones an outcome changes.
 
 // Field numbers MarkBoundValue edits (proto/berth/v1/types.proto).
 const (
@@ -47,14 +52,57 @@ func MarkBoundValue(value []byte, node, replica string, now time.Time) ([]byte, 
 	return out, nil
 }
 
-// patchBound copies value's fields in order, leaving out node_name and
-// status and writing the new ones where their numbers fall. It refuses
-// (errNotCanonical) fields out of order or a repeated status, which a
-// decoder would merge.
+// MarkUnschedulableValue is MarkUnschedulable on an encoded pod, as
+// stored: only the status is rewritten (its rejections kept), with the same
+// guarantee as MarkBoundValue's.
+func MarkUnschedulableValue(value []byte, message, nominatedNode string, diagnosis *berthv1.SchedulingDiagnosis) ([]byte, error) {
+	// A string that is not UTF-8 cannot be encoded; decoding and encoding
+	// gives the error.
+	if utf8.ValidString(message) && utf8.ValidString(nominatedNode) {
+		out, err := patchPod(value, len(message)+len(nominatedNode)+64, nil, func(b, rejections []byte) ([]byte, bool) {
+			return appendUnschedulableStatus(b, message, nominatedNode, diagnosis, rejections)
+		})
+		if err == nil {
+			return out, nil
+		}
+	}
+	p, err := decodePod(value)
+	if err != nil {
+		return nil, err
+	}
+	MarkUnschedulable(p, message, nominatedNode, diagnosis)
+	out, err := marshalPod(p)
+	if err != nil {
+		return nil, fmt.Errorf("store: encode pod: %w", err)
+	}
+	return out, nil
+}
+
+// patchBound is MarkBound's byte edit: node_name and status replaced.
 func patchBound(value []byte, node, replica string, now time.Time) ([]byte, error) {
-	out := make([]byte, 0, len(value)+len(node)+len(replica)+32)
+	return patchPod(value, len(node)+len(replica)+32, &node, func(b, rejections []byte) ([]byte, bool) {
+		return appendBoundStatus(b, replica, now, rejections), true
+	})
+}
+
+// patchPod copies value's fields in order, leaving out status, and
+// node_name when node is set, and writing the new ones where their numbers
+// fall: status as appendStatus writes it, given the old status's
+// rejections as encoded. It refuses (errNotCanonical) fields out of order
+// or a singular field repeated, which a decoder would merge, and whatever
+// appendStatus refuses.
+func patchPod(value []byte, grow int, node *string, appendStatus func(b, rejections []byte) ([]byte, bool)) ([]byte, error) {
+	out := make([]byte, 0, len(value)+grow)
 	var rejections []byte // the old status's rejections, as encoded
-	wroteNode, wroteStatus := false, false
+	wroteNode, wroteStatus := node == nil, false
+	writeStatus := func() error {
+		var ok bool
+		if out, ok = appendStatus(out, rejections); !ok {
+			return errNotCanonical
+		}
+		wroteStatus = true
+		return nil
+	}
 	last := protowire.Number(0)
 	rest := value
 	for len(rest) > 0 {
@@ -68,27 +116,22 @@ func patchBound(value []byte, node, replica string, now time.Time) ([]byte, erro
 		}
 		field := rest[:n+m]
 		rest = rest[n+m:]
-		if num < last || (num == last && (num == podNodeNameField || num == podStatusField)) {
+		if num < last || (num == last && !repeatedPodField(num)) || typ != podFieldType(num, typ) {
 			return nil, errNotCanonical
 		}
 		last = num
 		if num > podNodeNameField && !wroteNode {
-			out = appendNodeName(out, node)
+			out = appendNodeName(out, *node)
 			wroteNode = true
 		}
 		if num > podStatusField && !wroteStatus {
-			out = appendBoundStatus(out, replica, now, rejections)
-			wroteStatus = true
+			if err := writeStatus(); err != nil {
+				return nil, err
+			}
 		}
-		switch num {
-		case podNodeNameField:
-			if typ != protowire.BytesType {
-				return nil, errNotCanonical
-			}
-		case podStatusField:
-			if typ != protowire.BytesType {
-				return nil, errNotCanonical
-			}
+		switch {
+		case num == podNodeNameField && node != nil:
+		case num == podStatusField:
 			body, _ := protowire.ConsumeBytes(field[n:])
 			var err error
 			if rejections, err = statusRejections(body); err != nil {
@@ -99,12 +142,40 @@ func patchBound(value []byte, node, replica string, now time.Time) ([]byte, erro
 		}
 	}
 	if !wroteNode {
-		out = appendNodeName(out, node)
+		out = appendNodeName(out, *node)
 	}
 	if !wroteStatus {
-		out = appendBoundStatus(out, replica, now, rejections)
+		if err := writeStatus(); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
+}
+
+// podFieldType is the wire type of Pod's field num, or have for a field
+// this build does not know. A known field of another type is kept by a
+// decoder as unknown, and written after the known ones.
+func podFieldType(num protowire.Number, have protowire.Type) protowire.Type {
+	switch {
+	case num == podPriorityField || num == podPreemptionPolicyField:
+		return protowire.VarintType
+	case num >= podNamespaceField && num <= podGroupField:
+		return protowire.BytesType
+	}
+	return have
+}
+
+// repeatedPodField reports whether Pod's field num may occur more than
+// once as the store writes it: a list or a map. A singular field twice is
+// merged by a decoder, so copying both would not be what re-encoding
+// gives.
+func repeatedPodField(num protowire.Number) bool {
+	switch num {
+	case podLabelsField, podContainersField, podInitContainersField, podOverheadField,
+		podNodeSelectorField, podTolerationsField, podSpreadField, podSchedulingGatesField:
+		return true
+	}
+	return false
 }
 
 // statusRejections returns the rejections fields of an encoded status,
@@ -173,4 +244,21 @@ func appendBoundStatus(b []byte, replica string, now time.Time, rejections []byt
 		b = protowire.AppendString(b, replica)
 	}
 	return append(b, rejections...)
+}
+
+// appendUnschedulableStatus appends the status MarkUnschedulable sets,
+// encoded; ok false if the diagnosis cannot be.
+func appendUnschedulableStatus(b []byte, message, nominatedNode string, diagnosis *berthv1.SchedulingDiagnosis, rejections []byte) ([]byte, bool) {
+	body := appendVarint(nil, statusPhaseField, enumValue(int32(berthv1.PodPhase_POD_PHASE_UNSCHEDULABLE)))
+	body = appendString(body, statusMessageField, message)
+	body = appendString(body, statusNominatedField, nominatedNode)
+	if diagnosis != nil {
+		var ok bool
+		if body, ok = appendMessage(body, statusDiagnosisField, diagnosis); !ok {
+			return nil, false
+		}
+	}
+	body = append(body, rejections...)
+	b = protowire.AppendTag(b, podStatusField, protowire.BytesType)
+	return protowire.AppendBytes(b, body), true
 }
