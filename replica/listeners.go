@@ -20,12 +20,14 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// runtimeMemoryMetrics are the runtime's figures, beyond the default
-// memstats, that say where a replica's memory and CPU go (issue 11): the
-// heap live after the last collection against the collector's goal and
-// GOGC (which berth serve adapts to the live heap), and the CPU the
-// collector took, to weigh one against the other.
-var runtimeMemoryMetrics = regexp.MustCompile(`^/gc/heap/(live|goal):bytes$|^/gc/gogc:percent$|^/gc/gomemlimit:bytes$|^/cpu/classes/(gc/total|total):cpu-seconds$`)
+// runtimeMetrics are the runtime's figures, beyond the default memstats,
+// that say where a replica's memory and CPU go (issue 11): the heap live
+// after the last collection against the collector's goal and GOGC (which
+// berth serve adapts to the live heap), and the CPU the collector took, to
+// weigh one against the other; and how long goroutines waited for a core
+// and for mutexes, which is where a latency tail on a busy replica goes.
+var runtimeMetrics = regexp.MustCompile(`^/gc/heap/(live|goal):bytes$|^/gc/gogc:percent$|^/gc/gomemlimit:bytes$|` +
+	`^/cpu/classes/(gc/total|total):cpu-seconds$|^/sched/latencies:seconds$|^/sync/mutex/wait/total:seconds$`)
 
 // newRegistry is the replica's metrics registry, with the Go runtime's and
 // the process's collectors, and the process's memory by kind
@@ -33,7 +35,7 @@ var runtimeMemoryMetrics = regexp.MustCompile(`^/gc/heap/(live|goal):bytes$|^/gc
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{Matcher: runtimeMemoryMetrics})),
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{Matcher: runtimeMetrics})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newProcessMemoryCollector())
 	return reg
