@@ -40,16 +40,7 @@ func MarkBoundValue(value []byte, node, replica string, now time.Time) ([]byte, 
 	if out, err := patchBound(value, node, replica, now); err == nil {
 		return out, nil
 	}
-	p, err := decodePod(value)
-	if err != nil {
-		return nil, err
-	}
-	MarkBound(p, node, replica, now)
-	out, err := marshalPod(p)
-	if err != nil {
-		return nil, fmt.Errorf("store: encode pod: %w", err)
-	}
-	return out, nil
+	return reencoded(value, func(p *berthv1.Pod) { MarkBound(p, node, replica, now) })
 }
 
 // MarkUnschedulableValue is MarkUnschedulable on an encoded pod, as
@@ -66,11 +57,17 @@ func MarkUnschedulableValue(value []byte, message, nominatedNode string, diagnos
 			return out, nil
 		}
 	}
+	return reencoded(value, func(p *berthv1.Pod) { MarkUnschedulable(p, message, nominatedNode, diagnosis) })
+}
+
+// reencoded is the slow path of both edits: value decoded, marked, and
+// encoded again.
+func reencoded(value []byte, mark func(*berthv1.Pod)) ([]byte, error) {
 	p, err := decodePod(value)
 	if err != nil {
 		return nil, err
 	}
-	MarkUnschedulable(p, message, nominatedNode, diagnosis)
+	mark(p)
 	out, err := marshalPod(p)
 	if err != nil {
 		return nil, fmt.Errorf("store: encode pod: %w", err)
@@ -106,16 +103,11 @@ func patchPod(value []byte, grow int, node *string, appendStatus func(b, rejecti
 	last := protowire.Number(0)
 	rest := value
 	for len(rest) > 0 {
-		num, typ, n := protowire.ConsumeTag(rest)
-		if n < 0 {
-			return nil, protowire.ParseError(n)
+		num, typ, n, field, err := nextField(rest)
+		if err != nil {
+			return nil, err
 		}
-		m := protowire.ConsumeFieldValue(num, typ, rest[n:])
-		if m < 0 {
-			return nil, protowire.ParseError(m)
-		}
-		field := rest[:n+m]
-		rest = rest[n+m:]
+		rest = rest[len(field):]
 		if num < last || (num == last && !repeatedPodField(num)) || typ != podFieldType(num, typ) {
 			return nil, errNotCanonical
 		}
@@ -184,13 +176,9 @@ func statusRejections(status []byte) ([]byte, error) {
 	var out []byte
 	last := protowire.Number(0)
 	for len(status) > 0 {
-		num, typ, n := protowire.ConsumeTag(status)
-		if n < 0 {
-			return nil, protowire.ParseError(n)
-		}
-		m := protowire.ConsumeFieldValue(num, typ, status[n:])
-		if m < 0 {
-			return nil, protowire.ParseError(m)
+		num, typ, _, field, err := nextField(status)
+		if err != nil {
+			return nil, err
 		}
 		if num < last {
 			return nil, errNotCanonical
@@ -200,11 +188,25 @@ func statusRejections(status []byte) ([]byte, error) {
 			if typ != protowire.BytesType {
 				return nil, errNotCanonical
 			}
-			out = append(out, status[:n+m]...)
+			out = append(out, field...)
 		}
-		status = status[n+m:]
+		status = status[len(field):]
 	}
 	return out, nil
+}
+
+// nextField splits off b's first field: its number, wire type, the length
+// of its tag, and the whole field, tag included.
+func nextField(b []byte) (protowire.Number, protowire.Type, int, []byte, error) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 {
+		return 0, 0, 0, nil, protowire.ParseError(n)
+	}
+	m := protowire.ConsumeFieldValue(num, typ, b[n:])
+	if m < 0 {
+		return 0, 0, 0, nil, protowire.ParseError(m)
+	}
+	return num, typ, n, b[:n+m], nil
 }
 
 func appendNodeName(b []byte, node string) []byte {

@@ -90,20 +90,43 @@ func randomScalar(r *rand.Rand, fd protoreflect.FieldDescriptor) protoreflect.Va
 	panic(fmt.Sprintf("no random value for %v", fd.Kind()))
 }
 
-// boundTheSlowWay is what MarkBoundValue must equal: decode, MarkBound,
-// encode.
-func boundTheSlowWay(t *testing.T, value []byte, node, replica string, now time.Time) []byte {
+// randomStoredPod is the i-th random pod of an edit's test, and its
+// encoding as the store writes it.
+func randomStoredPod(t *testing.T, r *rand.Rand, i int) (*berthv1.Pod, []byte) {
+	t.Helper()
+	p := &berthv1.Pod{}
+	randomFill(r, p.ProtoReflect(), 4)
+	if i%5 == 0 {
+		// Fields of a newer schema: kept, after the known ones.
+		p.ProtoReflect().SetUnknown(protowire.AppendString(protowire.AppendTag(nil, 99, protowire.BytesType), "future"))
+	}
+	value, err := marshalOpts.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, value
+}
+
+// theSlowWay is what an edit of value must equal: decode, mark, and
+// encode with proto itself.
+func theSlowWay(t *testing.T, value []byte, mark func(*berthv1.Pod)) []byte {
 	t.Helper()
 	p, err := decodePod(value)
 	if err != nil {
 		t.Fatal(err)
 	}
-	MarkBound(p, node, replica, now)
+	mark(p)
 	out, err := marshalOpts.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// boundTheSlowWay is what MarkBoundValue must equal.
+func boundTheSlowWay(t *testing.T, value []byte, node, replica string, now time.Time) []byte {
+	t.Helper()
+	return theSlowWay(t, value, func(p *berthv1.Pod) { MarkBound(p, node, replica, now) })
 }
 
 func TestMarkBoundValueMatchesDecodeAndEncode(t *testing.T) {
@@ -117,16 +140,7 @@ func TestMarkBoundValueMatchesDecodeAndEncode(t *testing.T) {
 		time.Unix(-5, 7),
 	}
 	for i := range 3000 {
-		p := &berthv1.Pod{}
-		randomFill(r, p.ProtoReflect(), 4)
-		if i%5 == 0 {
-			// Fields of a newer schema: kept, after the known ones.
-			p.ProtoReflect().SetUnknown(protowire.AppendString(protowire.AppendTag(nil, 99, protowire.BytesType), "future"))
-		}
-		value, err := marshalOpts.Marshal(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, value := randomStoredPod(t, r, i)
 		node := []string{"n1", "node-with-a-longer-name", fmt.Sprintf("n%d", r.IntN(100000))}[r.IntN(3)]
 		replica := []string{"", "replica-a"}[r.IntN(2)]
 		now := times[r.IntN(len(times))]
@@ -176,35 +190,17 @@ func TestMarkBoundValueNonCanonicalInput(t *testing.T) {
 	}
 }
 
-// unschedulableTheSlowWay is what MarkUnschedulableValue must equal:
-// decode, MarkUnschedulable, encode.
+// unschedulableTheSlowWay is what MarkUnschedulableValue must equal.
 func unschedulableTheSlowWay(t *testing.T, value []byte, message, nominated string, diag *berthv1.SchedulingDiagnosis) []byte {
 	t.Helper()
-	p, err := decodePod(value)
-	if err != nil {
-		t.Fatal(err)
-	}
-	MarkUnschedulable(p, message, nominated, diag)
-	out, err := marshalOpts.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return theSlowWay(t, value, func(p *berthv1.Pod) { MarkUnschedulable(p, message, nominated, diag) })
 }
 
 func TestMarkUnschedulableValueMatchesDecodeAndEncode(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	r := rand.New(rand.NewPCG(seed, 12))
 	for i := range 3000 {
-		p := &berthv1.Pod{}
-		randomFill(r, p.ProtoReflect(), 4)
-		if i%5 == 0 {
-			p.ProtoReflect().SetUnknown(protowire.AppendString(protowire.AppendTag(nil, 99, protowire.BytesType), "future"))
-		}
-		value, err := marshalOpts.Marshal(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, value := randomStoredPod(t, r, i)
 		var diag *berthv1.SchedulingDiagnosis
 		if r.IntN(4) > 0 {
 			diag = &berthv1.SchedulingDiagnosis{}
