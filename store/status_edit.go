@@ -27,10 +27,8 @@ const (
 var errNotCanonical = errors.New("store: pod encoding not canonical")
 
 // MarkBoundValue is MarkBound on an encoded pod, as stored: it returns the
-// encoding of the pod placed on node. A binding rewrites the whole stored
-// pod, and decoding and re-encoding it was most of what a bind cost outside
-// etcd; this rewrites only node_name and status and copies every other
-// field's bytes.
+// encoding of the pod placed on node, with only node_name and status
+// rewritten.
 //
 // The result is byte for byte what decoding, MarkBound and deterministic
 // encoding give when value was written by the store (fields in number
