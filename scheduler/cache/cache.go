@@ -6,7 +6,6 @@ package cache
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/berth-io/berth/scheduler/framework"
@@ -62,7 +61,7 @@ type Cache struct {
 	ignoredResources      map[string]bool
 	ignoredResourceGroups map[string]bool
 
-	mu sync.RWMutex
+	mu spinRWMutex
 	// nodes holds every NodeInfo, including node-less ones that still carry
 	// pods. Each item is also in the recency list starting at head.
 	nodes map[string]*nodeItem
