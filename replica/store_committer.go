@@ -33,14 +33,6 @@ func sourceOf(p *framework.Pod) (*berthv1.Pod, error) {
 	return convert.WirePod(p)
 }
 
-// conflict is err with the store's conflict as the core's.
-func (storeCommitter) conflict(err error) error {
-	if errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("%w: %v", scheduler.ErrCommitConflict, err)
-	}
-	return err
-}
-
 // Bind records pod -> node if the pod is still the one that was scheduled,
 // nobody else added to the node since the placement's view, and this
 // replica still owns the pod's shard.
@@ -88,7 +80,9 @@ func (c storeCommitter) RecordUnschedulable(ctx context.Context, p *framework.Po
 	}
 	named := &berthv1.Pod{Namespace: p.Namespace, Name: p.Name}
 	res := c.store.UpdatePods(ctx, []store.PodUpdate{{Pod: named, ExpectedModRevision: p.Revision, Value: value}})[0]
-	return c.conflict(res.Err)
+	// An update charges no node, so only the pod's own conflict can come
+	// back: coreConflict translates it as for a binding.
+	return c.coreConflict(res.Err)
 }
 
 // Evict marks each victim with its preemptor. The mark is the durable
