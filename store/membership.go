@@ -226,7 +226,11 @@ func (m *member) register(ctx context.Context) error {
 		if rerr != nil && !errors.Is(rerr, rpctypes.ErrLeaseNotFound) {
 			return s.callError(ctx, "revoke the previous incarnation's lease", rerr)
 		}
-		m.log.Info("revoked the lease of this replica's previous incarnation", zap.Int64("lease", kv.Lease), zap.Error(rerr))
+		if rerr != nil {
+			m.log.Info("the lease of this replica's previous incarnation had already expired", zap.Int64("lease", kv.Lease))
+		} else {
+			m.log.Info("revoked the lease of this replica's previous incarnation", zap.Int64("lease", kv.Lease))
+		}
 	}
 	val, err := marshalOpts.Marshal(&berthv1.Replica{Id: m.cfg.ID, Address: m.cfg.Address, StartTime: timestamppb.Now()})
 	if err != nil {
