@@ -31,7 +31,8 @@ func TestAdaptivePercent(t *testing.T) {
 }
 
 // A heap far larger than the headroom gets a lower target after the next
-// collection, and stop gives the ceiling back.
+// collection (the tuner sees it on its next poll), and stop gives the
+// ceiling back.
 func TestGCTunerFollowsTheLiveHeap(t *testing.T) {
 	keepCollector(t)
 	live := make([]byte, 32<<20)
@@ -53,6 +54,7 @@ func TestGCTunerFollowsTheLiveHeap(t *testing.T) {
 		t.Errorf("runtime target %d; the tuner says %d", rt, got)
 	}
 	tuner.stop()
+	tuner.stop() // stopping again must neither panic nor move the target
 	if rt := debug.SetGCPercent(100); rt != 100 {
 		t.Errorf("after stop the target is %d; want the ceiling, 100", rt)
 	}
