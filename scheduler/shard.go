@@ -5,7 +5,6 @@ import (
 	"errors"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -14,6 +13,7 @@ import (
 	"github.com/berth-io/berth/scheduler/cache"
 	"github.com/berth-io/berth/scheduler/framework"
 	fwruntime "github.com/berth-io/berth/scheduler/framework/runtime"
+	"github.com/berth-io/berth/scheduler/internal/handoff"
 	"github.com/berth-io/berth/scheduler/plugins/names"
 	"github.com/berth-io/berth/scheduler/plugins/queuesort"
 	"github.com/berth-io/berth/scheduler/queue"
@@ -47,7 +47,7 @@ type shard struct {
 	pendingPeak, inFlightPeak int
 	// leftSettled holds the successful attempts settle left for the
 	// holder of mu; lock and unlock settle them (see settle).
-	leftSettled atomic.Pointer[leftSettle]
+	leftSettled handoff.Keys
 	// slot is true while the loop holds the binding slot (bind_slots.go)
 	// of the cycle running now, not yet handed to a binding. Only the
 	// loop's goroutine touches it.
@@ -378,13 +378,7 @@ func (sh *shard) settle(key string, requeue func()) {
 	case sh.mu.TryLock():
 		sh.settleLeftLocked()
 	default:
-		n := &leftSettle{key: key}
-		for {
-			n.next = sh.leftSettled.Load()
-			if sh.leftSettled.CompareAndSwap(n.next, n) {
-				break
-			}
-		}
+		sh.leftSettled.Push(key)
 		// The holder may have unlocked before the push: then no one
 		// else is bound to see it.
 		if sh.mu.TryLock() {
@@ -423,13 +417,6 @@ func (sh *shard) settleLocked(key string, requeue func()) {
 	sh.queue.Done(key)
 }
 
-// leftSettle is a key settle left for the holder of mu, in a list pushed
-// and taken whole without a lock.
-type leftSettle struct {
-	key  string
-	next *leftSettle
-}
-
 // lock takes mu and settles the attempts left meanwhile.
 func (sh *shard) lock() {
 	sh.mu.Lock()
@@ -443,17 +430,12 @@ func (sh *shard) unlock() {
 	for {
 		sh.settleLeftLocked()
 		sh.mu.Unlock()
-		if sh.leftSettled.Load() == nil || !sh.mu.TryLock() {
+		if sh.leftSettled.Empty() || !sh.mu.TryLock() {
 			return
 		}
 	}
 }
 
 func (sh *shard) settleLeftLocked() {
-	if sh.leftSettled.Load() == nil {
-		return
-	}
-	for n := sh.leftSettled.Swap(nil); n != nil; n = n.next {
-		sh.settleLocked(n.key, nil)
-	}
+	sh.leftSettled.Drain(func(key string) { sh.settleLocked(key, nil) })
 }

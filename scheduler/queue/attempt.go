@@ -27,20 +27,7 @@ func (q *PriorityQueue) Done(key string) {
 		q.mu.Unlock()
 		return
 	}
-	n := &leftDone{key: key}
-	for {
-		n.next = q.leftDone.Load()
-		if q.leftDone.CompareAndSwap(n.next, n) {
-			return
-		}
-	}
-}
-
-// leftDone is a key Done left for the next holder of the lock, in a list
-// pushed and taken whole without a lock.
-type leftDone struct {
-	key  string
-	next *leftDone
+	q.leftDone.Push(key)
 }
 
 // lock takes mu and ends the attempts Done left meanwhile. Every method
@@ -52,12 +39,7 @@ func (q *PriorityQueue) lock() {
 }
 
 func (q *PriorityQueue) endLeftLocked() {
-	if q.leftDone.Load() == nil {
-		return
-	}
-	for n := q.leftDone.Swap(nil); n != nil; n = n.next {
-		q.inFlight.end(n.key)
-	}
+	q.leftDone.Drain(q.inFlight.end)
 }
 
 // AddUnschedulableIfNotPresent takes back a pod whose attempt failed, with

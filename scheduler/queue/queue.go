@@ -22,10 +22,10 @@ import (
 	"errors"
 	"reflect"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/berth-io/berth/scheduler/framework"
+	"github.com/berth-io/berth/scheduler/internal/handoff"
 )
 
 // ErrClosed is returned by Pop once the queue is closed.
@@ -106,7 +106,7 @@ type PriorityQueue struct {
 	inFlight inFlightTracker
 	// leftDone holds the keys Done could not end for want of the lock; the
 	// next holder ends them first (see lock).
-	leftDone atomic.Pointer[leftDone]
+	leftDone handoff.Keys
 	// wake is closed (and cleared) when a pod enters activeQ or the queue
 	// closes; blocked Pops wait on it.
 	wake    chan struct{}
