@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
@@ -215,4 +216,40 @@ func TestConcurrentConversionsMatchAlone(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// The fast path reads fields by number and lets only list and map fields
+// repeat: both must be the schema's, or it would read one field as another
+// or refuse every pod that carries a new list.
+func TestPodFieldNumbersMatchSchema(t *testing.T) {
+	pod := (&berthv1.Pod{}).ProtoReflect().Descriptor().Fields()
+	status := (&berthv1.PodStatus{}).ProtoReflect().Descriptor().Fields()
+	for _, f := range []struct {
+		fields protoreflect.FieldDescriptors
+		name   protoreflect.Name
+		num    protowire.Number
+	}{
+		{pod, "namespace", podNamespaceField}, {pod, "name", podNameField}, {pod, "uid", podUIDField},
+		{pod, "labels", podLabelsField}, {pod, "priority", podPriorityField}, {pod, "containers", podContainersField},
+		{pod, "init_containers", podInitContainersField}, {pod, "overhead", podOverheadField},
+		{pod, "node_name", podNodeNameField}, {pod, "scheduler_name", podSchedulerNameField},
+		{pod, "status", podStatusField}, {pod, "node_selector", podNodeSelectorField},
+		{pod, "tolerations", podTolerationsField}, {pod, "topology_spread_constraints", podSpreadField},
+		{pod, "scheduling_gates", podGatesField}, {pod, "preemption_policy", podPreemptionField},
+		{pod, "pod_group", podGroupField},
+		{status, "phase", statusPhaseField}, {status, "message", statusMessageField},
+		{status, "nominated_node_name", statusNominatedField}, {status, "start_time", statusStartTimeField},
+		{status, "preempted_by", statusPreemptedByField}, {status, "scheduled_by", statusScheduledByField},
+		{status, "node_lost", statusNodeLostField},
+	} {
+		if fd := f.fields.ByName(f.name); fd == nil || fd.Number() != f.num {
+			t.Errorf("field %s: the fast path reads number %d; the schema has %v", f.name, f.num, fd)
+		}
+	}
+	for i := range pod.Len() {
+		fd := pod.Get(i)
+		if repeated := fd.IsList() || fd.IsMap(); isRepeated(fd.Number()) != repeated {
+			t.Errorf("field %s (%d): isRepeated %v, want %v", fd.Name(), fd.Number(), !repeated, repeated)
+		}
+	}
 }
