@@ -156,12 +156,13 @@ var ErrNoRecord = errors.New("convert: the pod holds no stored record")
 // WirePod decodes the stored record a core pod was converted from, as a
 // copy the caller may change; the error wraps ErrNoRecord if it has none.
 func WirePod(p *framework.Pod) (*berthv1.Pod, error) {
-	if len(p.Source) == 0 {
-		return nil, fmt.Errorf("%w: pod %s", ErrNoRecord, p.Key())
+	record, err := StoredRecord(p)
+	if err != nil {
+		return nil, err
 	}
 	w := &berthv1.Pod{}
 	// Unmarshal copies what it keeps and does not write its input.
-	if err := proto.Unmarshal(StoredRecord(p), w); err != nil {
+	if err := proto.Unmarshal(record, w); err != nil {
 		return nil, fmt.Errorf("convert: pod %s: decode stored record: %w", p.Key(), err)
 	}
 	return w, nil
@@ -365,7 +366,11 @@ func affinityToCore(a *berthv1.Affinity) *framework.Affinity {
 
 // StoredRecord is p's stored record as bytes, shared, not copied: for
 // readers only (decoders, byte patchers that build a new value), since
-// the core keeps these bytes for the pod's life. Empty: no record.
-func StoredRecord(p *framework.Pod) []byte {
-	return unsafe.Slice(unsafe.StringData(p.Source), len(p.Source))
+// the core keeps these bytes for the pod's life. The error wraps
+// ErrNoRecord if p holds none.
+func StoredRecord(p *framework.Pod) ([]byte, error) {
+	if len(p.Source) == 0 {
+		return nil, fmt.Errorf("%w: pod %s", ErrNoRecord, p.Key())
+	}
+	return unsafe.Slice(unsafe.StringData(p.Source), len(p.Source)), nil
 }

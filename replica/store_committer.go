@@ -49,10 +49,11 @@ func (c storeCommitter) Bind(ctx context.Context, p *framework.Pod, nodeName str
 // the stored record edited as bytes: decoding and re-encoding the whole pod
 // was most of a bind's cost outside etcd.
 func (c storeCommitter) binding(p *framework.Pod, nodeName string) (store.Binding, error) {
-	if len(p.Source) == 0 {
-		return store.Binding{}, fmt.Errorf("convert: pod %s has no stored record", p.Key())
+	record, err := convert.StoredRecord(p)
+	if err != nil {
+		return store.Binding{}, err
 	}
-	value, err := store.MarkBoundValue(convert.StoredRecord(p), nodeName, c.store.ReplicaID(), time.Now())
+	value, err := store.MarkBoundValue(record, nodeName, c.store.ReplicaID(), time.Now())
 	if err != nil {
 		return store.Binding{}, fmt.Errorf("pod %s: %w", p.Key(), err)
 	}
@@ -70,11 +71,12 @@ func (c storeCommitter) binding(p *framework.Pod, nodeName string) (store.Bindin
 // binding, it edits the stored record's bytes: decoding the whole pod was
 // most of its cost outside etcd.
 func (c storeCommitter) RecordUnschedulable(ctx context.Context, p *framework.Pod, why scheduler.Unschedulable) error {
-	if len(p.Source) == 0 {
-		return fmt.Errorf("%w: pod %s", convert.ErrNoRecord, p.Key())
+	record, err := convert.StoredRecord(p)
+	if err != nil {
+		return err
 	}
 	diag := convert.DiagnosisToWire(why, time.Now())
-	value, err := store.MarkUnschedulableValue(convert.StoredRecord(p), why.Message, p.NominatedNodeName(), diag)
+	value, err := store.MarkUnschedulableValue(record, why.Message, p.NominatedNodeName(), diag)
 	if err != nil {
 		return fmt.Errorf("pod %s: %w", p.Key(), err)
 	}
