@@ -38,7 +38,7 @@ const spinCheckEvery = 64
 var canSpin = runtime.NumCPU() > 1
 
 func (m *spinRWMutex) Lock() {
-	if !m.mu.TryLock() && !spin(m.mu.TryLock) {
+	if !m.mu.TryLock() && !spin(m.mu.TryLock, lockSpinBudget) {
 		m.mu.Lock()
 	}
 }
@@ -46,15 +46,15 @@ func (m *spinRWMutex) Lock() {
 func (m *spinRWMutex) Unlock() { m.mu.Unlock() }
 
 func (m *spinRWMutex) RLock() {
-	if !m.mu.TryRLock() && !spin(m.mu.TryRLock) {
+	if !m.mu.TryRLock() && !spin(m.mu.TryRLock, lockSpinBudget) {
 		m.mu.RLock()
 	}
 }
 
 func (m *spinRWMutex) RUnlock() { m.mu.RUnlock() }
 
-// spin retries try until it succeeds or lockSpinBudget has passed.
-func spin(try func() bool) bool {
+// spin retries try until it succeeds or budget has passed.
+func spin(try func() bool, budget time.Duration) bool {
 	if !canSpin {
 		return false
 	}
@@ -63,7 +63,7 @@ func spin(try func() bool) bool {
 		if try() {
 			return true
 		}
-		if i%spinCheckEvery == 0 && time.Since(start) > lockSpinBudget {
+		if i%spinCheckEvery == 0 && time.Since(start) > budget {
 			return false
 		}
 	}

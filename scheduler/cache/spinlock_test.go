@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Writers keep two counters equal under the write lock; readers, under the
@@ -50,20 +51,23 @@ func TestSpinRWMutexExcludes(t *testing.T) {
 }
 
 // spin retries until an attempt succeeds, and gives up (so the caller
-// blocks) when none does within the budget.
+// blocks) when none does within the budget. The budgets are extremes, so
+// that neither outcome hangs on how fast the machine spins: a 500th try
+// within an hour, and nothing left of a negative budget at the first look
+// at the clock.
 func TestSpinRetriesThenGivesUp(t *testing.T) {
 	if !canSpin {
 		t.Skip("one CPU: the lock blocks at once")
 	}
 	tries := 0
-	if !spin(func() bool { tries++; return tries == 500 }) || tries != 500 {
+	if !spin(func() bool { tries++; return tries == 500 }, time.Hour) || tries != 500 {
 		t.Errorf("spin stopped after %d tries; want success on the 500th", tries)
 	}
 	tries = 0
-	if spin(func() bool { tries++; return false }) {
+	if spin(func() bool { tries++; return false }, -1) {
 		t.Error("spin reported success with every attempt failing")
 	}
-	if tries < spinCheckEvery {
-		t.Errorf("spin gave up after %d tries, before its first look at the clock", tries)
+	if tries != spinCheckEvery {
+		t.Errorf("spin gave up after %d tries; want %d, at its first look at the clock", tries, spinCheckEvery)
 	}
 }
