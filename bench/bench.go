@@ -55,6 +55,12 @@ type Config struct {
 	// JSONPath, when set, also receives the results as scheduler_perf-style
 	// JSON (PerfData), written even when a workload failed.
 	JSONPath string
+	// TimelinePath, when set, receives a CSV row per measured pod with the
+	// moments its latency is made of (see writeTimeline).
+	TimelinePath string
+
+	// timeline is TimelinePath opened by Run, shared by its workloads.
+	timeline io.Writer
 }
 
 // Validate rejects what the flags must not say; Run calls it.
@@ -82,7 +88,23 @@ func Run(ctx context.Context, bc Config, out io.Writer) error {
 	if err := bc.Validate(); err != nil {
 		return err
 	}
+	if bc.TimelinePath != "" {
+		f, err := os.Create(bc.TimelinePath)
+		if err != nil {
+			return fmt.Errorf("--timeline: %w", err)
+		}
+		if _, err := io.WriteString(f, timelineHeader); err != nil {
+			f.Close()
+			return fmt.Errorf("--timeline: %w", err)
+		}
+		bc.timeline = f
+	}
 	results, err := runBenchmarks(ctx, bc, out)
+	if f, ok := bc.timeline.(*os.File); ok {
+		if cerr := f.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("--timeline: %w", cerr))
+		}
+	}
 	if bc.JSONPath != "" {
 		if jerr := writePerfData(bc.JSONPath, results); jerr != nil {
 			return errors.Join(err, fmt.Errorf("--json: %w", jerr))

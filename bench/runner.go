@@ -86,6 +86,11 @@ func (r *runner) measureWorkload(ctx context.Context) runResult {
 		res.rate = r.bc.Rate
 	}
 	res.err = r.execute(ctx, &res)
+	if r.bc.timeline != nil {
+		if err := r.t.writeTimeline(r.bc.timeline, w.name); err != nil && res.err == nil {
+			res.err = fmt.Errorf("--timeline: %w", err)
+		}
+	}
 	return res
 }
 

@@ -122,6 +122,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	fs.IntVar(&bc.Replicas, "replicas", 1, "replicas to start, in this process, sharing one embedded etcd; calls are spread over them (not with --addr)")
 	fs.BoolVar(&bc.Quiet, "quiet", false, "no progress lines")
 	fs.StringVar(&bc.JSONPath, "json", "", `also write the results to this file as scheduler_perf-style JSON ({"version":"v1","dataItems":[...]})`)
+	fs.StringVar(&bc.TimelinePath, "timeline", "", "also write a CSV row per measured pod to this file: when it was due, its call started and was answered, and its binding arrived (Unix ns), to see when the tail happened")
 	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole process (bench and embedded server) to this file")
 	fs.IntVar(&bf.gcPercent, "gc-percent", defaultGCPercent, gcPercentUsage+" (as for serve: the embedded server shares the process)")
 	fs.StringVar(&bf.memLimit, "memory-limit", "", memoryLimitUsage+" (as for serve)")
