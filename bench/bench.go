@@ -88,6 +88,7 @@ func Run(ctx context.Context, bc Config, out io.Writer) error {
 	if err := bc.Validate(); err != nil {
 		return err
 	}
+	var timeline *os.File
 	if bc.TimelinePath != "" {
 		f, err := os.Create(bc.TimelinePath)
 		if err != nil {
@@ -97,11 +98,11 @@ func Run(ctx context.Context, bc Config, out io.Writer) error {
 			f.Close()
 			return fmt.Errorf("--timeline: %w", err)
 		}
-		bc.timeline = f
+		timeline, bc.timeline = f, f
 	}
 	results, err := runBenchmarks(ctx, bc, out)
-	if f, ok := bc.timeline.(*os.File); ok {
-		if cerr := f.Close(); cerr != nil {
+	if timeline != nil {
+		if cerr := timeline.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("--timeline: %w", cerr))
 		}
 	}
