@@ -20,6 +20,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/berth-io/berth/internal/cgroup"
 	berthv1 "github.com/berth-io/berth/proto/berth/v1"
 	"github.com/berth-io/berth/replica"
 )
@@ -55,8 +56,12 @@ type LoadConfig struct {
 	// to its SERVING and first binding.
 	Timeout, Stall, StartTimeout time.Duration
 	DataDir                      string // work directory of the child (etcd data, logs); "": temporary
-	JSONPath                     string // also write the results as scheduler_perf-style JSON
-	Quiet                        bool   // no progress lines
+	// MemoryBudget (bytes; 0: none) puts the child, and each restart, in
+	// a memory cgroup of its own with this limit, as a container's would
+	// be: the server's defaults size its heap to the limit it finds.
+	MemoryBudget int64
+	JSONPath     string // also write the results as scheduler_perf-style JSON
+	Quiet        bool   // no progress lines
 }
 
 // Validate rejects what the flags must not say; Load calls it.
@@ -74,6 +79,8 @@ func (lc LoadConfig) Validate() error {
 		return errors.New("--timeout and --start-timeout must be positive")
 	case lc.RestartRounds < 0 || lc.RestartRounds > maxRestartRounds:
 		return fmt.Errorf("--restart-rounds must be 1-%d", maxRestartRounds)
+	case lc.MemoryBudget < 0 || (lc.MemoryBudget > 0 && lc.Addr != ""):
+		return errors.New("--memory-budget must be positive, and places a server the run starts: not with --addr")
 	}
 	return nil
 }
@@ -156,6 +163,9 @@ type loader struct {
 	dataDir     string
 	logDir      string
 	starts      int
+	// group holds each start of the child under --memory-budget; nil
+	// without.
+	group *cgroup.Group
 	// stored and retried are the load's acknowledged pods and transient
 	// refusals sent again.
 	stored, retried int
@@ -185,6 +195,13 @@ func runLoad(ctx context.Context, lc LoadConfig, out io.Writer) (res loadResult)
 			return res
 		}
 		defer cleanup()
+		if lc.MemoryBudget > 0 {
+			if err := l.makeGroup(); err != nil {
+				res.err = err
+				return res
+			}
+			defer l.removeGroup()
+		}
 		if srv, res.coldStart, err = l.startServing(ctx); err != nil {
 			res.err = err
 			return res
@@ -279,6 +296,38 @@ func (l *loader) prepareDirs() (func(), error) {
 	return cleanup, nil
 }
 
+// makeGroup makes the memory cgroup that --memory-budget puts the child
+// in, named after this process so that runs side by side do not collide.
+func (l *loader) makeGroup() error {
+	g, err := cgroup.Host.NewMemoryGroup(fmt.Sprintf("berth-load-%d", os.Getpid()), l.lc.MemoryBudget)
+	if err != nil {
+		return fmt.Errorf("--memory-budget: %w", err)
+	}
+	l.group = g
+	fmt.Fprintf(l.out, "server in memory cgroup %s, limited to %d bytes\n", g.Dir(), l.lc.MemoryBudget)
+	return nil
+}
+
+// removeGroup deletes the group once its last child is gone; a group
+// left behind is named, for the operator to remove.
+func (l *loader) removeGroup() {
+	if err := l.group.Remove(); err != nil {
+		fmt.Fprintf(l.out, "note: memory cgroup %s not removed: %v\n", l.group.Dir(), err)
+	}
+}
+
+// oomNote says, once the child has died, whether the kernel killed it for
+// going over --memory-budget.
+func (l *loader) oomNote() string {
+	if l.group == nil {
+		return ""
+	}
+	if n, err := l.group.OOMKills(); err == nil && n > 0 {
+		return fmt.Sprintf(" (killed by the kernel, out of memory: over --memory-budget %d bytes)", l.lc.MemoryBudget)
+	}
+	return ""
+}
+
 // spawn execs berth serve on the run's address and data; each start logs
 // to a file of its own.
 func (l *loader) spawn(ctx context.Context) (*serverProcess, error) {
@@ -286,7 +335,11 @@ func (l *loader) spawn(ctx context.Context) (*serverProcess, error) {
 	args := []string{"serve", "--listen", l.addr, "--metrics-listen", l.metricsAddr, "--data-dir", l.dataDir,
 		"--replica-id", "berth-load", "--log-level", "warn"}
 	args = append(args, l.lc.ServeArgs...)
-	return startServerProcess(ctx, l.lc.Server, args, filepath.Join(l.logDir, fmt.Sprintf("serve-%d.log", l.starts)))
+	sc := l.lc.Server
+	if l.group != nil {
+		sc = sc.joining(l.group.Procs())
+	}
+	return startServerProcess(ctx, sc, args, filepath.Join(l.logDir, fmt.Sprintf("serve-%d.log", l.starts)))
 }
 
 // startServing spawns the child and waits until it says SERVING.
@@ -332,7 +385,7 @@ func (l *loader) whileAlive(ctx context.Context, srv *serverProcess, limit time.
 		defer close(watching)
 		select {
 		case <-srv.done():
-			cancel(fmt.Errorf("berth serve (pid %d) exited: %v", srv.pid(), srv.waitErr))
+			cancel(fmt.Errorf("berth serve (pid %d) exited: %v%s", srv.pid(), srv.waitErr, l.oomNote()))
 		case <-done:
 		}
 	}()

@@ -3,11 +3,14 @@ package bench
 import (
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/berth-io/berth/internal/cgroup"
 	"github.com/berth-io/berth/replica"
 	"github.com/google/go-cmp/cmp"
 )
@@ -30,6 +33,8 @@ func TestLoadConfigValidate(t *testing.T) {
 		"no start timeout": func(lc *LoadConfig) { lc.StartTimeout = 0 },
 		"negative rounds":  func(lc *LoadConfig) { lc.RestartRounds = -1 },
 		"too many rounds":  func(lc *LoadConfig) { lc.RestartRounds = maxRestartRounds + 1 },
+		"negative budget":  func(lc *LoadConfig) { lc.MemoryBudget = -1 },
+		"budget with addr": func(lc *LoadConfig) { lc.Addr, lc.MemoryBudget = "127.0.0.1:1", 1<<30 },
 	} {
 		lc := good
 		edit(&lc)
@@ -231,5 +236,41 @@ func TestChildMetricsAddr(t *testing.T) {
 		if got := childMetricsAddr(own, tc.args); got != tc.want {
 			t.Errorf("childMetricsAddr(%q) = %q, want %q", tc.args, got, tc.want)
 		}
+	}
+}
+
+// A child that dies after the kernel's OOM killer struck in its group is
+// said to have died of the budget; one that died otherwise is not.
+func TestOOMNote(t *testing.T) {
+	root := t.TempDir()
+	self := filepath.Join(t.TempDir(), "cgroup")
+	if err := os.WriteFile(self, []byte("4:memory:/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "memory"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g, err := cgroup.Paths{Root: root, Self: self}.NewMemoryGroup("load-1", 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &loader{lc: LoadConfig{MemoryBudget: 1 << 30}, group: g}
+	oom := filepath.Join(g.Dir(), "memory.oom_control")
+	for _, tc := range []struct {
+		kills string
+		want  string
+	}{
+		{"0", ""},
+		{"1", " (killed by the kernel, out of memory: over --memory-budget 1073741824 bytes)"},
+	} {
+		if err := os.WriteFile(oom, []byte("oom_kill_disable 0\nunder_oom 0\noom_kill "+tc.kills+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := l.oomNote(); got != tc.want {
+			t.Errorf("after %s OOM kills: note %q; want %q", tc.kills, got, tc.want)
+		}
+	}
+	if got := (&loader{}).oomNote(); got != "" {
+		t.Errorf("without a budget: note %q", got)
 	}
 }

@@ -17,7 +17,8 @@ import (
 // sleeping grandchild in its group, writes the grandchild's pid to stdout,
 // and blocks; "parent" starts a sleeping child the bench way, writes its
 // pid and exits without stopping it, as a crashed bench would; "stubborn"
-// ignores SIGTERM, then writes its own pid and blocks.
+// ignores SIGTERM, then writes its own pid and blocks; "pid" writes its
+// own pid and blocks.
 const testChildEnv = "BERTH_BENCH_TEST_CHILD"
 
 func TestMain(m *testing.M) {
@@ -25,6 +26,9 @@ func TestMain(m *testing.M) {
 	case "":
 		goleak.VerifyTestMain(m)
 	case "sleep":
+		select {}
+	case "pid":
+		fmt.Println(os.Getpid())
 		select {}
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)

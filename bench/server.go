@@ -28,6 +28,18 @@ type ServerCommand struct {
 	Env  []string
 }
 
+// joining runs sc through a shell that first moves itself into the cgroup
+// whose membership file is procs, then execs sc in its own place: the
+// server is in the group before it runs (so it finds the group's limit),
+// and keeps the pid the run measures.
+func (sc ServerCommand) joining(procs string) ServerCommand {
+	return ServerCommand{
+		Path: "/bin/sh",
+		Args: append([]string{"-c", `echo $$ > "$0" && exec "$@"`, procs, sc.Path}, sc.Args...),
+		Env:  sc.Env,
+	}
+}
+
 // serverProcess is one `berth serve` child in a process group of its own.
 // Whatever ends the run (its context, a failed step, a panic unwinding
 // through a deferred kill, this process dying) ends the child and anything

@@ -158,6 +158,27 @@ func TestServerProcessStopKillsStubbornChild(t *testing.T) {
 
 // The CPU times are counted from the command name's last ")", which may
 // hold spaces and parentheses of its own.
+// A child joining a cgroup writes its own pid to the group's membership
+// file before it runs, and is then the process the run measures: the shell
+// that joined gave it its pid.
+func TestServerProcessJoinsGroupFirst(t *testing.T) {
+	procs := filepath.Join(t.TempDir(), "cgroup.procs")
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	sc := ServerCommand{Path: os.Args[0], Env: []string{testChildEnv + "=pid"}}.joining(procs)
+	p, err := startServerProcess(context.Background(), sc, nil, logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.kill)
+	if got := readPID(t, logPath); got != p.pid() {
+		t.Errorf("the child runs as pid %d; want the started pid %d", got, p.pid())
+	}
+	b, err := os.ReadFile(procs)
+	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(p.pid()) {
+		t.Errorf("membership file holds %q, %v; want the child's pid %d", b, err, p.pid())
+	}
+}
+
 func TestParseCPU(t *testing.T) {
 	stat := "4242 (odd (name) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 9 0 123 456 789\n"
 	got, err := parseCPU([]byte(stat))

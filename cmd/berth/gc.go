@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/berth-io/berth/internal/cgroup"
 	"github.com/berth-io/berth/internal/hugeheap"
 )
 
@@ -38,6 +39,10 @@ const memoryLimitUsage = "soft memory limit of the Go heap (Go's GOMEMLIMIT), in
 // cache charged to the cgroup, fragmentation) so the kernel's OOM killer
 // does not strike before the collector has tried.
 const cgroupLimitShare = 0.9
+
+// cgroupPaths is where the memory limit is read; tests point it at fake
+// files.
+var cgroupPaths = cgroup.Host
 
 // thpModePath is where Linux says whether anonymous memory gets
 // transparent huge pages; tests point it at a fake file.
@@ -91,7 +96,7 @@ func applyGC(percent int, memoryLimit string) (gcSettings, error) {
 		}
 		s.memoryLimit, s.memoryLimitSource = limit, "flag"
 	default:
-		limit, ok, err := cgroupMemoryLimit(cgroupRoot)
+		limit, ok, err := cgroupPaths.MemoryLimit()
 		if err != nil || !ok {
 			// An unreadable cgroup leaves Go's default: no limit.
 			return s, nil
@@ -184,8 +189,8 @@ func parseBytes(flag, v string) (int64, error) {
 	s := strings.TrimSpace(v)
 	if strings.HasSuffix(s, "iB") {
 		s = strings.TrimSuffix(s, "B")
-	} else if strings.HasSuffix(s, "B") && len(s) > 1 && s[len(s)-2] >= '0' && s[len(s)-2] <= '9' {
-		s = strings.TrimSuffix(s, "B") // plain bytes: "1024B"
+	} else if strings.HasSuffix(s, "B") && len(s) > 1 && strings.ContainsRune("0123456789kMGTPE", rune(s[len(s)-2])) {
+		s = strings.TrimSuffix(s, "B") // plain bytes ("1024B") or decimal units ("644MB")
 	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil {

@@ -6,17 +6,18 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"testing"
+
+	"github.com/berth-io/berth/internal/cgroup"
 )
 
 // noCgroup points the cgroup reader at an empty directory for the test,
 // and at a process in its root group.
 func noCgroup(t *testing.T) string {
 	t.Helper()
-	origRoot, origSelf := cgroupRoot, procSelfCgroup
-	cgroupRoot = t.TempDir()
-	procSelfCgroup = filepath.Join(t.TempDir(), "cgroup")
-	t.Cleanup(func() { cgroupRoot, procSelfCgroup = origRoot, origSelf })
-	return cgroupRoot
+	orig := cgroupPaths
+	cgroupPaths = cgroup.Paths{Root: t.TempDir(), Self: filepath.Join(t.TempDir(), "cgroup")}
+	t.Cleanup(func() { cgroupPaths = orig })
+	return cgroupPaths.Root
 }
 
 // noGCEnv clears GOGC and GOMEMLIMIT for the test, so flags decide.
@@ -76,13 +77,16 @@ func TestParseMemoryLimit(t *testing.T) {
 		{"512Mi", 512 << 20},
 		{"1G", 1e9},
 		{"1024B", 1024},
+		{"644MB", 644e6},
+		{"2GB", 2e9},
+		{"100kB", 100e3},
 	} {
 		got, err := parseMemoryLimit(tc.in)
 		if err != nil || got != tc.want {
 			t.Errorf("parseMemoryLimit(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "lots", "-1Gi", "0", "1.5"} {
+	for _, bad := range []string{"", "lots", "-1Gi", "0", "1.5", "1XB", "B"} {
 		if got, err := parseMemoryLimit(bad); err == nil {
 			t.Errorf("parseMemoryLimit(%q) = %d; want an error", bad, got)
 		}
@@ -96,87 +100,6 @@ func writeFile(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestCgroupMemoryLimit(t *testing.T) {
-	for _, tc := range []struct {
-		name, file, content string
-		want                int64
-		ok                  bool
-	}{
-		{"v2 limit", "memory.max", "2147483648\n", 2 << 30, true},
-		{"v2 none", "memory.max", "max\n", 0, false},
-		{"v1 limit", "memory/memory.limit_in_bytes", "1073741824\n", 1 << 30, true},
-		{"v1 none", "memory/memory.limit_in_bytes", "9223372036854771712\n", 0, false},
-		{"no cgroup", "", "", 0, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			root := noCgroup(t)
-			if tc.file != "" {
-				writeFile(t, filepath.Join(root, tc.file), tc.content)
-			}
-			got, ok, err := cgroupMemoryLimit(root)
-			if err != nil || got != tc.want || ok != tc.ok {
-				t.Errorf("cgroupMemoryLimit = %d, %v, %v; want %d, %v", got, ok, err, tc.want, tc.ok)
-			}
-		})
-	}
-	root := noCgroup(t)
-	writeFile(t, filepath.Join(root, "memory.max"), "garbage\n")
-	if _, _, err := cgroupMemoryLimit(root); err == nil {
-		t.Error("an unreadable memory.max: want an error")
-	}
-}
-
-// A process deeper in the hierarchy (a systemd unit, a container without
-// a cgroup namespace) is bound by the lowest limit on the way from its own
-// group to the root, read where /proc/self/cgroup says it is.
-func TestCgroupMemoryLimitOfOwnGroup(t *testing.T) {
-	const gib = 1 << 30
-	for _, tc := range []struct {
-		name, self string
-		files      map[string]string
-		want       int64
-		ok         bool
-	}{
-		{"v2 unit", "0::/system.slice/berth.service\n",
-			map[string]string{"cgroup.controllers": "memory\n", "system.slice/berth.service/memory.max": "4294967296\n", "system.slice/memory.max": "max\n"},
-			4 * gib, true},
-		{"v2 slice lower than unit", "0::/system.slice/berth.service\n",
-			map[string]string{"cgroup.controllers": "memory\n", "system.slice/berth.service/memory.max": "4294967296\n", "system.slice/memory.max": "2147483648\n"},
-			2 * gib, true},
-		{"v2 beside v1", "0::/berth\n4:memory:/\n",
-			map[string]string{"unified/cgroup.controllers": "memory\n", "unified/berth/memory.max": "1073741824\n"},
-			gib, true},
-		{"v1 nested", "9:name=systemd:/\n4:memory:/process_api/abc/berth\n3:cpu,cpuacct:/\n0::/\n",
-			map[string]string{"memory/memory.limit_in_bytes": "9223372036854771712\n", "memory/process_api/abc/memory.limit_in_bytes": "9223372036854771712\n",
-				"memory/process_api/abc/berth/memory.limit_in_bytes": "3221225472\n"},
-			3 * gib, true},
-		{"v1 with memory among others", "4:cpu,memory:/job\n",
-			map[string]string{"memory/job/memory.limit_in_bytes": "1073741824\n"},
-			gib, true},
-		{"own group not mounted", "0::/docker/abc\n",
-			map[string]string{"memory.max": "2147483648\n"},
-			2 * gib, true},
-		{"no limit anywhere", "0::/system.slice/berth.service\n",
-			map[string]string{"cgroup.controllers": "memory\n", "system.slice/berth.service/memory.max": "max\n"},
-			0, false},
-		{"a path out of the mount", "0::/../outside\n",
-			map[string]string{"memory.max": "1073741824\n", "../outside/memory.max": "1\n"},
-			gib, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			root := filepath.Join(noCgroup(t), "fs")
-			writeFile(t, procSelfCgroup, tc.self)
-			for name, content := range tc.files {
-				writeFile(t, filepath.Join(root, name), content)
-			}
-			got, ok, err := cgroupMemoryLimit(root)
-			if err != nil || got != tc.want || ok != tc.ok {
-				t.Errorf("cgroupMemoryLimit = %d, %v, %v; want %d, %v", got, ok, err, tc.want, tc.ok)
-			}
-		})
 	}
 }
 

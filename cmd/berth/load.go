@@ -77,6 +77,8 @@ func parseLoadFlags(args []string, stderr io.Writer) (bench.LoadConfig, error) {
 	fs.StringVar(&lc.Addr, "addr", "", "target a running server instead of starting one; no restarts")
 	fs.IntVar(&lc.PID, "pid", 0, "with --addr: the server's process id, for its memory from /proc")
 	fs.BoolVar(&lc.Quiet, "quiet", false, "no progress lines")
+	budget := fs.String("memory-budget", "", "run the server in a memory cgroup of its own limited to this (bytes or a quantity: 644M, 614Mi, 644MB), as a container's "+
+		"limit would: its defaults then fit the heap to it. Linux, with a cgroup this process may make groups in (root under v1; under v2 a group that enables memory for its children)")
 	fs.StringVar(&lc.JSONPath, "json", "", `also write the results to this file as scheduler_perf-style JSON ({"version":"v1","dataItems":[...]})`)
 	if err := fs.Parse(args); err != nil {
 		return lc, err
@@ -85,6 +87,13 @@ func parseLoadFlags(args []string, stderr io.Writer) (bench.LoadConfig, error) {
 		return lc, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	lc.ServeArgs = strings.Fields(*serveArgs)
+	if *budget != "" {
+		n, err := parseBytes("--memory-budget", *budget)
+		if err != nil {
+			return lc, err
+		}
+		lc.MemoryBudget = n
+	}
 	if lc.Addr == "" {
 		lc.Server.Path = *server
 		if lc.Server.Path == "" {

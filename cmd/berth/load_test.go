@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/berth-io/berth/bench"
+	"github.com/berth-io/berth/internal/cgroup"
 )
 
 func TestParseLoadFlags(t *testing.T) {
@@ -32,7 +34,12 @@ func TestParseLoadFlags(t *testing.T) {
 	if lc.Nodes != 20000 || lc.Pods != 200000 || lc.Restarts || lc.RestartRounds != 3 || strings.Join(lc.ServeArgs, " ") != "--gc-percent 100 --shard-loops 2" {
 		t.Errorf("parsed %+v", lc)
 	}
-	for _, args := range [][]string{{"--batch", "1001"}, {"--pid", "42"}, {"--pods", "0"}, {"--restart-rounds", "21"}, {"extra"}} {
+	lc, err = parseLoadFlags([]string{"--memory-budget", "644MB"}, &stderr)
+	if err != nil || lc.MemoryBudget != 644e6 {
+		t.Errorf("--memory-budget 644MB: %d, %v; want 644000000 bytes", lc.MemoryBudget, err)
+	}
+	for _, args := range [][]string{{"--batch", "1001"}, {"--pid", "42"}, {"--pods", "0"}, {"--restart-rounds", "21"}, {"extra"},
+		{"--memory-budget", "lots"}, {"--memory-budget", "1Gi", "--addr", "127.0.0.1:7070"}} {
 		if _, err := parseLoadFlags(args, &stderr); err == nil {
 			t.Errorf("%q accepted", args)
 		}
@@ -153,6 +160,47 @@ func TestLoadSmallWithRestarts(t *testing.T) {
 			if data[k] <= 0 {
 				t.Errorf("%s %s = %v, want > 0", item, k, data[k])
 			}
+		}
+	}
+}
+
+// Under --memory-budget the server and its restarts run in a memory cgroup
+// of that size, find its limit by their defaults (90% of it goes to the
+// heap's soft limit), and the group is gone after the run. Where this
+// process may not make a cgroup, there is nothing to run.
+func TestLoadInMemoryBudget(t *testing.T) {
+	probe, err := cgroup.Host.NewMemoryGroup(fmt.Sprintf("berth-probe-%d", os.Getpid()), 1<<30)
+	if err != nil {
+		t.Skipf("cannot make a memory cgroup here: %v", err)
+	}
+	if err := probe.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(runMainEnv, "1")
+	dir := t.TempDir()
+	var out syncBuffer
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"load", "--nodes", "50", "--pods", "200", "--restart-rounds", "1", "--memory-budget", "1Gi",
+		"--data-dir", dir, "--serve-args", "--log-level info"}, &out, &stderr)
+	if code != 0 {
+		t.Fatalf("berth load: exit %d: %s\n%s", code, stderr.String(), out.String())
+	}
+	text := out.String()
+	assertServersGone(t, text)
+	m := regexp.MustCompile(`server in memory cgroup (\S+), limited to 1073741824 bytes\n`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("output names no memory cgroup:\n%s", text)
+	}
+	if _, err := os.Stat(m[1]); !os.IsNotExist(err) {
+		t.Errorf("cgroup %s still there after the run: %v", m[1], err)
+	}
+	for _, start := range []string{"serve-1.log", "serve-2.log", "serve-3.log"} { // the load's and both restarts'
+		b, err := os.ReadFile(filepath.Join(dir, "logs", start))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `"memory_limit_bytes":966367641,"memory_limit_source":"cgroup"`; !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s: the server did not find the budget", start, want)
 		}
 	}
 }
