@@ -305,7 +305,22 @@ func (l *loader) makeGroup() error {
 	}
 	l.group = g
 	fmt.Fprintf(l.out, "server in memory cgroup %s, limited to %d bytes\n", g.Dir(), l.lc.MemoryBudget)
+	if runsThisBinary(l.lc.Server.Path) {
+		fmt.Fprintln(l.out, "note: the server runs this same binary: the pages of it that this process has read are charged to this "+
+			"process's cgroup, not the budget, yet count in the server's RSS")
+	}
 	return nil
+}
+
+// runsThisBinary reports whether path is the executable of this process.
+func runsThisBinary(path string) bool {
+	self, err := os.Executable()
+	if err != nil {
+		return false
+	}
+	a, err1 := os.Stat(self)
+	b, err2 := os.Stat(path)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 // removeGroup deletes the group once its last child is gone; a group

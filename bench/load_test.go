@@ -274,3 +274,12 @@ func TestOOMNote(t *testing.T) {
 		t.Errorf("without a budget: note %q", got)
 	}
 }
+
+func TestRunsThisBinary(t *testing.T) {
+	if !runsThisBinary(os.Args[0]) {
+		t.Errorf("%s, this test binary, is not found to be this process's", os.Args[0])
+	}
+	if runsThisBinary("/bin/sh") || runsThisBinary(filepath.Join(t.TempDir(), "absent")) {
+		t.Error("another binary, or none, is found to be this process's")
+	}
+}
