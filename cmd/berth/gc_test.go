@@ -93,16 +93,6 @@ func TestParseMemoryLimit(t *testing.T) {
 	}
 }
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestApplyGCMemoryLimit(t *testing.T) {
 	keepCollector(t)
 	root := noCgroup(t)
@@ -113,7 +103,9 @@ func TestApplyGCMemoryLimit(t *testing.T) {
 		t.Errorf("without flag or cgroup: %+v, %v; want no limit", s, err)
 	}
 
-	writeFile(t, filepath.Join(root, "memory.max"), "1000000000\n")
+	if err := os.WriteFile(filepath.Join(root, "memory.max"), []byte("1000000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	s, err = applyGC(300, "")
 	if err != nil || s.memoryLimitSource != "cgroup" || s.memoryLimit != 900_000_000 {
 		t.Errorf("with a 1 GB cgroup: %+v, %v; want 90%% of it", s, err)
