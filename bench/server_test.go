@@ -156,8 +156,6 @@ func TestServerProcessStopKillsStubbornChild(t *testing.T) {
 	}
 }
 
-// The CPU times are counted from the command name's last ")", which may
-// hold spaces and parentheses of its own.
 // A child joining a cgroup writes its own pid to the group's membership
 // file before it runs, and is then the process the run measures: the shell
 // that joined gave it its pid.
@@ -179,6 +177,8 @@ func TestServerProcessJoinsGroupFirst(t *testing.T) {
 	}
 }
 
+// The CPU times are counted from the command name's last ")", which may
+// hold spaces and parentheses of its own.
 func TestParseCPU(t *testing.T) {
 	stat := "4242 (odd (name) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 9 0 123 456 789\n"
 	got, err := parseCPU([]byte(stat))

@@ -1,8 +1,6 @@
 package cgroup
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -70,9 +68,8 @@ func (g *Group) OOMKills() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "oom_kill "); ok {
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
 			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		}
 	}
