@@ -116,6 +116,12 @@ func startSecureEtcd(t *testing.T, pki testPKI, rootPassword string) string {
 	ec.ClientTLSInfo.TrustedCAFile, ec.ClientTLSInfo.ClientCertAuth = pki.caFile, true
 	store.EmbeddedConfig{}.ApplyTo(ec)
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	// etcd checks the password with bcrypt for every token it hands out.
+	// At the default cost (10), under -race beside another package's tests
+	// on 2 cores, a check outlasted the replica's 3 s request timeout, so
+	// every token request was cancelled and the replica never synced. The
+	// minimum cost (4) tests the same path 64 times cheaper.
+	ec.BcryptCost = 4
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
 		t.Fatal(err)
