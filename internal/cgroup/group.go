@@ -31,7 +31,7 @@ func (p Paths) NewMemoryGroup(name string, limit int64) (*Group, error) {
 		return nil, fmt.Errorf("cgroup memory limit %d: want a positive number of bytes", limit)
 	}
 	own := p.own()
-	g, limitFile := &Group{}, "memory.limit_in_bytes"
+	g := &Group{}
 	if own.v1Memory {
 		g.dir = filepath.Join(within(filepath.Join(p.Root, "memory"), own.v1), name)
 	} else {
@@ -40,15 +40,23 @@ func (p Paths) NewMemoryGroup(name string, limit int64) (*Group, error) {
 		if err != nil || !slices.Contains(strings.Fields(string(ctl)), "memory") {
 			return nil, fmt.Errorf("cgroup %s does not enable the memory controller for groups below it (cgroup.subtree_control)", parent)
 		}
-		g.dir, g.v2, limitFile = filepath.Join(parent, name), true, "memory.max"
+		g.dir, g.v2 = filepath.Join(parent, name), true
 	}
 	if err := os.Mkdir(g.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("make cgroup: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(g.dir, limitFile), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
+	if err := os.WriteFile(g.limitFile(), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
 		return nil, errors.Join(fmt.Errorf("limit cgroup %s: %w", g.dir, err), os.Remove(g.dir))
 	}
 	return g, nil
+}
+
+// limitFile is the file that holds the group's memory limit.
+func (g *Group) limitFile() string {
+	if g.v2 {
+		return filepath.Join(g.dir, v2LimitFile)
+	}
+	return filepath.Join(g.dir, v1LimitFile)
 }
 
 // Dir is the group's directory.

@@ -116,11 +116,7 @@ func TestMemoryGroupOnThisHost(t *testing.T) {
 	if !strings.Contains(string(out)+"\n", name) {
 		t.Errorf("a process that joined %s lists its groups as\n%s", g.Dir(), out)
 	}
-	file := "memory.limit_in_bytes"
-	if g.v2 {
-		file = "memory.max"
-	}
-	limit, set, err := readLimit(filepath.Join(g.Dir(), file))
+	limit, set, err := readLimit(g.limitFile())
 	if err != nil || !set || limit != 256<<20 {
 		t.Errorf("the group's limit reads %d, %v, %v; want %d", limit, set, err, 256<<20)
 	}

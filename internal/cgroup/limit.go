@@ -24,6 +24,12 @@ type Paths struct {
 // Host is the running system's.
 var Host = Paths{Root: "/sys/fs/cgroup", Self: "/proc/self/cgroup"}
 
+// The files that hold a group's memory limit, under v2 and under v1.
+const (
+	v2LimitFile = "memory.max"
+	v1LimitFile = "memory.limit_in_bytes"
+)
+
 // unlimited: a limit at or above this is the kernel's way of saying none
 // (v1 writes a page-rounded math.MaxInt64).
 const unlimited = 1 << 60
@@ -38,8 +44,8 @@ const unlimited = 1 << 60
 func (p Paths) MemoryLimit() (limit int64, ok bool, err error) {
 	own := p.own()
 	for _, h := range []struct{ base, path, file string }{
-		{unifiedBase(p.Root), own.v2, "memory.max"},
-		{filepath.Join(p.Root, "memory"), own.v1, "memory.limit_in_bytes"},
+		{unifiedBase(p.Root), own.v2, v2LimitFile},
+		{filepath.Join(p.Root, "memory"), own.v1, v1LimitFile},
 	} {
 		n, found, err := lowestLimit(h.base, h.path, h.file)
 		if err != nil {
