@@ -43,6 +43,9 @@ type Config struct {
 	// of sending them as fast as calls are acknowledged; the trace replay
 	// keeps its own pace.
 	Rate float64
+	// StoreFloor times etcd's part of a pod's path alone at Rate, in place
+	// of the workloads (see StoreFloor).
+	StoreFloor bool
 	// Timeout bounds a workload; Stall (0: none) ends one in which no pod
 	// binds, is evicted or deleted for that long.
 	Timeout, Stall time.Duration
@@ -74,6 +77,9 @@ func (bc Config) Validate() error {
 	if bc.Replicas > 1 && bc.Addr != "" {
 		return errors.New("--replicas starts its own replicas: it does not go with --addr")
 	}
+	if bc.StoreFloor && (bc.Rate == 0 || bc.Addr != "" || bc.Replicas > 1) {
+		return errors.New("--store-floor needs --rate, and starts its own etcd: it does not go with --addr or --replicas")
+	}
 	return nil
 }
 
@@ -87,6 +93,9 @@ func (bc Config) schedulerConfig() scheduler.Config {
 func Run(ctx context.Context, bc Config, out io.Writer) error {
 	if err := bc.Validate(); err != nil {
 		return err
+	}
+	if bc.StoreFloor {
+		return StoreFloor(ctx, bc, out)
 	}
 	var timeline *os.File
 	if bc.TimelinePath != "" {

@@ -108,6 +108,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	fs.IntVar(&bc.Sizes.Pods, "pods", 0, "pods to measure (0: the workload's default; alibaba: the first N trace pods by creation)")
 	fs.IntVar(&bc.Batch, "batch", 100, "pods per SubmitPods call")
 	fs.Float64Var(&bc.Rate, "rate", 0, "submit the measured pods at this many pods/s, in batches of up to --batch every millisecond, instead of as fast as calls are acknowledged (0); latency then runs from each pod's due time, so pods held back by calls in flight count, with the latency from call start beside it; not for alibaba, whose replay keeps its own pace")
+	fs.BoolVar(&bc.StoreFloor, "store-floor", false, "with --rate, instead of a workload, time etcd's part of each pod's path alone on an embedded etcd in this process (a durable Txn creates the pod, a watch delivers it, a second Txn binds it, a second watch delivers the binding): the least a server's submit-to-bound can be on this machine at that rate")
 	fs.IntVar(&bc.Concurrency, "concurrency", 8, "SubmitPods calls in flight (and victim or trace deletions in flight)")
 	fs.Int64Var(&bc.Shape.NodeCPU, "node-cpu", 0, "node allocatable cpu, millicores (0: the workload's; basic 32000, others 4000; ignored by preemption and alibaba)")
 	fs.Int64Var(&bc.Shape.NodeMemory, "node-memory", 0, "node allocatable memory, bytes (0: the workload's; basic 128Gi, others 32Gi)")
