@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,8 +72,8 @@ func (bc Config) Validate() error {
 	if bc.Sizes.Nodes < 0 || bc.Sizes.Pods < 0 || bc.Batch < 1 || bc.Concurrency < 1 || bc.TraceWindow < 1 || bc.Replicas < 1 {
 		return errors.New("--nodes and --pods must not be negative; --batch, --concurrency, --trace-window and --replicas must be positive")
 	}
-	if bc.Rate < 0 {
-		return errors.New("--rate must not be negative")
+	if bc.Rate < 0 || math.IsNaN(bc.Rate) || math.IsInf(bc.Rate, 0) {
+		return errors.New("--rate must be a number of pods/s, not negative")
 	}
 	if bc.Replicas > 1 && bc.Addr != "" {
 		return errors.New("--replicas starts its own replicas: it does not go with --addr")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -279,5 +280,14 @@ func TestMeasureWithoutBacklog(t *testing.T) {
 	}
 	if got, want := res.callLatencies[len(res.callLatencies)-1], 2*time.Millisecond; got != want {
 		t.Errorf("max latency from call start %v; want %v", got, want)
+	}
+}
+
+func TestRateMustBeFinite(t *testing.T) {
+	for _, rate := range []float64{-1, math.NaN(), math.Inf(1)} {
+		c := Config{Rate: rate, Batch: 1, Concurrency: 1, Replicas: 1, TraceWindow: 1}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--rate") {
+			t.Errorf("rate %v: Validate = %v, want a --rate error", rate, err)
+		}
 	}
 }

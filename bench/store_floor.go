@@ -24,6 +24,10 @@ const (
 	floorBindings = "/berth-store-floor/bindings/"
 )
 
+// floorDefaultPodsMax bounds the pods a run without --pods sends, so a
+// slip in --rate cannot ask for an unbounded table of timestamps.
+const floorDefaultPodsMax = 1_000_000
+
 // StoreFloor times, at bc.Rate, the part of each pod's path that is etcd's:
 // a durable Txn creates the pod, a watch delivers it, a second durable Txn
 // binds it (the bindings of whatever the watch delivered meanwhile go
@@ -35,7 +39,8 @@ const (
 func StoreFloor(ctx context.Context, bc Config, out io.Writer) error {
 	n := bc.Sizes.Pods
 	if n == 0 {
-		n = int(bc.Rate * 10)
+		// Ten seconds' worth: long enough for a p99 past the start.
+		n = int(min(bc.Rate*10, floorDefaultPodsMax))
 	}
 	dir, cleanup, err := floorDir(bc.DataDir)
 	if err != nil {
