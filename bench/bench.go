@@ -78,8 +78,8 @@ func (bc Config) Validate() error {
 	if bc.Replicas > 1 && bc.Addr != "" {
 		return errors.New("--replicas starts its own replicas: it does not go with --addr")
 	}
-	if bc.StoreFloor && (bc.Rate == 0 || bc.Addr != "" || bc.Replicas > 1) {
-		return errors.New("--store-floor needs --rate, and starts its own etcd: it does not go with --addr or --replicas")
+	if bc.StoreFloor && (bc.Rate == 0 || bc.Addr != "" || bc.Replicas > 1 || bc.JSONPath != "" || bc.TimelinePath != "") {
+		return errors.New("--store-floor needs --rate, and starts its own etcd and prints its figures: it does not go with --addr, --replicas, --json or --timeline")
 	}
 	return nil
 }

@@ -177,19 +177,17 @@ func (f *floorRun) bind(created clientv3.WatchChan) {
 	for {
 		if len(pending) == 0 {
 			wr, ok := <-created
-			if !ok || f.watchFailed("pod watch", wr) {
+			if !f.received(&pending, wr, ok) {
 				return
 			}
-			pending = appendIndexes(pending, wr, floorPods)
 		}
 	drain:
 		for {
 			select {
 			case wr, ok := <-created:
-				if !ok || f.watchFailed("pod watch", wr) {
+				if !f.received(&pending, wr, ok) {
 					return
 				}
-				pending = appendIndexes(pending, wr, floorPods)
 			default:
 				break drain
 			}
@@ -230,11 +228,16 @@ func (f *floorRun) record(bindings clientv3.WatchChan, n int) {
 	}
 }
 
-func appendIndexes(dst []string, wr clientv3.WatchResponse, prefix string) []string {
-	for _, ev := range wr.Events {
-		dst = append(dst, string(ev.Kv.Key[len(prefix):]))
+// received adds the pods of one delivery of the pod watch to pending;
+// false when the watch ended, which ends the binder.
+func (f *floorRun) received(pending *[]string, wr clientv3.WatchResponse, ok bool) bool {
+	if !ok || f.watchFailed("pod watch", wr) {
+		return false
 	}
-	return dst
+	for _, ev := range wr.Events {
+		*pending = append(*pending, string(ev.Kv.Key[len(floorPods):]))
+	}
+	return true
 }
 
 // watchFailed ends the run on a watch error; a watch closed by the run's

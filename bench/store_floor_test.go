@@ -37,6 +37,8 @@ func TestStoreFloorFlagsRefused(t *testing.T) {
 		"no rate":  func(c *Config) { c.Rate = 0 },
 		"addr":     func(c *Config) { c.Addr = "127.0.0.1:1" },
 		"replicas": func(c *Config) { c.Replicas = 2 },
+		"json":     func(c *Config) { c.JSONPath = "out.json" },
+		"timeline": func(c *Config) { c.TimelinePath = "out.csv" },
 	} {
 		c := base
 		edit(&c)
