@@ -114,7 +114,7 @@ type floorRun struct {
 	client  *clientv3.Client
 	ctx     context.Context
 	cancel  context.CancelFunc // ends the watches and the calls in flight
-	pod     []byte             // every pod's value: the basic workload's pod, encoded
+	pod     string             // every pod's value: the basic workload's pod, encoded
 	bound   atomic.Int64
 	boundAt []int64 // unix nanos, by pod index
 	slots   chan struct{}
@@ -140,7 +140,7 @@ func newFloorRun(ctx context.Context, client *clientv3.Client, n, inFlight int) 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	f := &floorRun{
-		client: client, ctx: ctx, cancel: cancel, pod: pod,
+		client: client, ctx: ctx, cancel: cancel, pod: string(pod),
 		boundAt: make([]int64, n), slots: make(chan struct{}, inFlight), done: make(chan struct{}),
 	}
 	created := client.Watch(ctx, floorPods, clientv3.WithPrefix(), clientv3.WithRev(from))
@@ -162,7 +162,7 @@ func (f *floorRun) create(lo, hi int) {
 		defer func() { <-f.slots }()
 		ops := make([]clientv3.Op, 0, hi-lo)
 		for i := lo; i < hi; i++ {
-			ops = append(ops, clientv3.OpPut(floorPods+strconv.Itoa(i), string(f.pod)))
+			ops = append(ops, clientv3.OpPut(floorPods+strconv.Itoa(i), f.pod))
 		}
 		if _, err := f.client.Txn(f.ctx).Then(ops...).Commit(); err != nil {
 			f.fail(fmt.Errorf("create: %w", err))
@@ -195,7 +195,7 @@ func (f *floorRun) bind(created clientv3.WatchChan) {
 		batch := pending[:min(len(pending), store.EmbeddedMaxTxnOps)]
 		ops := make([]clientv3.Op, 0, len(batch))
 		for _, i := range batch {
-			ops = append(ops, clientv3.OpPut(floorBindings+i, string(f.pod)))
+			ops = append(ops, clientv3.OpPut(floorBindings+i, f.pod))
 		}
 		if _, err := f.client.Txn(f.ctx).Then(ops...).Commit(); err != nil {
 			f.fail(fmt.Errorf("bind: %w", err))
